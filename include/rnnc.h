@@ -1,0 +1,317 @@
+/*
+ * rnnc.h: the one public header of rnnc, a JIT-specialising compiler for
+ * recurrent neural network cells.
+ *
+ * Conventions (as in cuDNN and zstd):
+ *  - opaque handles with create/destroy pairs; destroy accepts NULL;
+ *  - every action returns an rnnc_status; predicates return bool;
+ *  - rnnc_last_error() holds the detail of the last failure on this thread;
+ *  - the library never exits or aborts on a user's error.
+ */
+#ifndef RNNC_H
+#define RNNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RNNC_VERSION_MAJOR 0
+#define RNNC_VERSION_MINOR 1
+#define RNNC_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status */
+
+/* Pinned values: never renumber, only append. */
+typedef enum rnnc_status {
+    RNNC_OK = 0,
+    RNNC_ERR_INVALID_ARG = 1,   /* a NULL, a negative size, a bad option */
+    RNNC_ERR_OUT_OF_MEMORY = 2, /* host or device allocation failed */
+    RNNC_ERR_PARSE = 3,         /* .cell text is malformed */
+    RNNC_ERR_SHAPE = 4,         /* shapes do not agree */
+    RNNC_ERR_IO = 5,            /* a file cannot be read or written */
+    RNNC_ERR_FORMAT = 6,        /* a file is not what it claims (safetensors, cache, bundle) */
+    RNNC_ERR_UNSUPPORTED = 7,   /* valid, but this backend cannot run it */
+    RNNC_ERR_NOT_BUILT = 8,     /* the backend was switched off at build time */
+    RNNC_ERR_NO_DEVICE = 9,     /* no GPU, no driver, or no NVRTC */
+    RNNC_ERR_CUDA = 10,         /* the CUDA driver reported an error */
+    RNNC_ERR_NVRTC = 11,        /* run-time compilation failed */
+    RNNC_ERR_CUDNN = 12,        /* cuDNN reported an error */
+    RNNC_ERR_LLVM = 13,         /* LLVM verification or JIT failed */
+    RNNC_ERR_NOT_FOUND = 14,    /* a named cell, tensor or weight is missing */
+    RNNC_ERR_STATE = 15,        /* call order, e.g. backward after an inference forward */
+    RNNC_ERR_INTERNAL = 16      /* a broken invariant inside rnnc: please report */
+} rnnc_status;
+
+const char *rnnc_status_string(rnnc_status s);
+/* Detail of the last failure on the calling thread ("" if none). */
+const char *rnnc_last_error(void);
+const char *rnnc_version_string(void);
+
+/* ---------------------------------------------------------------- cells */
+
+/*
+ * A cell is one time step, built as a graph over per-batch-row values.
+ * Shapes are written with the symbols I (input size), H (hidden size) and
+ * P (projection size; equal to H when the model has no projection), e.g.
+ * "4H", "I", "H+I", "2*H", "1".  Values refer to nodes by handle.
+ */
+typedef struct rnnc_cell rnnc_cell;
+typedef int32_t rnnc_value; /* a node of a cell; negative means none */
+
+#define RNNC_NONE ((rnnc_value)-1)
+
+rnnc_status rnnc_cell_create(rnnc_cell **out, const char *name);
+void rnnc_cell_destroy(rnnc_cell *cell);
+rnnc_status rnnc_cell_clone(rnnc_cell **out, const rnnc_cell *cell);
+const char *rnnc_cell_name(const rnnc_cell *cell);
+
+/* Declarations.  `dim` strings use I, H, P as above. */
+rnnc_status rnnc_cell_input(rnnc_cell *c, const char *name, const char *dim, rnnc_value *out);
+rnnc_status rnnc_cell_state(rnnc_cell *c, const char *name, const char *dim, rnnc_value *out);
+/* A matrix parameter [rows, cols] (used by linear) or a vector [n] (rows NULL). */
+rnnc_status rnnc_cell_param(rnnc_cell *c, const char *name, const char *rows, const char *cols,
+                            rnnc_value *out);
+/* An optional parameter exists only when every symbol of its shape has a size:
+ * P has one only when the model's proj_size > 0.  Absent, it acts as the
+ * identity of the op that uses it (linear(x, W) = x, x + b = x, x * g = x). */
+rnnc_status rnnc_cell_param_optional(rnnc_cell *c, const char *name, const char *rows,
+                                     const char *cols, rnnc_value *out);
+rnnc_status rnnc_cell_const(rnnc_cell *c, double v, rnnc_value *out);
+
+/* Ops.  Binary ops broadcast a feature size of 1, a vector or a scalar. */
+rnnc_status rnnc_linear(rnnc_cell *c, rnnc_value x, rnnc_value w, rnnc_value *out); /* x @ W^T */
+rnnc_status rnnc_add(rnnc_cell *c, rnnc_value a, rnnc_value b, rnnc_value *out);
+rnnc_status rnnc_sub(rnnc_cell *c, rnnc_value a, rnnc_value b, rnnc_value *out);
+rnnc_status rnnc_mul(rnnc_cell *c, rnnc_value a, rnnc_value b, rnnc_value *out);
+rnnc_status rnnc_div(rnnc_cell *c, rnnc_value a, rnnc_value b, rnnc_value *out);
+rnnc_status rnnc_neg(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+rnnc_status rnnc_sigmoid(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+rnnc_status rnnc_tanh(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+rnnc_status rnnc_relu(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+rnnc_status rnnc_exp(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+rnnc_status rnnc_log(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+rnnc_status rnnc_sqrt(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+rnnc_status rnnc_rsqrt(rnnc_cell *c, rnnc_value a, rnnc_value *out);
+/* Piece `index` of `parts` equal pieces of the feature axis. */
+rnnc_status rnnc_chunk(rnnc_cell *c, rnnc_value x, int parts, int index, rnnc_value *out);
+rnnc_status rnnc_concat(rnnc_cell *c, rnnc_value a, rnnc_value b, rnnc_value *out);
+/* Over the feature axis; gamma and beta may be RNNC_NONE. */
+rnnc_status rnnc_layernorm(rnnc_cell *c, rnnc_value x, double eps, rnnc_value gamma,
+                           rnnc_value beta, rnnc_value *out);
+rnnc_status rnnc_sum(rnnc_cell *c, rnnc_value x, rnnc_value *out);  /* [B,n] -> [B,1] */
+rnnc_status rnnc_mean(rnnc_cell *c, rnnc_value x, rnnc_value *out); /* [B,n] -> [B,1] */
+/* Inverted dropout with probability p, active in training only. */
+rnnc_status rnnc_dropout(rnnc_cell *c, rnnc_value x, double p, rnnc_value *out);
+
+/* The step's results. */
+rnnc_status rnnc_cell_set_next(rnnc_cell *c, rnnc_value state, rnnc_value next);
+rnnc_status rnnc_cell_set_output(rnnc_cell *c, rnnc_value out);
+/* Checks the cell is complete and well-shaped (done by every consumer too). */
+rnnc_status rnnc_cell_verify(const rnnc_cell *c);
+
+/* Introspection. */
+int rnnc_cell_state_count(const rnnc_cell *c);
+const char *rnnc_cell_state_name(const rnnc_cell *c, int i);
+int rnnc_cell_param_count(const rnnc_cell *c);
+const char *rnnc_cell_param_name(const rnnc_cell *c, int i);
+
+/* The .cell text format (docs/cell-format.md).  `attrs` overrides the file's
+ * `attr` defaults, e.g. "eps=0" (NULL for none).  `cell_name` picks a cell
+ * from a file holding several (NULL: the first).  `file_label` is used in
+ * error messages (file:line:col). */
+rnnc_status rnnc_cell_parse(rnnc_cell **out, const char *text, size_t len, const char *file_label,
+                            const char *cell_name, const char *attrs);
+rnnc_status rnnc_cell_load_file(rnnc_cell **out, const char *path, const char *cell_name,
+                                const char *attrs);
+/* Built-in cells: lstm, gru, rnn_tanh, rnn_relu, layernorm_lstm, milstm,
+ * peephole_lstm, dropout_lstm (premul and premul_bias are lstm with a hoist
+ * setting; see rnnc_model_desc). */
+rnnc_status rnnc_cell_builtin(rnnc_cell **out, const char *name, const char *attrs);
+/* NULL-terminated list of built-in names. */
+const char *const *rnnc_cell_builtin_names(void);
+/* Either a built-in name or a path ending in .cell. */
+rnnc_status rnnc_cell_load(rnnc_cell **out, const char *name_or_path, const char *attrs);
+/* Canonical .cell text of the cell; caller frees with rnnc_free(). */
+rnnc_status rnnc_cell_print(const rnnc_cell *c, char **text);
+bool rnnc_cell_equal(const rnnc_cell *a, const rnnc_cell *b);
+
+/* Stage dumps: "ir", "opt", "schedule", "cuda", "llvm".  The model-level
+ * dims are needed from "schedule" on.  Caller frees with rnnc_free(). */
+rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_size,
+                           int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
+                           char **text);
+
+void rnnc_free(void *p);
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef enum rnnc_dtype {
+    RNNC_F32 = 0,
+    RNNC_F16 = 1,
+    RNNC_F64 = 2,
+    RNNC_I64 = 3,
+    RNNC_I32 = 4,
+    RNNC_BF16 = 5
+} rnnc_dtype;
+
+size_t rnnc_dtype_size(rnnc_dtype t);
+const char *rnnc_dtype_name(rnnc_dtype t);
+
+#define RNNC_MAX_RANK 8
+
+/* A host tensor, row-major and contiguous. */
+typedef struct rnnc_tensor {
+    rnnc_dtype dtype;
+    int rank;
+    int64_t shape[RNNC_MAX_RANK];
+    void *data;
+} rnnc_tensor;
+
+int64_t rnnc_tensor_numel(const rnnc_tensor *t);
+
+/* A set of named host tensors, as held by a safetensors file. */
+typedef struct rnnc_tensors rnnc_tensors;
+
+rnnc_status rnnc_tensors_create(rnnc_tensors **out);
+void rnnc_tensors_destroy(rnnc_tensors *ts);
+/* Reads a whole safetensors file; every header field is checked. */
+rnnc_status rnnc_tensors_load(rnnc_tensors **out, const char *path);
+/* Writes to a temporary file and renames it into place: never a partial file. */
+rnnc_status rnnc_tensors_save(const rnnc_tensors *ts, const char *path);
+/* Copies `data`; shape has `rank` dims. */
+rnnc_status rnnc_tensors_add(rnnc_tensors *ts, const char *name, rnnc_dtype dtype, int rank,
+                             const int64_t *shape, const void *data);
+/* The tensor or NULL; the pointer lives as long as `ts`. */
+const rnnc_tensor *rnnc_tensors_get(const rnnc_tensors *ts, const char *name);
+int rnnc_tensors_count(const rnnc_tensors *ts);
+const char *rnnc_tensors_name(const rnnc_tensors *ts, int i);
+
+/* ---------------------------------------------------------------- models */
+
+typedef enum rnnc_backend {
+    RNNC_BACKEND_AUTO = 0, /* fused on a GPU, else cpu, else interp */
+    RNNC_BACKEND_INTERP = 1,
+    RNNC_BACKEND_CPU = 2,
+    RNNC_BACKEND_FUSED = 3,
+    RNNC_BACKEND_CUDNN = 4
+} rnnc_backend;
+
+const char *rnnc_backend_name(rnnc_backend b);
+rnnc_status rnnc_backend_from_name(const char *name, rnnc_backend *out);
+/* Built into this library and usable on this machine now (device present). */
+bool rnnc_backend_available(rnnc_backend b);
+
+/* How much of the state-independent work leaves the time loop. */
+typedef enum rnnc_hoist {
+    RNNC_HOIST_ALL = 0,    /* everything (PyTorch fastrnns' premul_bias) */
+    RNNC_HOIST_MATMUL = 1, /* only x @ W^T products (premul) */
+    RNNC_HOIST_NONE = 2    /* nothing (the plain scripted LSTM) */
+} rnnc_hoist;
+
+typedef enum rnnc_math {
+    RNNC_MATH_FFMA = 0, /* fp32 with FMA only: PyTorch with allow_tf32 off */
+    RNNC_MATH_TF32 = 1  /* tensor cores with TF32 allowed */
+} rnnc_math;
+
+typedef struct rnnc_model rnnc_model;
+
+typedef struct rnnc_model_desc {
+    const rnnc_cell *cell; /* copied by rnnc_model_create */
+    int64_t input_size;
+    int64_t hidden_size;
+    int64_t proj_size; /* 0: none */
+    int num_layers;    /* >= 1 */
+    bool bidirectional;
+    bool batch_first; /* x and y are [B, T, *]; states never are */
+    double dropout;   /* between layers, training only */
+    uint64_t seed;    /* Philox seed for dropout */
+    rnnc_dtype dtype; /* F32 (default) or F16 on cudnn */
+    rnnc_math math;
+    rnnc_backend backend;
+    rnnc_hoist hoist;
+    int device; /* CUDA ordinal */
+} rnnc_model_desc;
+
+/* Fills the defaults: 1 layer, F32, FFMA, AUTO, HOIST_ALL, device 0. */
+void rnnc_model_desc_init(rnnc_model_desc *d);
+
+rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d);
+void rnnc_model_destroy(rnnc_model *m);
+/* The backend the model runs on (AUTO resolved). */
+rnnc_backend rnnc_model_backend(const rnnc_model *m);
+
+/* Weights, by PyTorch's state_dict names: `<param>_l<k>` and `<param>_l<k>_reverse`.
+ * Every present parameter must be given exactly once; extra names are an error. */
+rnnc_status rnnc_model_load_weights(rnnc_model *m, const char *safetensors_path);
+rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts);
+/* One weight from host memory (fp32), `count` elements, by state_dict name. */
+rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *data,
+                                  int64_t count);
+/* Name and element count of the i-th weight the model expects. */
+int rnnc_model_weight_count(const rnnc_model *m);
+rnnc_status rnnc_model_weight_info(const rnnc_model *m, int i, const char **name, int rank,
+                                   int64_t *shape, int *out_rank);
+
+/*
+ * One forward over a whole sequence.  Shapes (Hout = P if proj_size else H,
+ * D = 2 if bidirectional):
+ *   x       [T, B, I] ([B, T, I] with batch_first)
+ *   init[s] [L*D, B, n_s] for state s in the cell's order; NULL = zeros
+ *   lengths [B] on the host, each in [1, T]; NULL = all T
+ *   y       [T, B, D*Hout]
+ *   final[s] [L*D, B, n_s]; NULL = not wanted
+ * Pointers are host memory unless `device_pointers`, then device memory on
+ * the model's device (PyTorch tensors work as they are); a device backend
+ * given host pointers copies through the device.
+ */
+typedef struct rnnc_forward_args {
+    int64_t seq_len;
+    int64_t batch;
+    const void *x;
+    const void *const *init; /* array of rnnc_cell_state_count entries, or NULL */
+    const int64_t *lengths;
+    void *y;
+    void *const *final; /* array of rnnc_cell_state_count entries, or NULL */
+    bool training;
+    bool device_pointers;
+    void *stream; /* CUstream; NULL = the default stream */
+} rnnc_forward_args;
+
+rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a);
+
+/*
+ * Backward (cudnn backend): after a training forward with the same shapes.
+ * dy [T,B,D*Hout]; dfinal[s] gradients of the final states (NULL = zero);
+ * gives dx, dinit[s] (NULL = not wanted) and weight gradients, which are
+ * read with rnnc_model_weight_grad after the call (accumulated from zero).
+ */
+typedef struct rnnc_backward_args {
+    const void *dy;
+    const void *const *dfinal;
+    void *dx;
+    void *const *dinit;
+} rnnc_backward_args;
+
+rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a);
+/* Copies the gradient of a weight (by state_dict name) to host memory. */
+rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, int64_t count);
+
+/* Median forward time in milliseconds over `iters` runs after `warmup`
+ * (CUDA events on a GPU, a monotonic clock on the CPU), on the buffers of `a`. */
+rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, int warmup,
+                                    int iters, double *median_ms);
+
+/* ---------------------------------------------------------------- Philox */
+
+/* Philox4x32-10: the four 32-bit words of block `counter` under key `seed`.
+ * Dropout draws its uniforms from this stream (docs/dropout.md). */
+void rnnc_philox4x32_10(uint64_t seed, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RNNC_H */

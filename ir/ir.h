@@ -1,0 +1,254 @@
+/*
+ * ir.h: the internal header of the ir/ stage.
+ *
+ * One step of a cell is a graph of nodes in one growable array; operands are
+ * int32 indices of earlier nodes, so index order is a topological order.
+ * The builder hash-conses (op, operands, attributes), so CSE comes free.
+ *
+ * Sections: dims (dim.c), cell and builder (cell.c, build.c), shapes
+ * (shape.c), verifier (verify.c), printer (print.c), passes (pass_*.c),
+ * schedule (pass_fuse.c), errors (error.c), arena (arena.c).
+ */
+#ifndef RNNC_IR_H
+#define RNNC_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rnnc.h"
+
+/* ---------------------------------------------------------------- errors (error.c) */
+
+/* Records a printf-style detail for rnnc_last_error() and returns `s`. */
+rnnc_status rnnc_fail(rnnc_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Appends more detail to the current error text ("; " separated). */
+void rnnc_fail_append(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+void rnnc_clear_error(void);
+
+/* ---------------------------------------------------------------- arena (arena.c) */
+
+/* One arena per compilation, freed at once. */
+typedef struct ir_arena ir_arena;
+ir_arena *ir_arena_create(void);
+void ir_arena_destroy(ir_arena *a);
+void *ir_arena_alloc(ir_arena *a, size_t n); /* zeroed, 16-byte aligned; NULL on OOM */
+char *ir_arena_strdup(ir_arena *a, const char *s);
+
+/* ---------------------------------------------------------------- dims (dim.c) */
+
+/* A symbolic feature size: c + i*I + h*H + p*P. */
+typedef struct ir_dim {
+    int32_t c, i, h, p;
+} ir_dim;
+
+typedef struct ir_sizes {
+    int64_t I, H, P; /* P == H when the model has no projection */
+} ir_sizes;
+
+ir_dim ir_dim_const(int32_t c);
+bool ir_dim_eq(ir_dim a, ir_dim b);
+ir_dim ir_dim_add(ir_dim a, ir_dim b);
+bool ir_dim_is_const(ir_dim d, int32_t c);
+/* Divides every coefficient by k; false if any is not a multiple. */
+bool ir_dim_div(ir_dim d, int32_t k, ir_dim *out);
+ir_dim ir_dim_mul(ir_dim d, int32_t k);
+int64_t ir_dim_eval(ir_dim d, ir_sizes s);
+bool ir_dim_uses_p(ir_dim d);
+/* Parses "4H", "I", "H+I", "2*H", "1", "4 * H + 2"; false on error. */
+bool ir_dim_parse(const char *s, ir_dim *out);
+/* Canonical text ("4H", "H+I", "1"); buf of at least 48 bytes. */
+const char *ir_dim_str(ir_dim d, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- ops (ops.def) */
+
+enum {
+    IR_F_LEAF = 1 << 0,
+    IR_F_POINTWISE = 1 << 1,
+    IR_F_UNARY = 1 << 2,
+    IR_F_BINARY = 1 << 3,
+    IR_F_COMMUTE = 1 << 4,
+    IR_F_REDUCE = 1 << 5,
+    IR_F_CONTRACT = 1 << 6
+};
+
+typedef enum ir_op {
+#define OP(id, name, arity, flags) IR_##id,
+#include "ops.def"
+#undef OP
+    IR_NUM_OPS
+} ir_op;
+
+typedef struct ir_op_info {
+    const char *name;
+    int arity;
+    unsigned flags;
+} ir_op_info;
+
+extern const ir_op_info ir_ops[IR_NUM_OPS];
+/* The op of a name, or -1. */
+int ir_op_from_name(const char *name);
+
+/* ---------------------------------------------------------------- nodes and cells */
+
+/* What a node's value is shaped like. */
+typedef enum ir_kind {
+    IR_ROW = 0,    /* per batch row: [B, cols] */
+    IR_VEC = 1,    /* a parameter vector [cols], broadcast over rows */
+    IR_MAT = 2,    /* a parameter matrix [rows, cols]; only linear reads it */
+    IR_SCALAR = 3  /* a constant */
+} ir_kind;
+
+typedef struct ir_node {
+    uint8_t op;    /* ir_op */
+    uint8_t kind;  /* ir_kind, set by the builder's shape rules */
+    uint16_t pad;
+    int32_t a[3];  /* operands; -1 if unused */
+    ir_dim rows;   /* IR_MAT only */
+    ir_dim cols;   /* feature size (IR_ROW, IR_VEC, IR_MAT) */
+    double f;      /* CONST value; LAYERNORM eps; DROPOUT p */
+    int32_t i0;    /* CHUNK parts; leaves: slot in inputs/states/params */
+    int32_t i1;    /* CHUNK index; DROPOUT site number */
+} ir_node;
+
+typedef struct ir_state {
+    int32_t node; /* the STATE node */
+    int32_t next; /* its value after the step; -1 until set */
+    char *name;
+} ir_state;
+
+typedef struct ir_param {
+    int32_t node;
+    bool optional;
+    char *name;
+} ir_param;
+
+typedef struct ir_input {
+    int32_t node;
+    char *name;
+} ir_input;
+
+/* struct rnnc_cell is the IR function of one step (cell.c owns its memory). */
+struct rnnc_cell {
+    char *name;
+    ir_node *nodes;
+    int32_t n, cap;
+    /* hash-cons table: open addressing over node indices, -1 empty */
+    int32_t *htab;
+    int32_t hcap;
+    ir_input *inputs;
+    int32_t n_inputs, cap_inputs;
+    ir_state *states;
+    int32_t n_states, cap_states;
+    ir_param *params;
+    int32_t n_params, cap_params;
+    int32_t output; /* -1 until set */
+    int32_t n_dropout;
+};
+
+typedef struct rnnc_cell ir_fn;
+
+/* Appends a node, or returns the index of an equal one (hash-consing).
+ * The builder's public wrappers check operands and shapes first (build.c). */
+rnnc_status ir_emit(ir_fn *f, const ir_node *n, int32_t *out);
+/* Rebuilds the hash-cons table after a pass rewrote nodes in place. */
+rnnc_status ir_rehash(ir_fn *f);
+/* Index of the state/param/input with that node, or -1. */
+int ir_state_of(const ir_fn *f, int32_t node);
+int ir_param_of(const ir_fn *f, int32_t node);
+/* Finds a declared name among inputs, states and params: its node or -1. */
+int32_t ir_find_decl(const ir_fn *f, const char *name);
+
+/* ---------------------------------------------------------------- shapes (shape.c) */
+
+/* Fills n->kind, n->rows, n->cols from the operands; RNNC_ERR_SHAPE with
+ * detail when they do not agree. */
+rnnc_status ir_infer_node(const ir_fn *f, ir_node *n);
+/* Re-infers every node in order (after a pass). */
+rnnc_status ir_infer_all(ir_fn *f);
+
+/* ---------------------------------------------------------------- verifier (verify.c) */
+
+/* Operands precede users, shapes agree, every state has a next value of its
+ * own shape, the output is set and is a row value. */
+rnnc_status ir_verify(const ir_fn *f);
+
+/* ---------------------------------------------------------------- printer (print.c) */
+
+/* Canonical .cell text (parses back to an equal cell). */
+rnnc_status ir_print(const ir_fn *f, char **text);
+
+/* ---------------------------------------------------------------- passes (pass_*.c) */
+
+/*
+ * Specialisation for a model: optional params decided (present[i] per
+ * param), attributes already applied by the parser.  Each pass rewrites the
+ * function into a new, compacted one so indices stay topological.
+ */
+rnnc_status pass_drop_absent(ir_fn *f, const bool *present);
+rnnc_status pass_simplify(ir_fn *f);
+rnnc_status pass_cse(ir_fn *f);
+rnnc_status pass_dce(ir_fn *f);
+
+/* Where a node is computed. */
+typedef enum ir_part {
+    IR_PART_DEAD = 0,
+    IR_PART_FOLD = 1,  /* parameters and constants only: computed at weight binding */
+    IR_PART_HOIST = 2, /* depends on the input, not on a state: time-parallel */
+    IR_PART_STEP = 3   /* depends on a state: inside the time loop */
+} ir_part;
+
+/* Per-node facts the hoist pass computes. */
+typedef struct ir_hoist {
+    uint8_t *part;     /* [n] ir_part */
+} ir_hoist;
+
+/*
+ * The schedule: what codegen consumes.
+ *  - fold nodes feeding the other parts are materialised once at binding;
+ *  - hoist_out: hoisted ROW nodes the step reads, each a [T, B, cols] buffer
+ *    computed by one time-parallel GEMM with a fused epilogue;
+ *  - the step: nodes of part STEP in index order; `phase` splits them where
+ *    a node needs a whole vector computed earlier in the same step (the
+ *    input of a linear, or a reduction over the feature axis): each phase
+ *    boundary is a grid-wide exchange in a persistent kernel.
+ */
+typedef struct ir_schedule {
+    const ir_fn *fn;
+    ir_hoist hoist;
+    int32_t *fold_out;
+    int32_t n_fold_out;
+    int32_t *hoist_out;
+    int32_t n_hoist_out;
+    int32_t *step;       /* STEP nodes in order */
+    int32_t n_step;
+    int32_t *phase;      /* [n] phase number of each STEP node, -1 otherwise */
+    int32_t n_phases;
+    rnnc_hoist setting;
+} ir_schedule;
+
+/* Classifies nodes (setting ALL, MATMUL or NONE). */
+rnnc_status pass_hoist(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_hoist *out);
+/* Lists fold outputs (param-only non-MAT nodes read by other parts). */
+rnnc_status pass_fold(const ir_fn *f, ir_schedule *s, ir_arena *a);
+/* Builds the whole schedule (runs hoist and fold). */
+rnnc_status pass_fuse(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_schedule *out);
+rnnc_status ir_schedule_print(const ir_schedule *s, char **text);
+
+/* Runs drop_absent, simplify, cse, dce, with the verifier between passes in
+ * debug builds; `f` is rewritten in place.  RNNC_DUMP=ir,opt prints. */
+rnnc_status ir_optimise(ir_fn *f, const bool *present);
+
+/* True when the name appears in RNNC_DUMP (comma-separated). */
+bool ir_dump_enabled(const char *stage);
+
+#endif /* RNNC_IR_H */

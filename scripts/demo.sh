@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# demo.sh: set up on a fresh machine, build, and run an LSTM over a random
+# sequence on the best backend this machine has.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+rnnc_install_deps
+rnnc_build build
+exec build/rnnc demo "$@"

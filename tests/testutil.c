@@ -1,0 +1,114 @@
+/* testutil.c: see testutil.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t tu_seed(void)
+{
+    const char *env = getenv("RNNC_TEST_SEED");
+    uint64_t s;
+    if (env && *env) {
+        s = strtoull(env, NULL, 0);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32;
+    }
+    fprintf(stderr, "RNNC_TEST_SEED=%llu\n", (unsigned long long)s);
+    return s;
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double tu_uniform(uint64_t *state, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+void tu_fill_f32(float *p, size_t n, uint64_t *state, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)tu_uniform(state, lo, hi);
+}
+
+void tu_fill_f64(double *p, size_t n, uint64_t *state, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = tu_uniform(state, lo, hi);
+}
+
+void tu_poison_f32(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+}
+
+double tu_rel_err_f32(const float *out, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(out[i]))
+            return INFINITY;
+        num = fmax(num, fabs((double)out[i] - ref[i]));
+        den = fmax(den, fabs(ref[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+double tu_rel_err_f64(const double *out, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(out[i]))
+            return INFINITY;
+        num = fmax(num, fabs(out[i] - ref[i]));
+        den = fmax(den, fabs(ref[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+void tu_require_gpu(void)
+{
+    if (!rnnc_backend_available(RNNC_BACKEND_FUSED) && !rnnc_backend_available(RNNC_BACKEND_CUDNN)) {
+        fprintf(stderr, "no usable GPU: skipped\n");
+        exit(TU_SKIP);
+    }
+}
+
+char *tu_tmpdir(void)
+{
+    char tmpl[] = "/tmp/rnnc-test-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}
+
+void tu_rmtree(const char *dir)
+{
+    char cmd[4200];
+    if (!dir || strlen(dir) > 4000 || strncmp(dir, "/tmp/rnnc-test-", 15) != 0)
+        return;
+    snprintf(cmd, sizeof cmd, "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int tu_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    return (fclose(f) == 0 && w == len) ? 0 : -1;
+}

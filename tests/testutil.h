@@ -1,0 +1,52 @@
+/* testutil.h: what every test shares: cmocka, seeded random data, the
+ * error measure, poisoning, and the GPU skip. */
+#ifndef RNNC_TESTUTIL_H
+#define RNNC_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "rnnc.h"
+
+/* Exit code that ctest reads as "skipped". */
+#define TU_SKIP 77
+
+/* A seed from RNNC_TEST_SEED, else from the clock; printed so a failure can be replayed. */
+uint64_t tu_seed(void);
+/* Uniform in [lo, hi) from a splitmix64 stream in *state. */
+double tu_uniform(uint64_t *state, double lo, double hi);
+void tu_fill_f32(float *p, size_t n, uint64_t *state, double lo, double hi);
+void tu_fill_f64(double *p, size_t n, uint64_t *state, double lo, double hi);
+/* NaN in every element, so an unwritten output cannot pass. */
+void tu_poison_f32(float *p, size_t n);
+/* max |out - ref| / max |ref|; +inf if any output is NaN. */
+double tu_rel_err_f32(const float *out, const double *ref, size_t n);
+double tu_rel_err_f64(const double *out, const double *ref, size_t n);
+/* Exits 77 unless a CUDA device is usable (for gpu_*.c tests). */
+void tu_require_gpu(void);
+/* A fresh temporary directory (removed by tu_rmtree). */
+char *tu_tmpdir(void);
+void tu_rmtree(const char *dir);
+/* Writes `len` bytes to `path`; 0 on success. */
+int tu_write_file(const char *path, const void *data, size_t len);
+
+#define assert_ok(expr)                                                                        \
+    do {                                                                                       \
+        rnnc_status s_ = (expr);                                                               \
+        if (s_ != RNNC_OK)                                                                     \
+            fail_msg("%s -> %s: %s", #expr, rnnc_status_string(s_), rnnc_last_error());       \
+    } while (0)
+
+#define assert_status(expr, want)                                                              \
+    do {                                                                                       \
+        rnnc_status s_ = (expr);                                                               \
+        if (s_ != (want))                                                                      \
+            fail_msg("%s -> %s (want %s): %s", #expr, rnnc_status_string(s_),                  \
+                     rnnc_status_string(want), rnnc_last_error());                             \
+    } while (0)
+
+#endif
