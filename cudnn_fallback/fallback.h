@@ -2,13 +2,194 @@
  * fallback.h: the internal header of cudnn_fallback/: cuDNN 9 runs the
  * standard cells (RNN_RELU, RNN_TANH, LSTM, GRU) behind the model API, and
  * convolution.
+ *
+ * Sections (one owner each; edit only your own section):
+ *   1. RNN weight layout: PyTorch tensors to cuDNN linear layers (rnn_layout.c)
+ *   2. which cuDNN mode runs a cell (rnn_match.c)
+ *   3. cuDNN helpers: status, availability, dropout state, fp16 (cudnn_util.c)
+ *   4. the cudnn RNN backend (rnn_backend.c, rnn_run.c)
+ *   5. convolution
+ *
+ * Sections 1 and 2 are pure host code: they need neither a GPU nor cudnn.h,
+ * so tests/test_cudnn_layout.c runs them on every machine.
  */
 #ifndef RNNC_FALLBACK_H
 #define RNNC_FALLBACK_H
 
 #include "runtime/runtime.h"
 
+/* ================================================================ 1. RNN weight layout */
+
+/* The cuDNN cell modes, numbered as cudnnRNNMode_t. */
+typedef enum fb_rnn_mode {
+    FB_RNN_RELU = 0,
+    FB_RNN_TANH = 1,
+    FB_LSTM = 2,
+    FB_GRU = 3
+} fb_rnn_mode;
+
+#define FB_MAX_GATES 4
+#define FB_MAX_LIN_LAYERS 9 /* LSTM: 4 input, 4 recurrent, 1 projection */
+
+const char *fb_rnn_mode_name(fb_rnn_mode m); /* "lstm", "gru", "rnn_tanh", "rnn_relu" */
+int fb_rnn_gates(fb_rnn_mode m);             /* 4 LSTM, 3 GRU, 1 RNN */
+/* Linear layers per pseudo-layer: 2 * gates, plus the projection. */
+int fb_rnn_lin_layers(fb_rnn_mode m, bool proj);
+int fb_rnn_state_count(fb_rnn_mode m); /* 2 for LSTM (h, c), else 1 */
+
+/*
+ * One contiguous piece of a PyTorch parameter that cuDNN keeps as one
+ * matrix or bias of a linear layer.  Gate g of weight_ih ([G*H, in]) is rows
+ * g*H .. g*H+H-1, which is contiguous in row-major order and laid out as
+ * cuDNN's [H, in] matrix: no transpose and, since both use the gate order
+ * i,f,g,o / r,z,n, no permutation either.
+ */
+typedef struct fb_rnn_piece {
+    int lin_id;     /* cuDNN linear-layer id */
+    bool bias;      /* a bias vector (else a matrix) */
+    int64_t offset; /* first element in the PyTorch tensor */
+    int64_t rows;   /* a bias has `rows` elements */
+    int64_t cols;   /* 1 for a bias */
+} fb_rnn_piece;
+
+/* Sizes of one pseudo-layer as cuDNN sees them. */
+typedef struct fb_rnn_dims {
+    int64_t in;     /* I for layer 0, D * Hout above */
+    int64_t hidden; /* H */
+    int64_t proj;   /* P, or 0 without projection */
+} fb_rnn_dims;
+
+/*
+ * Splits the PyTorch parameter `name` (weight_ih, weight_hh, bias_ih,
+ * bias_hh, weight_hr; without the _l<k> suffix) of mode m into out[] and
+ * returns the piece count; 0 for a parameter absent from this model
+ * (weight_hr without projection); -1 for a name mode m does not have.
+ */
+int fb_rnn_pieces(fb_rnn_mode m, const char *name, fb_rnn_dims d, fb_rnn_piece out[FB_MAX_GATES]);
+/* Elements of the whole PyTorch parameter (sum of its pieces), or -1. */
+int64_t fb_rnn_param_numel(fb_rnn_mode m, const char *name, fb_rnn_dims d);
+
+/* ================================================================ 2. mode matching */
+
+/*
+ * The cuDNN mode that computes the spec's cell: fn[0] is compared with the
+ * built-in lstm, gru, rnn_tanh, rnn_relu and dropout_lstm, each specialised
+ * as the model API does.  *dropout is the inter-layer dropout probability
+ * cuDNN must apply (the model's, or dropout_lstm's own).  A cell matching
+ * none is RNNC_ERR_UNSUPPORTED, naming the backends that can run it.
+ */
+rnnc_status fb_rnn_match(const rt_spec *s, fb_rnn_mode *mode, double *dropout);
+/* Index of the hidden state h in the cell's state order (the state whose
+ * next value is the output), and of c (LSTM; else -1). */
+rnnc_status fb_rnn_state_slots(const ir_fn *fn, fb_rnn_mode m, int *h, int *c);
+
+/* ================================================================ 3. cuDNN helpers */
+
+/* True when the library was built with cuDNN and a device and cuDNN >= 9
+ * are usable now (for rnnc_backend_available). */
+bool fb_cudnn_available(void);
+
+/* fp32 <-> IEEE half, round to nearest even (host-side weight conversion). */
+uint16_t fb_f32_to_f16(float f);
+float fb_f16_to_f32(uint16_t h);
+
+#if defined(__has_include)
+#if __has_include(<cudnn.h>) && defined(RT_HAVE_CUDA_H)
+#define FB_HAVE_CUDNN_H 1
+#endif
+#endif
+
+#ifdef FB_HAVE_CUDNN_H
+#include <cudnn.h>
+
+/* RNNC_OK for success, else RNNC_ERR_CUDNN (OUT_OF_MEMORY for an allocation
+ * failure) with "what: <cuDNN's status and last error text>". */
+rnnc_status fb_cudnn_check(cudnnStatus_t st, const char *what);
+/*
+ * Points `desc` at the dropout state of `device` with probability p.  The
+ * state (about 2 MB, expensive to seed) is created once per device, seeded
+ * with `seed`, and reused by every model on that device; a model asking
+ * for another seed reseeds it.  Thread-safe.  The context of `device`
+ * must be current.
+ */
+rnnc_status fb_dropout_bind(cudnnHandle_t h, int device, uint64_t seed, float p,
+                            cudnnDropoutDescriptor_t desc);
+#endif
+
+/* ================================================================ 4. the backend */
+
 /* The cudnn backend (RNNC_HAVE_CUDNN). */
 extern const rt_backend fb_backend_cudnn;
+
+#ifdef FB_HAVE_CUDNN_H
+/* A device buffer that only grows: allocated once per shape, then reused. */
+typedef struct fb_buf {
+    CUdeviceptr p;
+    size_t cap;
+} fb_buf;
+
+rnnc_status fb_buf_reserve(fb_buf *b, size_t n);
+void fb_buf_free(fb_buf *b);
+
+/* Where one linear layer's matrix and bias sit in cuDNN's weight space:
+ * byte offsets from its start and element counts (0: none). */
+typedef struct fb_lin_slot {
+    size_t mat_off, mat_n;
+    size_t bias_off, bias_n;
+} fb_lin_slot;
+
+/* Device pointers of one forward or backward call (0 = none / zeros). */
+typedef struct fb_io {
+    CUdeviceptr x, y, hx, cx, hy, cy;
+} fb_io;
+
+/* The backend's state for one model. */
+typedef struct fb_rnn {
+    rt_spec spec;
+    fb_rnn_mode mode;
+    double dropout;
+    int layers, dirs, pseudo, n_lin;
+    int64_t hidden, proj, hout; /* proj 0: none; hout = proj or hidden */
+    int state_h, state_c;       /* in the cell's state order; state_c -1 */
+    cudnnDataType_t dtype;
+    size_t esz;
+    cudnnHandle_t handle;
+    cudnnDropoutDescriptor_t drop;
+    cudnnRNNDescriptor_t rnn;
+    cudnnRNNDataDescriptor_t xdesc, ydesc;
+    cudnnTensorDescriptor_t hdesc, cdesc;
+    size_t wsize;
+    fb_buf w, dw;
+    fb_lin_slot *slots; /* [pseudo * n_lin + lin id] */
+    bool bound;
+    /* The shape the data descriptors hold now, and its buffers. */
+    int T, B;
+    int32_t *lens; /* [B] host copy of the sequence lengths */
+    size_t lens_cap;
+    bool training;
+    size_t ws_size, rs_size;
+    fb_buf seq, ws, rs;
+    /* Staging for host pointers (device pointers are used as they are). */
+    fb_buf x, y, hx, cx, hy, cy, dx, dy, dhx, dcx, dhy, dcy;
+    /* The last forward, which backward differentiates. */
+    fb_io last;
+    bool last_valid, last_training, last_dev;
+    CUstream stream; /* of the last call, where weight_grad reads dw */
+    bool have_grad;
+    bool ragged;     /* some sequence is shorter than T */
+    char *dw_host;   /* host copy of dw, read once after each backward */
+    bool dw_host_valid;
+} fb_rnn;
+
+/* rnn_run.c: forward, backward, timing (the rt_backend entries). */
+rnnc_status fb_rnn_forward(void *state, const rnnc_forward_args *a);
+rnnc_status fb_rnn_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
+                                double *median_ms);
+rnnc_status fb_rnn_backward(void *state, const rnnc_backward_args *a);
+/* Bytes of state `state` (cell order) at the current batch: [L*D, B, n]. */
+size_t fb_rnn_state_bytes(const fb_rnn *r, int state);
+#endif
+
+/* ================================================================ 5. convolution */
 
 #endif /* RNNC_FALLBACK_H */

@@ -187,14 +187,35 @@ rnnc_status ir_verify(const ir_fn *f);
 /* Canonical .cell text (parses back to an equal cell). */
 rnnc_status ir_print(const ir_fn *f, char **text);
 
+/* ---------------------------------------------------------------- rewriting (rewrite.c) */
+
+/*
+ * Passes rebuild the function node by node into a fresh one, so indices
+ * stay topological and hash-consing merges what a rewrite made equal.
+ * The callback sees source node `i` with its operands already mapped into
+ * `dst` (in *n; map[] holds every earlier node's image) and sets *out to a node of `dst`: ir_emit(dst, n) by
+ * default, an existing node to replace it, or -1 to drop it (a dropped
+ * node must have no remaining users; a dropped leaf leaves its list).
+ * For a declaration (input, state, param) *out arrives as -2, which keeps
+ * it under a fresh slot.
+ */
+typedef rnnc_status (*ir_rewrite_cb)(ir_fn *dst, const ir_fn *src, int32_t i, ir_node *n,
+                                     const int32_t *map, void *ctx, int32_t *out);
+rnnc_status ir_rewrite(ir_fn *f, ir_rewrite_cb cb, void *ctx);
+/* Shape-checks *n against dst and emits it (the callbacks' default). */
+rnnc_status ir_emit_node(ir_fn *dst, ir_node *n, int32_t *out);
+/* Use counts of every node (operands, next values and the output). */
+int32_t *ir_use_counts(const ir_fn *f);
+
 /* ---------------------------------------------------------------- passes (pass_*.c) */
 
 /*
- * Specialisation for a model: optional params decided (present[i] per
- * param), attributes already applied by the parser.  Each pass rewrites the
- * function into a new, compacted one so indices stay topological.
+ * Specialisation for a model (attributes were applied by the parser).  An
+ * optional param is present when every symbol of its shape has a size; P
+ * has one only when has_proj, and otherwise P means H.  Each pass rewrites
+ * the function into a new, compacted one so indices stay topological.
  */
-rnnc_status pass_drop_absent(ir_fn *f, const bool *present);
+rnnc_status pass_drop_absent(ir_fn *f, bool has_proj);
 rnnc_status pass_simplify(ir_fn *f);
 rnnc_status pass_cse(ir_fn *f);
 rnnc_status pass_dce(ir_fn *f);
@@ -236,6 +257,10 @@ typedef struct ir_schedule {
     rnnc_hoist setting;
 } ir_schedule;
 
+/* What each node depends on: IR_DEP_STATE > IR_DEP_INPUT > IR_DEP_NONE. */
+enum { IR_DEP_NONE = 0, IR_DEP_INPUT = 1, IR_DEP_STATE = 2 };
+void ir_compute_deps(const ir_fn *f, uint8_t *dep);
+
 /* Classifies nodes (setting ALL, MATMUL or NONE). */
 rnnc_status pass_hoist(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_hoist *out);
 /* Lists fold outputs (param-only non-MAT nodes read by other parts). */
@@ -244,9 +269,9 @@ rnnc_status pass_fold(const ir_fn *f, ir_schedule *s, ir_arena *a);
 rnnc_status pass_fuse(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_schedule *out);
 rnnc_status ir_schedule_print(const ir_schedule *s, char **text);
 
-/* Runs drop_absent, simplify, cse, dce, with the verifier between passes in
- * debug builds; `f` is rewritten in place.  RNNC_DUMP=ir,opt prints. */
-rnnc_status ir_optimise(ir_fn *f, const bool *present);
+/* Runs drop_absent, simplify, cse, dce, with the verifier between passes;
+ * `f` is rewritten in place.  RNNC_DUMP=ir,opt prints before and after. */
+rnnc_status ir_optimise(ir_fn *f, bool has_proj);
 
 /* True when the name appears in RNNC_DUMP (comma-separated). */
 bool ir_dump_enabled(const char *stage);

@@ -98,15 +98,332 @@ rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a);
 
 /* (tensors.c, safetensors.c implement the public rnnc_tensors_* API.) */
 
+/* For rt_tensor_expect: accept any of F32, F16, BF16, F64 (then rt_tensor_to_f32). */
+#define RT_DTYPE_ANY_FLOAT ((rnnc_dtype)100)
+
+/* The dtype named `name` as in safetensors ("F32", "BF16", ...); false if none. */
+bool rt_dtype_from_name(const char *name, rnnc_dtype *out);
+/* Bytes of a tensor of this dtype and shape; false if a dim is negative,
+ * the rank is out of [0, RNNC_MAX_RANK] or the size overflows. */
+bool rt_tensor_bytes(rnnc_dtype dtype, int rank, const int64_t *shape, size_t *out);
+size_t rt_tensor_nbytes(const rnnc_tensor *t);
+/* "[2, 3]" into buf (truncated to n bytes); returns buf. */
+char *rt_format_shape(char *buf, size_t n, int rank, const int64_t *shape);
+/* Adds a tensor whose `rank`/`shape` are checked and whose data is left
+ * uninitialised for the caller to fill through *data. */
+rnnc_status rt_tensors_add_empty(rnnc_tensors *ts, const char *name, rnnc_dtype dtype, int rank,
+                                 const int64_t *shape, void **data);
+/*
+ * The tensor `name` of `ts`, checked: RNNC_ERR_NOT_FOUND if missing,
+ * RNNC_ERR_FORMAT if its dtype is not `dt` (RT_DTYPE_ANY_FLOAT: any float
+ * dtype), RNNC_ERR_SHAPE ("expected [..] got [..]") unless it has `rank`
+ * dims equal to `shape`.  rank < 0 skips the shape check.
+ */
+rnnc_status rt_tensor_expect(const rnnc_tensors *ts, const char *name, rnnc_dtype dt, int rank,
+                             const int64_t *shape, const rnnc_tensor **out);
+/* Converts a float tensor (F32, F16, BF16, F64) to fp32 into out[numel];
+ * RNNC_ERR_FORMAT for an integer dtype. */
+rnnc_status rt_tensor_to_f32(const rnnc_tensor *t, float *out);
+
 /* ================================================================ 3. CUDA driver */
+
+/*
+ * libcuda.so.1 is opened with dlopen on first use, never linked, so the
+ * library loads and its CPU paths work on a machine with no driver.  The
+ * declarations below need <cuda.h>; without it (no CUDA toolkit at build
+ * time) only the predicates remain.
+ */
+#include <stdio.h>
+
+#if defined(__has_include)
+#if __has_include(<cuda.h>)
+#define RT_HAVE_CUDA_H 1
+#endif
+#endif
+
+bool rt_cuda_available(void); /* driver loaded, cuInit ok, >= 1 device */
+
+#ifdef RT_HAVE_CUDA_H
+#include <cuda.h>
+
+/* The driver entry points rnnc uses, named as the driver call minus "cu";
+ * each has exactly the type of the call in <cuda.h> (_v2 symbols resolved). */
+#define RT_CUDA_FN(X)                                                                          \
+    X(Init) X(DriverGetVersion) X(DeviceGet) X(DeviceGetCount) X(DeviceGetAttribute)           \
+    X(DeviceGetName) X(DevicePrimaryCtxRetain) X(DevicePrimaryCtxRelease) X(CtxSetCurrent)     \
+    X(CtxGetCurrent) X(CtxGetDevice) X(CtxSynchronize) X(MemGetInfo) X(MemAlloc) X(MemFree) X(MemcpyHtoD)      \
+    X(MemcpyDtoH) X(MemcpyDtoD) X(MemsetD8) X(MemsetD32) X(MemcpyHtoDAsync)                    \
+    X(MemcpyDtoHAsync) X(MemcpyDtoDAsync) X(MemsetD8Async) X(MemsetD32Async)                   \
+    X(ModuleLoadData) X(ModuleLoadDataEx) X(ModuleUnload) X(ModuleGetFunction)                 \
+    X(ModuleGetGlobal) X(FuncSetAttribute) X(FuncGetAttribute) X(LaunchKernel)                 \
+    X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor) X(EventCreate)     \
+    X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(StreamCreate)     \
+    X(StreamDestroy) X(StreamSynchronize) X(GetErrorString)
+
+#define RT_CUDA_FIELD(n) __typeof__(cu##n) *n;
+typedef struct rt_cuda_api {
+    RT_CUDA_FN(RT_CUDA_FIELD)
+} rt_cuda_api;
+#undef RT_CUDA_FIELD
+
+/* Opens the driver once (thread-safe) and calls cuInit.  RNNC_ERR_NO_DEVICE
+ * (with the reason) when the library is missing, cuInit fails or there is
+ * no device.  Every other rt_cuda_* call does this itself. */
+rnnc_status rt_cuda_load(void);
+/* The table; NULL unless rt_cuda_load succeeded. */
+const rt_cuda_api *rt_cu(void);
+/* RNNC_OK for CUDA_SUCCESS, else RNNC_ERR_CUDA (OUT_OF_MEMORY for
+ * CUDA_ERROR_OUT_OF_MEMORY) with "what: <driver's error string>". */
+rnnc_status rt_cuda_check(CUresult r, const char *what);
+int rt_cuda_device_count(void); /* 0 without a driver */
+/* Retains `device`'s PRIMARY context (shared with the CUDA runtime, so
+ * PyTorch's pointers are valid) once per process and makes it current on
+ * the calling thread. */
+rnnc_status rt_cuda_context(int device);
+rnnc_status rt_cuda_arch(int device, int *sm); /* e.g. 90 for sm_90 */
+rnnc_status rt_cuda_sm_count(int device, int *count);
+rnnc_status rt_cuda_attr(int device, CUdevice_attribute attr, int *value);
+/* "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, driver 13.0" into buf. */
+rnnc_status rt_cuda_describe(int device, char *buf, size_t n);
+
+/* Device memory in the current context (call rt_cuda_context first). */
+rnnc_status rt_dev_alloc(CUdeviceptr *p, size_t n);
+void rt_dev_free(CUdeviceptr p); /* 0 is fine */
+rnnc_status rt_dev_upload(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+rnnc_status rt_dev_download(void *dst, CUdeviceptr src, size_t n, CUstream s);
+rnnc_status rt_dev_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+rnnc_status rt_dev_zero(CUdeviceptr dst, size_t n, CUstream s);
+/* (The copies are asynchronous on s; rt_dev_sync waits for s.) */
+rnnc_status rt_dev_sync(CUstream s);
+
+/*
+ * Launches f.  smem is dynamic shared memory in bytes; above 48 KiB the
+ * function's limit is raised first.  A cooperative launch first checks
+ * with the occupancy API that every block can be resident at once, else
+ * RNNC_ERR_UNSUPPORTED naming blocks needed and blocks possible.
+ */
+rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                      unsigned smem, CUstream s, void **args, bool cooperative);
+/* Blocks of f (with `threads` per block and `smem` bytes) that can be
+ * resident at once on the whole device of the current context. */
+rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem, int *blocks);
+
+/* Median elapsed ms of `iters` calls of fn(ctx, s) after `warmup`, timed
+ * with events on s (for autotuning and time_forward). */
+rnnc_status rt_time_ms(rnnc_status (*fn)(void *ctx, CUstream s), void *ctx, CUstream s,
+                       int warmup, int iters, double *median_ms);
+#endif /* RT_HAVE_CUDA_H */
 
 /* ================================================================ 4. NVRTC */
 
+/*
+ * libnvrtc is opened with dlopen: $RNNC_NVRTC_PATH, else libnvrtc.so.13,
+ * libnvrtc.so.12, libnvrtc.so on the loader path, else the same names in
+ * /usr/local/cuda/lib64.  It needs no GPU.
+ */
+bool rt_nvrtc_available(void);
+rnnc_status rt_nvrtc_version(int *major, int *minor);
+/*
+ * Compiles CUDA C `src` (label `name` in messages) to a CUBIN for sm_`sm`
+ * with --std=c++17, -default-device, --gpu-architecture=sm_XX and the CUDA
+ * include directory (for cooperative_groups), plus `extra_opts`.  *cubin is
+ * malloc'ed (free()).  A failed compile is RNNC_ERR_NVRTC with the log in
+ * rnnc_last_error(); a log with warnings is kept too (rt_nvrtc_last_log).
+ */
+rnnc_status rt_nvrtc_compile(const char *src, const char *name, int sm,
+                             const char *const *extra_opts, int n_extra, void **cubin,
+                             size_t *size);
+/* The log of the last compile on this thread ("" if it was empty). */
+const char *rt_nvrtc_last_log(void);
+/* The fixed options rt_nvrtc_compile adds (for the cache key), NULL-terminated. */
+const char *const *rt_nvrtc_base_options(void);
+
 /* ================================================================ 5. kernel cache */
+
+/*
+ * Two levels (docs/cache.md):
+ *   rt_cubin_get:  key -> cubin, in ~/.cache/rnnc (or $RNNC_CACHE_DIR), else
+ *                  NVRTC; needs no GPU;
+ *   rt_kernel_get: (key, device) -> loaded module and functions, in memory,
+ *                  on top of rt_cubin_get; thread-safe.
+ * The key hashes (XXH3-128) everything that changes the binary: source,
+ * RT_CODEGEN_VERSION, NVRTC's version, the full option list, sm and tuning.
+ * Environment: RNNC_CACHE=0 (no disk cache), RNNC_CACHE_DIR,
+ * XDG_CACHE_HOME, RNNC_CACHE_MAX_MB (default 1024; fractions allowed),
+ * RNNC_LOG=info (one line per kernel: where it came from, how long).
+ */
+
+/* Bump whenever the code generators change what they emit for a given input. */
+#define RT_CODEGEN_VERSION 1
+#define RT_MAX_KERNELS 16
+
+typedef enum rt_origin {
+    RT_FROM_MEMORY = 0,
+    RT_FROM_DISK = 1,
+    RT_FROM_BUNDLE = 2,
+    RT_FROM_COMPILE = 3
+} rt_origin;
+
+const char *rt_origin_name(rt_origin o); /* "memory", "disk", "bundle", "compile" */
+
+typedef struct rt_kernel_req {
+    const char *source;          /* CUDA C; kernels declared extern "C" */
+    const char *name;            /* label for logs and listings, e.g. "lstm_l0_fwd" */
+    const char *const *kernels;  /* __global__ names to look up (rt_kernel_get) */
+    int n_kernels;               /* <= RT_MAX_KERNELS */
+    int sm;                      /* e.g. 90; 0 in rt_kernel_get = the device's */
+    const char *const *opts;     /* extra NVRTC options (part of the key) */
+    int n_opts;
+    const char *tuning;          /* the tuning choice as text (part of the key); may be NULL */
+} rt_kernel_req;
+
+typedef struct rt_cache_key {
+    uint64_t lo, hi;
+} rt_cache_key;
+
+/* The key of req for sm (NVRTC must be loadable: its version is part of it). */
+rnnc_status rt_cache_key_of(const rt_kernel_req *req, int sm, rt_cache_key *out);
+void rt_cache_key_hex(rt_cache_key k, char hex[33]);
+
+/* The cubin for req (req->sm must be set); *cubin is malloc'ed (free()). */
+rnnc_status rt_cubin_get(const rt_kernel_req *req, void **cubin, size_t *size,
+                         rt_origin *origin);
+
+#ifdef RT_HAVE_CUDA_H
+/* A loaded kernel set, owned by the cache: valid until rt_kernel_cache_clear. */
+typedef struct rt_kernel {
+    CUmodule module;
+    CUfunction fn[RT_MAX_KERNELS]; /* in the order of req->kernels */
+    int n;
+    rt_origin origin;
+    double ms; /* how long this lookup took */
+} rt_kernel;
+
+/* Makes device's primary context current, then finds or builds req's module. */
+rnnc_status rt_kernel_get(const rt_kernel_req *req, int device, rt_kernel *out);
+/* Unloads every module (no rt_kernel may be in use). */
+void rt_kernel_cache_clear(void);
+#endif
+
+/* The disk cache directory in use; false when disabled (RNNC_CACHE=0) or none. */
+bool rt_cache_dir(char *buf, size_t n);
+/* For `rnnc cache info|list|clear`: print to out. */
+rnnc_status rt_cache_info(FILE *out);
+rnnc_status rt_cache_list(FILE *out);
+rnnc_status rt_cache_clear(FILE *out);
+
+/* Autotuning records: the winning tuning text for a shape key (any string
+ * naming the cell, shapes, dtype and sm).  RNNC_ERR_NOT_FOUND when none. */
+rnnc_status rt_tuning_get(const char *shape_key, char *tuning, size_t n);
+rnnc_status rt_tuning_put(const char *shape_key, const char *tuning);
+
+/* -- shared by cache*.c (and tests) -- */
+#define RT_CACHE_FORMAT 1 /* bump when the entry layout changes (docs/cache.md) */
+/* RNNC_LOG names `level` ("info", "debug"; "debug" includes "info"). */
+bool rt_log_enabled(const char *level);
+uint64_t rt_cache_max_bytes(void); /* RNNC_CACHE_MAX_MB in bytes */
+/* <dir>/kernels/<hex>.cubin for k; false when the disk cache is off. */
+bool rt_cache_entry_path(rt_cache_key k, char *buf, size_t n);
+/* RNNC_OK (cubin malloc'ed), RNNC_ERR_NOT_FOUND (no entry), or
+ * RNNC_ERR_FORMAT with the reason in why[] (corrupt, truncated, foreign);
+ * never calls rnnc_fail. */
+rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why, size_t n_why);
+/* Stores an entry (temp file + rename) and evicts down to the limit; a
+ * directory that cannot be written is warned about once, then ignored. */
+void rt_cache_write(rt_cache_key k, const char *name, int sm, const void *cubin, size_t size);
+/* Writes a + b to path through a temp file in the same directory + rename. */
+bool rt_cache_write_atomic(const char *path, const void *a, size_t na, const void *b,
+                           size_t nb);
+bool rt_cache_mkdirs(const char *dir);
+/* Removes least recently used entries of dir/kernels until <= limit bytes
+ * (the newest entry is always kept), and stale temp files. */
+void rt_cache_evict(const char *dir, uint64_t limit);
+/* The in-process key: req (with its kernel names) and sm, but not NVRTC's
+ * version, which cannot change within a process (and may be absent). */
+rnnc_status rt_cache_mem_key(const rt_kernel_req *req, int sm, rt_cache_key *out);
+double rt_now_ms(void); /* monotonic */
+void rt_cache_log(const rt_kernel_req *req, int sm, rt_origin o, double ms);
+/* Reads an entry file's header only (for listings); false if unreadable. */
+bool rt_cache_peek(const char *path, int *sm, char name[56], int64_t *created, bool *valid);
 
 /* ================================================================ 6. Philox and dropout */
 
+/*
+ * Dropout draws one uniform per element from Philox4x32-10 (docs/dropout.md):
+ * u = word (index % 4) of rnnc_philox4x32_10(seed, site, index / 4) * 2^-32;
+ * the element is kept iff u >= p, and kept values are scaled by 1/(1-p).
+ */
+bool rt_dropout_keep(uint64_t seed, uint64_t site, uint64_t index, double p);
+/* 1/(1-p); 0 when p >= 1 (everything dropped). */
+double rt_dropout_scale(double p);
+
+/* Between-layer dropout after layer l (the input of layer l+1). */
+static inline uint64_t rt_dropout_site_layer(int layer)
+{
+    return (uint64_t)layer;
+}
+
+/* An in-cell dropout op with site number k (ir_node.i1) in pseudo-layer p. */
+#define RT_DROPOUT_SITE_CELL 0x10000u
+static inline uint64_t rt_dropout_site_cell(int pseudo, int k)
+{
+    return RT_DROPOUT_SITE_CELL + (uint64_t)pseudo * 256u + (uint64_t)k;
+}
+
 /* ================================================================ 7. interpreter */
+
+/* Weights in double, as rt_weights: w[pseudo * n_params + param], NULL for
+ * an absent optional param. */
+typedef struct rt_weights_f64 {
+    const double *const *w;
+    int n_params;
+    int pseudo_layers;
+} rt_weights_f64;
+
+/* One forward in double on host arrays; shapes as in rnnc_forward_args. */
+typedef struct rt_seq_f64 {
+    int64_t seq_len;
+    int64_t batch;
+    const double *x;           /* [T,B,I] or [B,T,I] with batch_first */
+    const double *const *init; /* n_states entries or NULL; an entry NULL = zeros */
+    const int64_t *lengths;    /* [B], each in [1, T]; NULL = all T */
+    double *y;                 /* [T,B,D*Hout] or [B,T,D*Hout] */
+    double *const *final;      /* n_states entries or NULL; an entry NULL = not wanted */
+    bool training;
+} rt_seq_f64;
+
+/* The oracle: runs the whole model in double precision (docs/interpreter.md). */
+rnnc_status rt_interp_run(const rt_spec *s, const rt_weights_f64 *w, const rt_seq_f64 *q);
+/* Evaluates the parameter-only (VEC or SCALAR) node `node` of f for pseudo-layer
+ * `pseudo` into out[cols] (fold outputs are computed once at weight binding). */
+rnnc_status rt_interp_fold(const ir_fn *f, ir_sizes sz, const rt_weights *w, int pseudo,
+                           int32_t node, float *out);
+
+/*
+ * The evaluator of one step (interp_eval.c), shared by the sequence driver
+ * and fold.  Every node has a value of rows x cols doubles: rows = B for ROW
+ * nodes, 1 otherwise.  The driver writes INPUT and STATE rows into buf[].
+ */
+typedef struct rt_frame {
+    const ir_fn *f;
+    ir_sizes sz;
+    int64_t batch;
+    const double *const *w; /* this pseudo-layer's params [n_params] */
+    const double **val;     /* [n] each node's value; NULL: absent optional param */
+    double **buf;           /* [n] storage owned by the frame */
+    int64_t *cols;          /* [n] evaluated feature size (MAT: rows * cols) */
+    bool training;
+    uint64_t seed;
+    int pseudo;
+} rt_frame;
+
+rnnc_status rt_frame_init(rt_frame *fr, const ir_fn *f, ir_sizes sz, int64_t batch,
+                          const double *const *w);
+void rt_frame_free(rt_frame *fr);
+/* Evaluates every node that does not vary per row (once per pseudo-layer). */
+rnnc_status rt_frame_eval_fixed(rt_frame *fr);
+/* Evaluates the ROW nodes of the step at time t (INPUT/STATE already in buf). */
+rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
 
 /* ================================================================ 8. fused GPU backend */
 

@@ -1,0 +1,131 @@
+/*
+ * builtin.c: the built-in cells (frontend/cells/*.cell, embedded into the
+ * library at build time) and loading a cell by name or from a file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+#define MAX_CELL_FILE (64u << 20) /* a .cell file larger than this is not one */
+
+/* Names accepted for a built-in cell that is another's text: premul and
+ * premul_bias are lstm with a hoist setting (rnnc_model_desc.hoist). */
+static const struct {
+    const char *alias, *name;
+} aliases[] = {{"premul", "lstm"}, {"premul_bias", "lstm"}};
+
+const char *const *rnnc_cell_builtin_names(void)
+{
+    return rnnc_builtin_cell_names;
+}
+
+static const fe_builtin *find_builtin(const char *name)
+{
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(name, aliases[i].alias) == 0)
+            name = aliases[i].name;
+    for (const fe_builtin *b = rnnc_builtin_cells; b->name; b++)
+        if (strcmp(b->name, name) == 0)
+            return b;
+    return NULL;
+}
+
+static rnnc_status not_found(const char *name)
+{
+    char list[512] = "";
+    size_t n = 0;
+    for (const fe_builtin *b = rnnc_builtin_cells; b->name && n < sizeof list - 64; b++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", b->name);
+    return rnnc_fail(RNNC_ERR_NOT_FOUND, "no built-in cell '%s' (built-in: %s, premul, premul_bias)",
+                     name, list);
+}
+
+rnnc_status rnnc_cell_builtin(rnnc_cell **out, const char *name, const char *attrs)
+{
+    if (!out || !name)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_builtin: NULL argument");
+    *out = NULL;
+    const fe_builtin *b = find_builtin(name);
+    if (!b)
+        return not_found(name);
+    char label[FE_MAX_NAME + 16];
+    snprintf(label, sizeof label, "<builtin>/%s.cell", b->name);
+    return rnnc_cell_parse(out, b->text, b->len, label, b->name, attrs);
+}
+
+/* The whole file in a malloc'ed buffer. */
+static rnnc_status read_all(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return rnnc_fail(RNNC_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    rnnc_status s = RNNC_OK;
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *more = cap < MAX_CELL_FILE ? realloc(buf, cap * 2) : NULL;
+        if (!more) {
+            s = cap < MAX_CELL_FILE
+                    ? rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "reading '%s': out of memory", path)
+                    : rnnc_fail(RNNC_ERR_IO, "'%s' is larger than %u MB", path,
+                                MAX_CELL_FILE >> 20);
+            goto free_buf;
+        }
+        buf = more;
+        cap *= 2;
+    }
+    if (!buf) {
+        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "reading '%s': out of memory", path);
+        goto close_file;
+    }
+    if (ferror(f)) {
+        s = rnnc_fail(RNNC_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+        goto free_buf;
+    }
+    fclose(f);
+    *text = buf;
+    *len = n;
+    return RNNC_OK;
+free_buf:
+    free(buf);
+close_file:
+    fclose(f);
+    return s;
+}
+
+rnnc_status rnnc_cell_load_file(rnnc_cell **out, const char *path, const char *cell_name,
+                                const char *attrs)
+{
+    if (!out || !path)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_load_file: NULL argument");
+    *out = NULL;
+    char *text;
+    size_t len;
+    rnnc_status s = read_all(path, &text, &len);
+    if (s != RNNC_OK)
+        return s;
+    s = rnnc_cell_parse(out, text, len, path, cell_name, attrs);
+    free(text);
+    return s;
+}
+
+static bool is_path(const char *s)
+{
+    size_t n = strlen(s);
+    return strchr(s, '/') || (n > 5 && strcmp(s + n - 5, ".cell") == 0);
+}
+
+rnnc_status rnnc_cell_load(rnnc_cell **out, const char *name_or_path, const char *attrs)
+{
+    if (!out || !name_or_path)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_load: NULL argument");
+    if (is_path(name_or_path))
+        return rnnc_cell_load_file(out, name_or_path, NULL, attrs);
+    return rnnc_cell_builtin(out, name_or_path, attrs);
+}

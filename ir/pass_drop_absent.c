@@ -1,0 +1,75 @@
+/*
+ * pass_drop_absent: decides a cell's optional parameters for one model.
+ * Requires: a verified cell; whether the model has a projection (P).
+ * Keeps: every node not touching an absent param.  An absent param acts as
+ * the identity of the op using it (linear(x, W) = x, x + b = x, x - b = x,
+ * x * g = x, x / g = x, a missing layernorm gamma or beta), and leaves the
+ * parameter list.  Any other use is an error naming the param.
+ */
+#include "ir/ir.h"
+
+typedef struct ctx {
+    bool present[1024];
+    bool has_proj;
+} ctx;
+
+static bool absent(const ir_fn *src, const ctx *c, int32_t node)
+{
+    if (node < 0 || src->nodes[node].op != IR_PARAM)
+        return false;
+    return !c->present[src->nodes[node].i0];
+}
+
+static rnnc_status drop_cb(ir_fn *dst, const ir_fn *src, int32_t i, ir_node *n,
+                           const int32_t *map, void *vctx, int32_t *out)
+{
+    (void)map;
+    const ctx *c = vctx;
+    const ir_node *old = &src->nodes[i];
+    if (ir_ops[old->op].flags & IR_F_LEAF && old->op != IR_CONST) {
+        if (old->op == IR_PARAM && !c->present[old->i0])
+            *out = -1;
+        if (!c->has_proj) { /* P means H: the leaf is re-declared with these dims */
+            n->rows.h += n->rows.p, n->rows.p = 0;
+            n->cols.h += n->cols.p, n->cols.p = 0;
+        }
+        return RNNC_OK;
+    }
+    bool a0 = absent(src, c, old->a[0]), a1 = absent(src, c, old->a[1]);
+    if (old->op == IR_LAYERNORM) {
+        for (int k = 1; k < 3; k++)
+            if (absent(src, c, old->a[k]))
+                n->a[k] = -1;
+        return ir_emit_node(dst, n, out);
+    }
+    if (!a0 && !a1)
+        return ir_emit_node(dst, n, out);
+    bool keeps_first = old->op == IR_LINEAR || old->op == IR_ADD || old->op == IR_SUB ||
+                       old->op == IR_MUL || old->op == IR_DIV;
+    if (keeps_first && a1 && !a0) {
+        *out = n->a[0];
+        return RNNC_OK;
+    }
+    if ((old->op == IR_ADD || old->op == IR_MUL) && a0 && !a1) {
+        *out = n->a[1];
+        return RNNC_OK;
+    }
+    int32_t p = a0 ? old->a[0] : old->a[1];
+    return rnnc_fail(RNNC_ERR_SHAPE,
+                     "cell '%s': optional parameter '%s' is absent but %s cannot do without it",
+                     src->name, src->params[src->nodes[p].i0].name, ir_ops[old->op].name);
+}
+
+rnnc_status pass_drop_absent(ir_fn *f, bool has_proj)
+{
+    ctx c = {.has_proj = has_proj};
+    if (f->n_params > (int32_t)(sizeof c.present / sizeof c.present[0]))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cell '%s' has over %zu parameters", f->name,
+                         sizeof c.present / sizeof c.present[0]);
+    for (int i = 0; i < f->n_params; i++) {
+        const ir_node *p = &f->nodes[f->params[i].node];
+        bool uses_p = ir_dim_uses_p(p->rows) || ir_dim_uses_p(p->cols);
+        c.present[i] = !f->params[i].optional || !uses_p || has_proj;
+    }
+    return ir_rewrite(f, drop_cb, &c);
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# gpu-check.sh [tests-regex] : everything a GPU machine call does, in one go.
+# Builds (no LLVM there) against the packages carried in .deps/ (scripts/gpu-deps.sh),
+# runs the `gpu`-labelled tests (matching the regex, default all) and the
+# benchmarks, and leaves logs and JSON under $OUT.
+#   BENCH=0     skip benchmarks      BENCH_ONLY=1  skip tests
+set -u
+cd "$(dirname "$0")/.."
+FINAL=${OUT:-/tmp/rnnc-gpu-out}
+# $OUT brings back at most 8 files: logs go to a folder that is packed at the end.
+OUT=$(mktemp -d)
+trap 'tar -C "$OUT" -czf "$FINAL/results.tgz" . ; cp "$OUT"/*.json "$FINAL"/ 2>/dev/null' EXIT
+mkdir -p "$FINAL"
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; \
+  ls /usr/local/cuda/lib64 2>/dev/null | grep -E 'libcudnn\.so\.[0-9]+\.' ; \
+  find / -name 'libcudnn.so.9*' -path '*lib*' 2>/dev/null | head -3; nvcc --version | tail -2; } > "$OUT/machine.txt" 2>&1
+
+t0=$(date +%s)
+cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
+      -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
+cmake --build build-gpu -j 16 >> "$OUT/build.log" 2>&1
+rc=$?
+echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
+if [ $rc -ne 0 ]; then tail -40 "$OUT/build.log"; exit 1; fi
+
+if [ "${BENCH_ONLY:-0}" != 1 ]; then
+  (cd build-gpu && ctest -L gpu -R "${1:-.}" --output-on-failure --timeout 400) > "$OUT/gpu-tests.log" 2>&1
+  echo "gpu tests rc=$?"; grep -E "tests passed|Failed|Passed|\*\*\*|Skipped" "$OUT/gpu-tests.log" | tail -30
+fi
+if [ "${BENCH:-1}" != 0 ]; then
+  for b in build-gpu/bench/bench_*; do
+    [ -x "$b" ] || continue
+    n=$(basename "$b")
+    timeout 300 "$b" --json "$OUT/$n.json" > "$OUT/$n.txt" 2>&1
+    echo "== $n rc=$?"; tail -25 "$OUT/$n.txt"
+  done
+fi
