@@ -45,7 +45,7 @@ if(RNNC_WITH_CUDNN)
   if(NOT RNNC_HAVE_CUDA)
     message(FATAL_ERROR "RNNC_WITH_CUDNN needs the CUDA toolkit (or -DRNNC_WITH_CUDNN=OFF)")
   endif()
-  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include
+  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include
             PATH_SUFFIXES include)
   find_library(CUDNN_LIBRARY NAMES cudnn HINTS ${CUDAToolkit_LIBRARY_DIR}
                /usr/lib/x86_64-linux-gnu PATH_SUFFIXES ${_libsuffix})

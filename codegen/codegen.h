@@ -3,8 +3,8 @@
  * (CUDA C) or module (LLVM IR).  Nothing here runs code; runtime/ does.
  *
  * Sections (one owner each; edit only your own section):
- *   1. CUDA C generator (codegen/cuda/*.c)
- *   2. LLVM IR generator (codegen/llvm/*.c)
+ *   1. CUDA C generator (the files in codegen/cuda)
+ *   2. LLVM IR generator (the files in codegen/llvm)
  */
 #ifndef RNNC_CODEGEN_H
 #define RNNC_CODEGEN_H
@@ -13,6 +13,154 @@
 #include "rnnc.h"
 
 /* ================================================================ 1. CUDA */
+
+/*
+ * The CUDA generator (docs/fused-kernel.md).  A schedule becomes one source
+ * holding, in launch order: a GEMM per hoisted linear (epilogue fused where
+ * the hoisted work is pointwise per column), a row kernel for the rest of the
+ * hoisted work (layernorm, chunks), and ONE persistent step kernel for all T
+ * steps.  Every kernel takes the same arguments (CG_CUDA_ARGS), so the runtime
+ * launches them in order with one argument array.
+ */
+#define CG_CUDA_MAX_ITEMS 64
+#define CG_CUDA_MAX_LAUNCH 8
+#define CG_CUDA_ARGS                                                                           \
+    "const float *__restrict__ x, float *__restrict__ y, float *st, float *hz, "              \
+    "const float *__restrict__ fold, const float *__restrict__ wts, float *xb, float *part, " \
+    "unsigned *bar, int T"
+
+typedef struct cg_cuda_config {
+    ir_sizes sizes;
+    int64_t batch;     /* B: compiled in */
+    int sm;            /* target, e.g. 90 for sm_90 */
+    int sm_count;      /* SMs of the device (0: 132), bounds the persistent grid */
+    bool batch_first;  /* x and y are [B, T, *] */
+    /* Tuning; 0 = the generator's choice. */
+    int unit_tile;     /* hidden units per block */
+    int batch_tile;    /* batch rows per block */
+    int threads;       /* threads of a step block (multiple of 32) */
+    int smem_limit;    /* bytes of shared memory a block may use (0: 227 KiB) */
+} cg_cuda_config;
+
+typedef struct cg_cuda_launch {
+    char name[32];
+    unsigned grid;           /* grid.x when rows_per_block is 0 */
+    unsigned rows_per_block; /* else grid.x = ceil(T*B / rows_per_block) */
+    unsigned grid_y;
+    unsigned threads;
+    unsigned smem;
+    bool cooperative;
+} cg_cuda_launch;
+
+/* Where a value lives in one of the kernels' buffers (offsets in floats). */
+typedef struct cg_cuda_slot {
+    int32_t id;     /* node (folds), param index (weights) or state index */
+    int64_t offset;
+    int64_t count;  /* floats (weights: rows * cols; states: cols) */
+} cg_cuda_slot;
+
+/* What the runtime must allocate, fill and launch for a generated source. */
+typedef struct cg_cuda_plan {
+    cg_cuda_launch launch[CG_CUDA_MAX_LAUNCH];
+    int n_launch;
+    cg_cuda_slot fold[CG_CUDA_MAX_ITEMS]; /* fold arena: rt_interp_fold of node id */
+    int n_fold;
+    int64_t fold_floats;
+    cg_cuda_slot wts[CG_CUDA_MAX_ITEMS];  /* weight arena: matrices by param index */
+    int n_wts;
+    int64_t wts_floats;
+    cg_cuda_slot state[CG_CUDA_MAX_ITEMS]; /* one copy [B, cols] each; st holds two copies */
+    int n_states;
+    int64_t state_floats;                  /* floats of one copy */
+    int64_t hz_cols;                       /* hz arena: T*B*hz_cols floats */
+    int64_t xb_floats, part_floats;
+    int64_t out_cols;                      /* y: [T, B, out_cols] */
+    int64_t in_cols;                       /* x: [T, B, in_cols] */
+    char tuning[96];                       /* the chosen tiles, as text */
+} cg_cuda_plan;
+
+/* CUDA C for the schedule (caller frees *src with free()).  A node the
+ * generator cannot place is RNNC_ERR_UNSUPPORTED naming its op. */
+rnnc_status cg_cuda_source(const ir_schedule *s, const cg_cuda_config *cfg, char **src);
+/* The same, with what the runtime needs to run it. */
+rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,
+                             cg_cuda_plan *plan);
+
+/* ---- internal to codegen/cuda (shared by its files) ---- */
+
+typedef struct cg_text {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} cg_text;
+
+void cg_printf(cg_text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* How a node is placed. */
+enum {
+    CG_NONE = 0,
+    CG_LEAF_CONST,   /* literal */
+    CG_LEAF_FOLD,    /* fold arena */
+    CG_LEAF_INPUT,   /* x */
+    CG_LEAF_STATE,   /* state buffer (this step's copy) */
+    CG_HOIST_BUF,    /* hz arena, materialised by the hoisted part */
+    CG_HOIST_VIEW,   /* chunk/concat of a hoisted buffer: read through */
+    CG_HOIST_TMP,    /* hoisted, computed only inside the row kernel */
+    CG_STEP_LINEAR,  /* step GEMM, result in shared memory */
+    CG_STEP_ELEM,    /* step, computed per element (unit, batch row) */
+    CG_STEP_GATHER   /* step chunk/concat read only as a linear's x */
+};
+
+typedef struct cg_ctx {
+    const ir_schedule *s;
+    const ir_fn *f;
+    cg_cuda_config cfg;
+    cg_cuda_plan *plan;
+    int64_t B, H, I;
+    int64_t *cols;    /* [n] */
+    int32_t *k;       /* [n] slices of H (0: one value per row; -1: not sliceable) */
+    uint8_t *role;    /* [n] CG_* */
+    int32_t *phase;   /* [n] step phase, -1 otherwise */
+    int64_t *off;     /* [n] offset in the fold, weight or hz arena (by role) */
+    int64_t *xb;      /* [n] global exchange slot (CG_NEED_XB) */
+    int64_t *xp;      /* [n] shared slot of a per-element value kept across phases */
+    int64_t *sm;      /* [n] shared slot: a linear's result, a reduction's row stats */
+    int64_t *wsm;     /* [n] shared slot of a step linear's weight slice */
+    int64_t *pt;      /* [n] global partial-sum slot of a reduction over a step value */
+    int32_t *ks;      /* [n] step linear: K split across lanes */
+    int32_t *kp;      /* [n] step linear: padded row length in shared memory */
+    uint8_t *need;    /* [n] bit flags CG_NEED_* */
+    int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
+    /* step tiling */
+    int UT, BT, BTP, NUB, NBB, NT, RR, BB;
+    int64_t smem_floats, lin_floats, xs_floats, xp_floats, stat_floats, red_floats;
+    int64_t wsm_floats;
+} cg_ctx;
+
+enum {
+    CG_NEED_XP = 1,    /* per-element value kept in shared memory for a later phase */
+    CG_NEED_XB = 2,    /* whole vector written to global for a later phase's linear */
+    CG_NEED_PART = 4,  /* block partial sums for a later reduction */
+    CG_NEED_ROWS = 8   /* hoisted linear read by the row kernel (plain GEMM output) */
+};
+
+rnnc_status cg_analyse(cg_ctx *c);
+/* The step kernel's tiles and shared-memory layout (after cg_analyse's placement). */
+rnnc_status cg_choose_tiles(cg_ctx *c);
+rnnc_status cg_emit_hoist(cg_ctx *c, cg_text *t);
+rnnc_status cg_emit_step(cg_ctx *c, cg_text *t);
+/* Expression of node v, slice sl, at the current element of the step kernel
+ * (locals u, b, gu, gb, row, t in scope).  Writes into buf; false with an
+ * error recorded when v has no per-element value there. */
+bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n);
+/* Expression of a whole-vector value v at batch row `gb` and column `col`
+ * (C expressions) for staging a linear's x. */
+bool cg_gather_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size_t n);
+const char *cg_float_lit(double v, char *buf, size_t n);
 
 /* ================================================================ 2. LLVM */
 
@@ -104,6 +252,8 @@ rnnc_status cg_cpu_plan_build(const ir_schedule *s, ir_sizes sz, int vw, ir_aren
  * (part 0 hoist / 1 step, stage) and the micro-kernel of gemm g with mr rows. */
 void cg_cpu_ew_name(char *buf, size_t n, const char *pfx, int part, int stage);
 void cg_cpu_mk_name(char *buf, size_t n, const char *pfx, int32_t g, int mr);
+/* The mask slot of a dropout node, -1 when none (p <= 0: the identity). */
+int32_t cg_cpu_mask_slot(const cg_cpu_plan *p, int32_t node);
 
 /* Signatures of the generated functions. */
 typedef void (*cg_cpu_ew_fn)(float *const *slots, int64_t r0, int64_t r1);
@@ -115,6 +265,43 @@ typedef void (*cg_cpu_mk_fn)(const float *a, const float *bpanel, float *c);
  * module of `ctx` (names start with `pfx`), tagged for `cpu`/`features`. */
 rnnc_status cg_llvm_cpu_module(const cg_cpu_plan *p, const char *pfx, LLVMContextRef ctx,
                                const char *cpu, const char *features, LLVMModuleRef *out);
+
+/* The emitter's state, shared by codegen/llvm/cpu_*.c (not for other stages). */
+typedef struct cg_em {
+    LLVMContextRef cx;
+    LLVMModuleRef m;
+    LLVMBuilderRef b;
+    const cg_cpu_plan *p;
+    const char *cpu, *features;
+    LLVMTypeRef f32, i32, i64, vt, vi, pf, ppf;
+    LLVMValueRef fn;    /* the function being emitted */
+    LLVMValueRef *base; /* [n_slots] slot pointers loaded at entry */
+    LLVMValueRef *val;  /* [fn->n] values of the current loop iteration */
+    LLVMValueRef r, j;  /* row and column of the current iteration */
+    int32_t block;      /* the block being emitted */
+    rnnc_status st;     /* the first failure */
+} cg_em;
+
+/* Vector helpers (cpu_vec.c). */
+LLVMValueRef cg_em_splat(cg_em *e, LLVMValueRef scalar);
+LLVMValueRef cg_em_const(cg_em *e, double v);
+LLVMValueRef cg_em_intrin(cg_em *e, const char *name, LLVMTypeRef over, LLVMValueRef *args,
+                          unsigned n);
+LLVMValueRef cg_em_gep(cg_em *e, LLVMValueRef fptr, LLVMValueRef idx);
+LLVMValueRef cg_em_vload(cg_em *e, LLVMValueRef fptr, unsigned align);
+void cg_em_vstore(cg_em *e, LLVMValueRef v, LLVMValueRef fptr, unsigned align);
+LLVMValueRef cg_em_i64(cg_em *e, int64_t v);
+LLVMValueRef cg_em_fma(cg_em *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
+/* exp, sigmoid and tanh on vectors (polynomial, about 1e-7 relative). */
+LLVMValueRef cg_em_exp(cg_em *e, LLVMValueRef x);
+LLVMValueRef cg_em_sigmoid(cg_em *e, LLVMValueRef x);
+LLVMValueRef cg_em_tanh(cg_em *e, LLVMValueRef x);
+/* Lanes j + lane < n of the current column j. */
+LLVMValueRef cg_em_lanes_below(cg_em *e, int64_t n);
+/* A new function with the module's target attributes and an entry block. */
+LLVMValueRef cg_em_function(cg_em *e, const char *name, LLVMTypeRef ty);
+/* Micro-kernels of every GEMM (cpu_mk.c). */
+rnnc_status cg_em_microkernels(cg_em *e, const char *pfx);
 #endif
 
 #endif /* RNNC_CODEGEN_H */

@@ -1,5 +1,5 @@
 /*
- * builtin.c: the built-in cells (frontend/cells/*.cell, embedded into the
+ * builtin.c: the built-in cells (frontend/cells/NAME.cell, embedded into the
  * library at build time) and loading a cell by name or from a file.
  */
 #include <errno.h>

@@ -115,6 +115,7 @@ typedef struct fe_val {
     bool is_num;
     double num;
     int chunk_parts; /* > 0: pending chunk of v */
+    bool is_none;    /* the word `none` (an absent layernorm gamma) */
     size_t off, end; /* source span, for messages */
     int32_t line, col;
 } fe_val;

@@ -40,8 +40,9 @@ static rnnc_status define(fe_parser *p, const fe_tok *t, fe_sym **out)
     return RNNC_OK;
 }
 
-/* The text of one dimension inside [...], up to ',' or ']'. */
-static rnnc_status parse_dim(fe_parser *p, char *buf, size_t n)
+/* The text of one dimension inside [...], up to ',' or ']'; a shape stays
+ * on the line of its '['. */
+static rnnc_status parse_dim(fe_parser *p, const fe_tok *open, char *buf, size_t n)
 {
     fe_lexer *lx = &p->lx;
     fe_tok first = lx->tok;
@@ -49,9 +50,9 @@ static rnnc_status parse_dim(fe_parser *p, char *buf, size_t n)
     char q[96];
     rnnc_status s;
     while (lx->tok.kind != ',' && lx->tok.kind != ']') {
-        if (lx->tok.kind == FE_T_EOF || lx->tok.kind == '{' || lx->tok.kind == '}')
-            return fe_error_at(lx, lx->tok.line, lx->tok.col, RNNC_ERR_PARSE,
-                               "unterminated '[': expected ']', got %s",
+        if (lx->tok.kind == FE_T_EOF || lx->tok.line != open->line)
+            return fe_error_at(lx, open->line, open->col, RNNC_ERR_PARSE,
+                               "unterminated '[': no ']' on its line before %s",
                                fe_tok_text(lx, &lx->tok, q, sizeof q));
         end = lx->tok.off + lx->tok.len;
         if ((s = fe_lex_next(lx)) != RNNC_OK)
@@ -83,8 +84,10 @@ static rnnc_status parse_decl(fe_parser *p)
     if ((s = define(p, &name, &sym)) != RNNC_OK || (s = fe_lex_next(lx)) != RNNC_OK ||
         (s = fe_expect(lx, '[', "'[' and the shape")) != RNNC_OK)
         return s;
+    fe_tok open = lx->tok;
     do {
-        if ((s = fe_lex_next(lx)) != RNNC_OK || (s = parse_dim(p, ndims ? d1 : d0, 128)) != RNNC_OK)
+        if ((s = fe_lex_next(lx)) != RNNC_OK ||
+            (s = parse_dim(p, &open, ndims ? d1 : d0, 128)) != RNNC_OK)
             return s;
         ndims++;
     } while (lx->tok.kind == ',' && ndims < 2);
@@ -209,8 +212,17 @@ static rnnc_status parse_output(fe_parser *p)
     return RNNC_OK;
 }
 
+/* The entry of a name entered by parse_assign (NULL for `_`).  Looked up
+ * again because entering names may have moved the table. */
+static fe_sym *sym_of(fe_parser *p, const fe_tok *t)
+{
+    if (fe_tok_is(&p->lx, t, "_"))
+        return NULL;
+    return fe_sym_find(&p->syms, p->lx.text + t->off, (uint32_t)t->len);
+}
+
 /* Binds the names of `a, b, _, d = chunk(x, 4)` to the pieces. */
-static rnnc_status bind_tuple(fe_parser *p, fe_sym **syms, int n, const fe_val *val)
+static rnnc_status bind_tuple(fe_parser *p, const fe_tok *names, int n, const fe_val *val)
 {
     char q[80];
     if (val->chunk_parts == 0)
@@ -223,27 +235,31 @@ static rnnc_status bind_tuple(fe_parser *p, fe_sym **syms, int n, const fe_val *
                            fe_quote(&p->lx, val->off, val->end - val->off, q, sizeof q),
                            val->chunk_parts);
     for (int k = 0; k < n; k++) {
-        if (!syms[k])
+        fe_sym *sym = sym_of(p, &names[k]);
+        if (!sym)
             continue; /* `_` */
-        rnnc_status s = rnnc_chunk(p->cell, val->v, n, k, &syms[k]->v);
+        rnnc_status s = rnnc_chunk(p->cell, val->v, n, k, &sym->v);
         if (s != RNNC_OK)
             return fe_builder_error(p, s, val);
     }
     return RNNC_OK;
 }
 
-static rnnc_status bind(fe_parser *p, fe_sym **syms, int n, const fe_val *val)
+static rnnc_status bind(fe_parser *p, const fe_tok *names, int n, const fe_val *val)
 {
     if (n > 1)
-        return bind_tuple(p, syms, n, val);
-    rnnc_status s = RNNC_OK;
+        return bind_tuple(p, names, n, val);
+    fe_sym *sym = sym_of(p, &names[0]);
+    if (!sym)
+        return fe_error_at(&p->lx, val->line, val->col, RNNC_ERR_PARSE,
+                           "'_' only discards chunk pieces");
     if (val->is_num) {
-        syms[0]->kind = FE_SYM_NUMBER;
-        syms[0]->num = val->num;
-    } else {
-        s = fe_val_node(p, val, &syms[0]->v);
+        /* Still a number where one is needed (a chunk count), but also a
+         * constant node here, in text order, as the printer writes it. */
+        sym->kind = FE_SYM_NUMBER;
+        sym->num = val->num;
     }
-    return s;
+    return fe_val_node(p, val, &sym->v);
 }
 
 /* NAME {, NAME} = expr.  The names are entered first (unset), so using one
@@ -251,44 +267,41 @@ static rnnc_status bind(fe_parser *p, fe_sym **syms, int n, const fe_val *val)
 static rnnc_status parse_assign(fe_parser *p)
 {
     fe_lexer *lx = &p->lx;
-    fe_sym **syms = NULL;
+    fe_tok *names = NULL;
     int n = 0, cap = 0;
+    fe_sym *sym;
     fe_val val;
     rnnc_status s;
     for (;;) {
         if ((s = fe_expect(lx, FE_T_NAME, "a name")) != RNNC_OK)
-            goto free_syms;
+            goto free_names;
         if (n == cap) {
             cap = cap ? 2 * cap : 4;
-            fe_sym **more = realloc(syms, (size_t)cap * sizeof *more);
+            fe_tok *more = realloc(names, (size_t)cap * sizeof *more);
             if (!more) {
                 s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
-                goto free_syms;
+                goto free_names;
             }
-            syms = more;
+            names = more;
         }
-        syms[n] = NULL;
-        if (!fe_tok_is(lx, &lx->tok, "_") && (s = define(p, &lx->tok, &syms[n])) != RNNC_OK)
-            goto free_syms;
+        names[n] = lx->tok;
+        if (!fe_tok_is(lx, &lx->tok, "_") && (s = define(p, &lx->tok, &sym)) != RNNC_OK)
+            goto free_names;
         n++;
         if ((s = fe_lex_next(lx)) != RNNC_OK)
-            goto free_syms;
+            goto free_names;
         if (lx->tok.kind != ',')
             break;
         if ((s = fe_lex_next(lx)) != RNNC_OK)
-            goto free_syms;
+            goto free_names;
     }
     if ((s = fe_expect(lx, '=', n > 1 ? "'='" : "'=' (a statement is NAME = expression)")) !=
             RNNC_OK ||
         (s = fe_lex_next(lx)) != RNNC_OK || (s = fe_parse_expr(p, &val)) != RNNC_OK)
-        goto free_syms;
-    if (n == 1 && !syms[0]) {
-        s = fe_error_at(lx, val.line, val.col, RNNC_ERR_PARSE, "'_' only discards chunk pieces");
-        goto free_syms;
-    }
-    s = bind(p, syms, n, &val);
-free_syms:
-    free(syms);
+        goto free_names;
+    s = bind(p, names, n, &val);
+free_names:
+    free(names);
     return s;
 }
 

@@ -85,6 +85,9 @@ rnnc_status fe_builder_error(fe_parser *p, rnnc_status s, const fe_val *span)
 rnnc_status fe_val_node(fe_parser *p, const fe_val *val, rnnc_value *out)
 {
     char q[80];
+    if (val->is_none)
+        return fe_error_at(&p->lx, val->line, val->col, RNNC_ERR_PARSE,
+                           "'none' stands only for layernorm's absent gamma or beta");
     if (val->chunk_parts > 0)
         return fe_error_at(&p->lx, val->line, val->col, RNNC_ERR_PARSE,
                            "'%s' gives %d values: unpack them (a, b = chunk(x, 2)) or pick one "
@@ -153,6 +156,7 @@ static rnnc_status apply_call(fe_parser *p, const fe_func *f, fe_val *args, int 
     rnnc_value x, y, g = RNNC_NONE, b = RNNC_NONE;
     rnnc_status s = RNNC_OK;
     double d;
+    int k;
     switch (f->kind) {
     case F_UNARY:
         if (n != 1)
@@ -182,18 +186,26 @@ static rnnc_status apply_call(fe_parser *p, const fe_func *f, fe_val *args, int 
         r->v = x;
         break;
     case F_CHUNK:
-        if (n != 2)
-            return arity_error(p, r, f->name, "2 arguments (value, count)", n);
-        if ((s = fe_val_node(p, &args[0], &r->v)) != RNNC_OK)
+        if (n != 2 && n != 3)
+            return arity_error(p, r, f->name, "2 or 3 arguments (x, count[, index])", n);
+        if ((s = fe_val_node(p, &args[0], &x)) != RNNC_OK ||
+            (s = need_count(p, &args[1], "chunk's count", 1, &r->chunk_parts)) != RNNC_OK)
             return s;
-        return need_count(p, &args[1], "chunk's count", 1, &r->chunk_parts);
+        r->v = x;
+        if (n == 2)
+            return RNNC_OK; /* pending: `[k]` or a tuple assignment picks the pieces */
+        if ((s = need_count(p, &args[2], "chunk's index", 0, &k)) != RNNC_OK)
+            return s;
+        s = rnnc_chunk(p->cell, x, r->chunk_parts, k, &r->v);
+        r->chunk_parts = 0;
+        break;
     case F_LAYERNORM:
         if (n < 2 || n > 4)
             return arity_error(p, r, f->name, "2 to 4 arguments (x, eps[, gamma[, beta]])", n);
         if ((s = fe_val_node(p, &args[0], &x)) != RNNC_OK ||
             (s = need_number(p, &args[1], "layernorm's eps", &d)) != RNNC_OK ||
-            (n > 2 && (s = fe_val_node(p, &args[2], &g)) != RNNC_OK) ||
-            (n > 3 && (s = fe_val_node(p, &args[3], &b)) != RNNC_OK))
+            (n > 2 && !args[2].is_none && (s = fe_val_node(p, &args[2], &g)) != RNNC_OK) ||
+            (n > 3 && !args[3].is_none && (s = fe_val_node(p, &args[3], &b)) != RNNC_OK))
             return s;
         s = rnnc_layernorm(p->cell, x, d, g, b, &r->v);
         break;
@@ -273,6 +285,10 @@ static rnnc_status parse_name(fe_parser *p, fe_val *out)
     char q[80];
     span_from_tok(out, &t);
     const fe_sym *sym = fe_sym_find(&p->syms, lx->text + t.off, (uint32_t)t.len);
+    if (!sym && fe_tok_is(lx, &t, "none")) {
+        out->is_none = true;
+        return fe_lex_next(lx);
+    }
     if (!sym)
         return fe_error_at(lx, t.line, t.col, RNNC_ERR_PARSE, "undefined name '%s'",
                            fe_quote(lx, t.off, t.len, q, sizeof q));

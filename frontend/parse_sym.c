@@ -2,7 +2,6 @@
  * parse_sym.c: the names of one cell while it is parsed (a hash table, so a
  * megabyte of names stays linear) and the `attrs` overrides string.
  */
-#define _POSIX_C_SOURCE 200809L /* strndup */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

@@ -305,6 +305,12 @@ rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, 
 rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, int warmup,
                                     int iters, double *median_ms);
 
+/* Feature sizes of a model's tensors, for callers that size buffers without
+ * knowing the cell (e.g. the rnnc command): `hout` is Hout above (y has
+ * D*hout features), `size` is n_s of the cell's state `state`. */
+rnnc_status rnnc_model_output_size(const rnnc_model *m, int64_t *hout);
+rnnc_status rnnc_model_state_size(const rnnc_model *m, int state, int64_t *size);
+
 /* ---------------------------------------------------------------- Philox */
 
 /* Philox4x32-10: the four 32-bit words of block `counter` under key `seed`.

@@ -106,12 +106,31 @@ static rnnc_status load_module(const rt_kernel_req *req, const void *cubin, mem_
     return RNNC_OK;
 }
 
+/* A bundle first (it needs no NVRTC), then the disk cache or NVRTC. */
+static rnnc_status find_cubin(const rt_kernel_req *req, void **cubin, size_t *size,
+                              rt_origin *origin)
+{
+    double t0 = rt_now_ms();
+    if (rt_bundle_lookup(req, req->sm, cubin, size)) {
+        *origin = RT_FROM_BUNDLE;
+        rt_cache_log(req, req->sm, RT_FROM_BUNDLE, rt_now_ms() - t0);
+        return RNNC_OK;
+    }
+    char archs[128];
+    if (!rt_nvrtc_available() && rt_bundle_other_arch(req, req->sm, archs, sizeof archs))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "kernel %s: the loaded bundle holds %s, this device is sm_%d, and "
+                         "NVRTC is not available to compile for it",
+                         req->name ? req->name : "?", archs, req->sm);
+    return rt_cubin_get(req, cubin, size, origin);
+}
+
 static rnnc_status build(const rt_kernel_req *req, int device, rt_cache_key k, rt_kernel *out)
 {
     void *cubin = NULL;
     size_t size = 0;
     rt_origin origin = RT_FROM_COMPILE;
-    rnnc_status s = rt_cubin_get(req, &cubin, &size, &origin);
+    rnnc_status s = find_cubin(req, &cubin, &size, &origin);
     if (s != RNNC_OK)
         return s;
     mem_entry e = {.key = k, .device = device};

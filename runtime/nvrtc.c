@@ -95,6 +95,18 @@ static bool has_cg(const char *dir)
     return stat(p, &st) == 0;
 }
 
+static void add_include(const char *dir, const char *suffix)
+{
+    size_t a = strlen(dir), b = strlen(suffix);
+    char *dst = g_inc[g_n_inc];
+    if (a + b + 3 > sizeof g_inc[0])
+        return;
+    memcpy(dst, "-I", 2);
+    memcpy(dst + 2, dir, a);
+    memcpy(dst + 2 + a, suffix, b + 1);
+    g_n_inc++;
+}
+
 /* Where the toolkit's headers are, for cooperative_groups (which NVRTC does
  * not carry): next to the loaded NVRTC first, so headers and compiler match. */
 static void find_includes(void *lib)
@@ -118,12 +130,12 @@ static void find_includes(void *lib)
     for (int i = 0; i < n; i++) {
         if (!has_cg(cand[i]))
             continue;
-        snprintf(g_inc[g_n_inc++], sizeof g_inc[0], "-I%s", cand[i]);
-        char cccl[PATH_MAX + 8];
+        add_include(cand[i], "");
+        char cccl[PATH_MAX];
         struct stat st;
-        snprintf(cccl, sizeof cccl, "%s/cccl", cand[i]);
-        if (stat(cccl, &st) == 0 && S_ISDIR(st.st_mode))
-            snprintf(g_inc[g_n_inc++], sizeof g_inc[0], "-I%s", cccl);
+        if (snprintf(cccl, sizeof cccl, "%.*s/cccl", PATH_MAX - 8, cand[i]) < (int)sizeof cccl &&
+            stat(cccl, &st) == 0 && S_ISDIR(st.st_mode))
+            add_include(cand[i], "/cccl"); /* CUDA 13 keeps libcu++ (cuda/std) there */
         return;
     }
 }

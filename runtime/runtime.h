@@ -317,6 +317,41 @@ rnnc_status rt_cache_clear(FILE *out);
 rnnc_status rt_tuning_get(const char *shape_key, char *tuning, size_t n);
 rnnc_status rt_tuning_put(const char *shape_key, const char *tuning);
 
+/*
+ * AOT bundles (bundle.c; format in docs/cache.md): cubins for several sm_XX
+ * plus tuning records in one versioned file.  Entries are found by the
+ * in-process key (rt_cache_mem_key), which leaves NVRTC out, so loading and
+ * using a bundle needs the driver only.  rt_kernel_get looks in every
+ * registered bundle before the disk cache and NVRTC.
+ */
+#define RT_BUNDLE_FORMAT 1
+typedef struct rt_bundle rt_bundle;
+
+rnnc_status rt_bundle_create(rt_bundle **out);
+void rt_bundle_destroy(rt_bundle *b);
+/* Adds the cubin built for req (req->sm set); copies it. */
+rnnc_status rt_bundle_add(rt_bundle *b, const rt_kernel_req *req, const void *cubin,
+                          size_t size);
+rnnc_status rt_bundle_add_tuning(rt_bundle *b, const char *shape_key, const char *tuning);
+rnnc_status rt_bundle_save(const rt_bundle *b, const char *path);
+/* Reads and checks the whole file: RNNC_ERR_FORMAT for another format or
+ * codegen version, a bad checksum or truncation, with a message saying which. */
+rnnc_status rt_bundle_load(rt_bundle **out, const char *path);
+/* The cubin for req on sm (owned by b), or false. */
+bool rt_bundle_find(const rt_bundle *b, const rt_kernel_req *req, int sm, const void **cubin,
+                    size_t *size);
+rnnc_status rt_bundle_tuning(const rt_bundle *b, const char *shape_key, const char **tuning);
+/* The archs b holds, as "sm_80,sm_90" (for messages and listings). */
+void rt_bundle_archs(const rt_bundle *b, char *buf, size_t n);
+int rt_bundle_count(const rt_bundle *b);
+/* rt_kernel_get consults registered bundles first (b must outlive that). */
+rnnc_status rt_bundle_register(const rt_bundle *b);
+void rt_bundle_unregister(const rt_bundle *b);
+/* The cubin for req on sm from any registered bundle (copied, free()). */
+bool rt_bundle_lookup(const rt_kernel_req *req, int sm, void **cubin, size_t *size);
+/* Some registered bundle holds req, but not for sm: names what it holds. */
+bool rt_bundle_other_arch(const rt_kernel_req *req, int sm, char *archs, size_t n);
+
 /* -- shared by cache*.c (and tests) -- */
 #define RT_CACHE_FORMAT 1 /* bump when the entry layout changes (docs/cache.md) */
 /* RNNC_LOG names `level` ("info", "debug"; "debug" includes "info"). */
@@ -428,5 +463,47 @@ rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
 /* ================================================================ 8. fused GPU backend */
 
 /* ================================================================ 9. CPU backend */
+
+/*
+ * The CPU backend (runtime/cpu*.c, docs/cpu-backend.md): the schedule's
+ * element-wise code and GEMM micro-kernels are generated through LLVM-C
+ * (codegen/llvm), verified, optimised at O3 and JIT-compiled with ORC
+ * LLJIT for the host CPU and its features; C drives the time loop, layers,
+ * directions and a thread pool.  Environment: RNNC_THREADS (default all
+ * cores), RNNC_CPU_VW (4, 8 or 16 floats per vector: overrides what the
+ * host's features give), RNNC_CPU_SPLIT (rows or cols: how the step is
+ * shared between threads; default by batch size), RNNC_DUMP=llvm (the
+ * generated module) and llvm-opt (after O3).
+ */
+struct cg_cpu_plan;
+
+/* "<LLVM cpu name>, <n> floats per vector, <t> threads" into buf. */
+rnnc_status rt_cpu_describe(char *buf, size_t n);
+int rt_cpu_thread_count(void);
+/* The generated module of `f` (before optimisation) as text; free with rnnc_free. */
+rnnc_status rt_cpu_dump_llvm(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, char **text);
+
+/* Compiled code of one plan, owned by the process-wide cache (cpu_jit.c). */
+typedef void (*rt_cpu_ew)(float *const *slots, int64_t r0, int64_t r1);
+typedef void (*rt_cpu_mk)(const float *a, const float *bpanel, float *c);
+typedef struct rt_cpu_code {
+    rt_cpu_ew ew[2][16]; /* [part][stage]; NULL where a stage has no element-wise work */
+    rt_cpu_mk *mk;       /* [gemm * mr + (rows - 1)] */
+    int n_gemms, mr;
+} rt_cpu_code;
+
+/* The vector width the host's code uses (RNNC_CPU_VW or detected). */
+int rt_cpu_vector_width(void);
+/* Finds (same cell, sizes, hoist and width: no recompile) or compiles the code of `p`. */
+rnnc_status rt_cpu_compile(const struct cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_code **out);
+
+/* A pool of threads (cpu_pool.c).  Jobs run on every thread at once, the
+ * caller being thread 0; inside a job, rt_cpu_pool_barrier waits for all. */
+typedef struct rt_cpu_pool rt_cpu_pool;
+rnnc_status rt_cpu_pool_create(int threads, rt_cpu_pool **out);
+void rt_cpu_pool_destroy(rt_cpu_pool *p);
+int rt_cpu_pool_size(const rt_cpu_pool *p);
+void rt_cpu_pool_run(rt_cpu_pool *p, void (*job)(void *ctx, int tid, int nt), void *ctx);
+void rt_cpu_pool_barrier(rt_cpu_pool *p);
 
 #endif /* RNNC_RUNTIME_H */

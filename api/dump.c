@@ -1,0 +1,60 @@
+/*
+ * dump.c: a cell at each stage of the pipeline, as text, for
+ * `rnnc dump` and for reading what rnnc made of a cell.  Every stage up to
+ * the CUDA source needs no GPU.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "codegen/codegen.h"
+
+static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes sz,
+                                 int64_t batch, int hoist, char **text)
+{
+    ir_arena *a = ir_arena_create();
+    ir_schedule s;
+    rnnc_status st = a ? pass_fuse(c, (rnnc_hoist)hoist, a, &s)
+                       : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != RNNC_OK)
+        goto out;
+    if (strcmp(stage, "schedule") == 0) {
+        st = ir_schedule_print(&s, text);
+    } else {
+#ifdef RNNC_HAVE_CUDA
+        cg_cuda_config cfg = {.sizes = sz, .batch = batch, .sm = 90};
+        st = cg_cuda_source(&s, &cfg, text);
+#else
+        (void)sz, (void)batch;
+        st = rnnc_fail(RNNC_ERR_NOT_BUILT, "the CUDA generator is not built (no CUDA toolkit)");
+#endif
+    }
+out:
+    ir_arena_destroy(a);
+    return st;
+}
+
+rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_size,
+                           int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
+                           char **text)
+{
+    if (!c || !stage || !text)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_dump: NULL argument");
+    if (strcmp(stage, "ir") == 0)
+        return ir_print(c, text);
+    bool sched = strcmp(stage, "schedule") == 0 || strcmp(stage, "cuda") == 0;
+    if (strcmp(stage, "opt") != 0 && !sched)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "unknown stage '%s' (ir, opt, schedule, cuda)",
+                         stage);
+    if (sched && (input_size < 1 || hidden_size < 1 || batch < 1 || hoist < 0 || hoist > 2))
+        return rnnc_fail(RNNC_ERR_INVALID_ARG,
+                         "stage '%s' needs the input size, hidden size and batch", stage);
+    rnnc_cell *o = NULL;
+    rnnc_status s = api_specialise(c, proj_size > 0, &o);
+    if (s == RNNC_OK) {
+        ir_sizes sz = {input_size, hidden_size, proj_size > 0 ? proj_size : hidden_size};
+        s = sched ? dump_schedule(o, stage, sz, batch, hoist, text) : ir_print(o, text);
+    }
+    rnnc_cell_destroy(o);
+    return s;
+}

@@ -1,0 +1,212 @@
+/*
+ * model.c: a model is a cell specialised for sizes, layers and directions,
+ * its weights, and one backend.  The cell is optimised once here, so every
+ * backend sees the same IR.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+
+void rnnc_model_desc_init(rnnc_model_desc *d)
+{
+    if (!d)
+        return;
+    memset(d, 0, sizeof *d);
+    d->num_layers = 1;
+    d->dtype = RNNC_F32;
+    d->math = RNNC_MATH_FFMA;
+    d->backend = RNNC_BACKEND_AUTO;
+    d->hoist = RNNC_HOIST_ALL;
+}
+
+rnnc_status api_specialise(const rnnc_cell *cell, bool has_proj, rnnc_cell **out)
+{
+    rnnc_cell *c = NULL;
+    rnnc_status s = rnnc_cell_clone(&c, cell);
+    if (s == RNNC_OK && (s = ir_optimise(c, has_proj)) != RNNC_OK) {
+        rnnc_cell_destroy(c);
+        c = NULL;
+    }
+    *out = c;
+    return s;
+}
+
+static rnnc_status check_desc(const rnnc_model_desc *d)
+{
+    if (!d->cell)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: no cell given");
+    if (d->input_size < 1 || d->hidden_size < 1)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: input_size and hidden_size must be >= 1");
+    if (d->proj_size < 0 || (d->proj_size > 0 && d->proj_size >= d->hidden_size))
+        return rnnc_fail(RNNC_ERR_INVALID_ARG,
+                         "model: proj_size must be in [0, hidden_size) (got %lld with hidden %lld)",
+                         (long long)d->proj_size, (long long)d->hidden_size);
+    if (d->num_layers < 1 || d->num_layers > 1024)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: num_layers must be in [1, 1024]");
+    if (!(d->dropout >= 0 && d->dropout < 1))
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: dropout must be in [0, 1)");
+    if ((unsigned)d->hoist > RNNC_HOIST_NONE || (unsigned)d->math > RNNC_MATH_TF32 ||
+        (unsigned)d->backend > RNNC_BACKEND_CUDNN)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math or backend value");
+    if (d->dtype != RNNC_F32 && !(d->dtype == RNNC_F16 && d->backend == RNNC_BACKEND_CUDNN))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: dtype %s is supported only as f16 on cudnn",
+                         rnnc_dtype_name(d->dtype));
+    if (d->cell->n_inputs != 1)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: cell '%s' must have exactly one input",
+                         d->cell->name);
+    return RNNC_OK;
+}
+
+static rnnc_status fill_spec(rnnc_model *m, const rnnc_model_desc *d)
+{
+    rt_spec *s = &m->spec;
+    int64_t p = d->proj_size > 0 ? d->proj_size : d->hidden_size;
+    s->fn[0] = s->fn[1] = m->fn; /* dims are symbolic: one IR serves every layer */
+    s->sizes[0] = (ir_sizes){d->input_size, d->hidden_size, p};
+    s->hout = ir_dim_eval(m->fn->nodes[m->fn->output].cols, s->sizes[0]);
+    s->dirs = d->bidirectional ? 2 : 1;
+    s->sizes[1] = (ir_sizes){s->dirs * s->hout, d->hidden_size, p};
+    s->layers = d->num_layers;
+    s->batch_first = d->batch_first;
+    s->dropout = d->dropout;
+    s->seed = d->seed;
+    s->hoist = d->hoist;
+    s->math = d->math;
+    s->dtype = d->dtype;
+    s->device = d->device;
+    for (int k = 0; k < 2; k++)
+        if (ir_dim_eval(m->fn->nodes[m->fn->inputs[0].node].cols, s->sizes[k]) !=
+            (k ? s->sizes[1].I : d->input_size))
+            return rnnc_fail(RNNC_ERR_SHAPE, "model: the input of cell '%s' must be of size I",
+                             m->fn->name);
+    return RNNC_OK;
+}
+
+rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d)
+{
+    if (!out || !d)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_create: NULL argument");
+    *out = NULL;
+    rnnc_status s = check_desc(d);
+    if (s != RNNC_OK)
+        return s;
+    rnnc_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
+    if ((s = api_specialise(d->cell, d->proj_size > 0, &m->fn)) || (s = fill_spec(m, d)) ||
+        (s = api_weights_init(m)) || (s = api_backend_open(m, d->backend)))
+        goto fail_model;
+    *out = m;
+    return RNNC_OK;
+fail_model:
+    rnnc_model_destroy(m);
+    return s;
+}
+
+void rnnc_model_destroy(rnnc_model *m)
+{
+    if (!m)
+        return;
+    if (m->be)
+        m->be->destroy(m->be_state);
+    api_weights_free(m);
+    rnnc_cell_destroy(m->fn);
+    free(m);
+}
+
+rnnc_backend rnnc_model_backend(const rnnc_model *m)
+{
+    return m ? m->kind : RNNC_BACKEND_AUTO;
+}
+
+rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
+{
+    if (!m)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_forward: NULL model");
+    rnnc_status s = rt_check_forward(&m->spec, a);
+    if (s == RNNC_OK)
+        s = api_weights_sync(m);
+    return s != RNNC_OK ? s : m->be->forward(m->be_state, a);
+}
+
+rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
+{
+    if (!m || !a)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_backward: NULL argument");
+    if (!m->be->backward)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no backward; use cudnn",
+                         rnnc_backend_name(m->kind));
+    return m->be->backward(m->be_state, a);
+}
+
+rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, int64_t count)
+{
+    if (!m || !name || !out)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_grad: NULL argument");
+    if (!m->be->weight_grad)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no weight gradients",
+                         rnnc_backend_name(m->kind));
+    for (int i = 0; i < m->n_weights; i++) {
+        const api_weight *w = &m->weights[i];
+        if (strcmp(w->name, name) != 0)
+            continue;
+        if (count != w->count)
+            return rnnc_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld asked", name,
+                             (long long)w->count, (long long)count);
+        return m->be->weight_grad(m->be_state, w->pseudo, w->param, out, count);
+    }
+    return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s'", name);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Host-clock timing for backends without device events. */
+static rnnc_status time_on_host(rnnc_model *m, const rnnc_forward_args *a, int warmup, int iters,
+                                double *median_ms)
+{
+    double *t = malloc(sizeof(double) * (size_t)iters);
+    if (!t)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "timing: out of memory");
+    rnnc_status s = RNNC_OK;
+    for (int i = 0; i < warmup && s == RNNC_OK; i++)
+        s = m->be->forward(m->be_state, a);
+    for (int i = 0; i < iters && s == RNNC_OK; i++) {
+        double t0 = now_ms();
+        s = m->be->forward(m->be_state, a);
+        t[i] = now_ms() - t0;
+    }
+    if (s == RNNC_OK) {
+        qsort(t, (size_t)iters, sizeof *t, cmp_double);
+        *median_ms = t[iters / 2];
+    }
+    free(t);
+    return s;
+}
+
+rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, int warmup,
+                                    int iters, double *median_ms)
+{
+    if (!m || !median_ms || iters < 1 || warmup < 0)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_time_forward: bad argument");
+    rnnc_status s = rt_check_forward(&m->spec, a);
+    if (s == RNNC_OK)
+        s = api_weights_sync(m);
+    if (s != RNNC_OK)
+        return s;
+    if (m->be->time_forward)
+        return m->be->time_forward(m->be_state, a, warmup, iters, median_ms);
+    return time_on_host(m, a, warmup, iters, median_ms);
+}

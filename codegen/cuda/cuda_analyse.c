@@ -1,0 +1,399 @@
+/*
+ * cuda_analyse.c: places every node of a schedule for the CUDA generator.
+ * Requires: a schedule from pass_fuse over an optimised cell.  Decides, per
+ * node, where its value lives (a literal, the fold arena, the hoisted
+ * buffers, shared memory of the step kernel, the exchange buffers), which
+ * hoisted work fuses into a GEMM epilogue, and the step kernel's tiling.
+ * Nothing is decided by cell name: only ops, shapes and the schedule count.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+#define SMEM_LIMIT_DEFAULT (227 * 1024)
+
+static int64_t round4(int64_t v)
+{
+    return (v + 3) & ~(int64_t)3;
+}
+
+static rnnc_status unsupported(const cg_ctx *c, int32_t v, const char *why)
+{
+    char b[48];
+    const ir_node *n = &c->f->nodes[v];
+    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s [%s]) in cell '%s'",
+                     why, v, ir_ops[n->op].name, ir_dim_str(n->cols, b, sizeof b), c->f->name);
+}
+
+static bool is_result(const ir_fn *f, int32_t v)
+{
+    if (f->output == v)
+        return true;
+    for (int s = 0; s < f->n_states; s++)
+        if (f->states[s].next == v)
+            return true;
+    return false;
+}
+
+static bool is_pointwise(const ir_node *n)
+{
+    return (ir_ops[n->op].flags & IR_F_POINTWISE) != 0;
+}
+
+static int64_t slices_of(int64_t cols, int64_t H)
+{
+    if (cols == 1 && H != 1)
+        return 0;
+    return cols % H == 0 ? cols / H : -1;
+}
+
+/* The hoisted linear a buffer's per-column expression rests on, or -1. */
+static int32_t fuse_linear(const cg_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    const uint8_t *part = c->s->hoist.part;
+    if (n->op == IR_LINEAR)
+        return c->f->nodes[n->a[0]].op == IR_INPUT ? v : -1;
+    if (!is_pointwise(n))
+        return -1;
+    int32_t lin = -1;
+    for (int k = 0; k < ir_ops[n->op].arity; k++) {
+        int32_t o = n->a[k];
+        if (part[o] == IR_PART_FOLD)
+            continue;
+        if (part[o] != IR_PART_HOIST || c->cols[o] != c->cols[v])
+            return -1;
+        int32_t l = fuse_linear(c, o);
+        if (l < 0 || (lin >= 0 && l != lin))
+            return -1;
+        lin = l;
+    }
+    return lin;
+}
+
+static rnnc_status place_fold(cg_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    if (n->op == IR_CONST) {
+        c->role[v] = CG_LEAF_CONST;
+        return RNNC_OK;
+    }
+    if (n->kind == IR_MAT || c->role[v] == CG_LEAF_FOLD)
+        return RNNC_OK;
+    cg_cuda_plan *p = c->plan;
+    if (p->n_fold >= CG_CUDA_MAX_ITEMS)
+        return unsupported(c, v, "too many folded values");
+    c->role[v] = CG_LEAF_FOLD;
+    c->off[v] = p->fold_floats;
+    p->fold[p->n_fold++] = (cg_cuda_slot){v, p->fold_floats, c->cols[v]};
+    p->fold_floats += round4(c->cols[v]);
+    return RNNC_OK;
+}
+
+static rnnc_status place_weight(cg_ctx *c, int32_t w)
+{
+    cg_cuda_plan *p = c->plan;
+    const ir_node *n = &c->f->nodes[w];
+    int param = ir_param_of(c->f, w);
+    if (n->op != IR_PARAM || param < 0)
+        return unsupported(c, w, "a linear's matrix must be a parameter");
+    for (int i = 0; i < p->n_wts; i++)
+        if (p->wts[i].id == param) {
+            c->off[w] = p->wts[i].offset;
+            return RNNC_OK;
+        }
+    if (p->n_wts >= CG_CUDA_MAX_ITEMS)
+        return unsupported(c, w, "too many matrices");
+    int64_t cnt = ir_dim_eval(n->rows, c->cfg.sizes) * c->cols[w];
+    c->off[w] = p->wts_floats;
+    p->wts[p->n_wts++] = (cg_cuda_slot){param, p->wts_floats, cnt};
+    p->wts_floats += round4(cnt);
+    return RNNC_OK;
+}
+
+static rnnc_status place_hoist_buf(cg_ctx *c, int32_t v);
+
+/* A hoisted value the step or a result reads: a view, or a buffer. */
+static rnnc_status place_hoist_read(cg_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    const uint8_t *part = c->s->hoist.part;
+    if (n->op == IR_INPUT || c->role[v] == CG_HOIST_BUF || c->role[v] == CG_HOIST_VIEW)
+        return RNNC_OK;
+    bool view = false;
+    if (n->op == IR_CHUNK && c->k[v] >= 1 && c->k[n->a[0]] >= 1 &&
+        c->k[n->a[0]] % n->i0 == 0 && part[n->a[0]] == IR_PART_HOIST &&
+        c->f->nodes[n->a[0]].op != IR_INPUT)
+        view = true;
+    if (n->op == IR_CONCAT && c->k[n->a[0]] >= 1 && c->k[n->a[1]] >= 1 &&
+        part[n->a[0]] == IR_PART_HOIST && part[n->a[1]] == IR_PART_HOIST &&
+        c->f->nodes[n->a[0]].op != IR_INPUT && c->f->nodes[n->a[1]].op != IR_INPUT)
+        view = true;
+    if (!view)
+        return place_hoist_buf(c, v);
+    c->role[v] = CG_HOIST_VIEW;
+    for (int k = 0; k < ir_ops[n->op].arity; k++) {
+        rnnc_status st = place_hoist_read(c, n->a[k]);
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+/* Marks what the row kernel needs to compute v. */
+static rnnc_status place_hoist_tmp(cg_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    const uint8_t *part = c->s->hoist.part;
+    for (int k = 0; k < ir_ops[n->op].arity; k++) {
+        int32_t o = n->a[k];
+        if (o < 0)
+            continue;
+        if (part[o] == IR_PART_FOLD) {
+            rnnc_status st = place_fold(c, o);
+            if (st)
+                return st;
+            continue;
+        }
+        const ir_node *on = &c->f->nodes[o];
+        if (on->op == IR_INPUT || c->role[o] != CG_NONE)
+            continue;
+        rnnc_status st;
+        if (on->op == IR_LINEAR) {
+            c->need[o] |= CG_NEED_ROWS;
+            st = place_hoist_buf(c, o);
+        } else {
+            c->role[o] = CG_HOIST_TMP;
+            st = place_hoist_tmp(c, o);
+        }
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status place_hoist_buf(cg_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    cg_cuda_plan *p = c->plan;
+    if (c->role[v] == CG_HOIST_BUF)
+        return RNNC_OK;
+    if (c->role[v] == CG_HOIST_TMP)
+        c->role[v] = CG_NONE; /* promoted: the row kernel also writes it out */
+    c->role[v] = CG_HOIST_BUF;
+    c->off[v] = p->hz_cols;
+    p->hz_cols += round4(c->cols[v]);
+    if (n->op == IR_LINEAR) {
+        if (c->f->nodes[n->a[0]].op != IR_INPUT)
+            return unsupported(c, v, "a hoisted linear must read the input itself");
+        c->gemm[v] = v;
+        return place_weight(c, n->a[1]);
+    }
+    int32_t lin = fuse_linear(c, v);
+    if (lin >= 0 && c->cols[v] == c->cols[lin]) {
+        c->gemm[v] = lin;
+        rnnc_status st = place_weight(c, c->f->nodes[lin].a[1]);
+        if (st)
+            return st;
+        if (c->role[lin] == CG_NONE)
+            c->role[lin] = CG_HOIST_TMP; /* the GEMM runs, only the epilogue is stored */
+        /* folds in the epilogue */
+        for (int32_t i = lin + 1; i <= v; i++)
+            for (int k = 0; k < 3; k++)
+                if (c->f->nodes[i].a[k] >= 0 && c->s->hoist.part[c->f->nodes[i].a[k]] == IR_PART_FOLD &&
+                    c->s->hoist.part[i] == IR_PART_HOIST) {
+                    rnnc_status st2 = place_fold(c, c->f->nodes[i].a[k]);
+                    if (st2)
+                        return st2;
+                }
+        return RNNC_OK;
+    }
+    c->gemm[v] = -1;
+    return place_hoist_tmp(c, v);
+}
+
+/* Step chunk/concat nodes read only as (part of) a linear's x are gathered, not computed. */
+static void mark_gathers(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    for (int32_t i = f->n - 1; i >= 0; i--) {
+        if (c->role[i] != CG_STEP_ELEM)
+            continue;
+        const ir_node *n = &f->nodes[i];
+        if ((n->op != IR_CHUNK && n->op != IR_CONCAT) || is_result(f, i))
+            continue;
+        bool only_x = true, used = false;
+        for (int32_t j = i + 1; j < f->n && only_x; j++) {
+            const ir_node *m = &f->nodes[j];
+            if (c->s->hoist.part[j] == IR_PART_DEAD)
+                continue;
+            for (int k = 0; k < 3; k++)
+                if (m->a[k] == i) {
+                    used = true;
+                    bool as_x = (m->op == IR_LINEAR && k == 0) || c->role[j] == CG_STEP_GATHER;
+                    if (!as_x)
+                        only_x = false;
+                }
+        }
+        if (used && only_x)
+            c->role[i] = CG_STEP_GATHER;
+    }
+}
+
+static rnnc_status classify(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    const uint8_t *part = c->s->hoist.part;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *n = &f->nodes[i];
+        c->gemm[i] = -1;
+        c->phase[i] = c->s->phase ? c->s->phase[i] : -1;
+        c->cols[i] = ir_dim_eval(n->cols, c->cfg.sizes);
+        c->k[i] = (int32_t)slices_of(c->cols[i], c->H);
+        if (part[i] == IR_PART_DEAD)
+            continue;
+        if (n->op == IR_INPUT)
+            c->role[i] = CG_LEAF_INPUT;
+        else if (n->op == IR_STATE)
+            c->role[i] = CG_LEAF_STATE;
+        else if (part[i] == IR_PART_STEP)
+            c->role[i] = n->op == IR_LINEAR ? CG_STEP_LINEAR : CG_STEP_ELEM;
+        if (n->op == IR_DROPOUT && part[i] != IR_PART_FOLD && n->f > 0)
+            ; /* identity at inference; the runtime refuses training */
+    }
+    mark_gathers(c);
+    return RNNC_OK;
+}
+
+/* Folds, weights, hoisted buffers and exchange needs, from every reader. */
+static rnnc_status place_reads(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    const uint8_t *part = c->s->hoist.part;
+    rnnc_status st;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *n = &f->nodes[i];
+        if (part[i] != IR_PART_STEP || n->op == IR_STATE)
+            continue;
+        if (c->role[i] == CG_STEP_ELEM && c->k[i] < 0)
+            return unsupported(c, i, "a step value must be a whole multiple of H wide (or 1)");
+        if (n->op == IR_LINEAR) {
+            int64_t rows = ir_dim_eval(f->nodes[n->a[1]].rows, c->cfg.sizes);
+            if (rows % c->H)
+                return unsupported(c, i, "a step linear's rows must be a multiple of H");
+            if ((st = place_weight(c, n->a[1])))
+                return st;
+        }
+        for (int k = 0; k < 3; k++) {
+            int32_t o = n->a[k];
+            if (o < 0 || (n->op == IR_LINEAR && k == 1))
+                continue;
+            if (part[o] == IR_PART_FOLD && (st = place_fold(c, o)))
+                return st;
+            if (part[o] == IR_PART_HOIST && (st = place_hoist_read(c, o)))
+                return st;
+        }
+    }
+    int32_t res[CG_CUDA_MAX_ITEMS + 1];
+    int nres = 0;
+    res[nres++] = f->output;
+    for (int s = 0; s < f->n_states && nres <= CG_CUDA_MAX_ITEMS; s++)
+        res[nres++] = f->states[s].next;
+    for (int r = 0; r < nres; r++) {
+        int32_t v = res[r];
+        if (part[v] == IR_PART_FOLD && (st = place_fold(c, v)))
+            return st;
+        if (part[v] == IR_PART_HOIST && (st = place_hoist_read(c, v)))
+            return st;
+        if (c->k[v] < 1)
+            return unsupported(c, v, "a state or the output must be a whole multiple of H wide");
+    }
+    return RNNC_OK;
+}
+
+/* Marks a step value some later phase reads whole (the x of a linear). */
+static void need_whole(cg_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    if (c->role[v] == CG_STEP_GATHER) {
+        for (int k = 0; k < ir_ops[n->op].arity; k++)
+            need_whole(c, n->a[k]);
+    } else if (c->role[v] == CG_STEP_ELEM || c->role[v] == CG_STEP_LINEAR) {
+        c->need[v] |= CG_NEED_XB;
+    }
+}
+
+static void mark_needs(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    int last = c->s->n_phases - 1;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *n = &f->nodes[i];
+        if (c->role[i] == CG_STEP_LINEAR) {
+            need_whole(c, n->a[0]);
+            continue;
+        }
+        if (c->role[i] != CG_STEP_ELEM)
+            continue;
+        bool reduce = (ir_ops[n->op].flags & IR_F_REDUCE) != 0;
+        for (int k = 0; k < 3; k++) {
+            int32_t o = n->a[k];
+            if (o < 0)
+                continue;
+            if (reduce && k == 0 && (c->role[o] == CG_STEP_ELEM || c->role[o] == CG_STEP_LINEAR)) {
+                c->need[o] |= CG_NEED_PART;
+                if (c->role[o] == CG_STEP_ELEM)
+                    c->need[o] |= CG_NEED_XP;
+            }
+            if (c->role[o] == CG_STEP_ELEM && c->phase[o] < c->phase[i])
+                c->need[o] |= CG_NEED_XP;
+        }
+    }
+    int32_t res[CG_CUDA_MAX_ITEMS + 1];
+    int nres = 0;
+    res[nres++] = f->output;
+    for (int s = 0; s < f->n_states && nres <= CG_CUDA_MAX_ITEMS; s++)
+        res[nres++] = f->states[s].next;
+    for (int r = 0; r < nres; r++)
+        if (c->role[res[r]] == CG_STEP_ELEM && c->phase[res[r]] < last)
+            c->need[res[r]] |= CG_NEED_XP;
+}
+
+/* Global exchange buffers and state copies (offsets in floats). */
+static void place_global(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    cg_cuda_plan *p = c->plan;
+    for (int s = 0; s < f->n_states && s < CG_CUDA_MAX_ITEMS; s++) {
+        int64_t cols = c->cols[f->states[s].node];
+        p->state[s] = (cg_cuda_slot){s, p->state_floats, cols};
+        p->state_floats += round4(c->B * cols);
+    }
+    p->n_states = f->n_states;
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->need[i] & CG_NEED_XB) {
+            c->xb[i] = p->xb_floats;
+            p->xb_floats += round4(c->B * c->cols[i]);
+        }
+    }
+    p->out_cols = c->cols[f->output];
+    p->in_cols = c->I;
+}
+
+rnnc_status cg_analyse(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    rnnc_status st;
+    if (f->n_states > CG_CUDA_MAX_ITEMS || f->n_inputs != 1)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "fused backend: cell '%s' needs exactly one input and at most %d states",
+                         f->name, CG_CUDA_MAX_ITEMS);
+    for (int32_t i = 0; i < f->n; i++)
+        c->off[i] = c->xb[i] = c->xp[i] = c->sm[i] = c->wsm[i] = c->pt[i] = -1;
+    if ((st = classify(c)) || (st = place_reads(c)))
+        return st;
+    mark_needs(c);
+    place_global(c);
+    return cg_choose_tiles(c);
+}

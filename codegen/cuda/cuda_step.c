@@ -1,0 +1,503 @@
+/*
+ * cuda_step.c: the persistent step kernel.  One cooperative launch runs all
+ * T steps.  Each block owns UT hidden units (all their slices s*H + u) and
+ * BT batch rows; its weight slices stay in shared memory for the whole
+ * sequence.  A step is a series of phases (from the schedule): each stages
+ * the whole vectors its linears read, multiplies them in shared memory,
+ * evaluates the cell's element-wise work for the block's (unit, row)
+ * elements, and ends with a grid barrier.  Feature-axis reductions over a
+ * value made in the step exchange per-block partial statistics through
+ * global memory (Chan's parallel mean/variance), so no block needs more
+ * than its own elements.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+static int32_t slices(const cg_ctx *c, int32_t v)
+{
+    return c->k[v] < 1 ? 1 : c->k[v];
+}
+
+static bool is_reduce(const ir_node *n)
+{
+    return (ir_ops[n->op].flags & IR_F_REDUCE) != 0;
+}
+
+static bool distributed(const cg_ctx *c, int32_t v)
+{
+    return c->role[v] == CG_STEP_ELEM || c->role[v] == CG_STEP_LINEAR;
+}
+
+static void emit_prelude(const cg_ctx *c, cg_text *t)
+{
+    cg_printf(t,
+              "#define B %lld\n#define H %lld\n#define UT %d\n#define BT %d\n#define BTP %d\n"
+              "#define NUB %d\n#define NT %d\n#define E (UT * BTP)\n#define STF %lld\n",
+              (long long)c->B, (long long)c->H, c->UT, c->BT, c->BTP, c->NUB, c->NT,
+              (long long)c->plan->state_floats);
+    cg_printf(t, "#define ROW(gb) (%s)\n",
+              c->cfg.batch_first ? "(size_t)(gb) * T + t" : "(size_t)t * B + (gb)");
+    cg_printf(t,
+              "__device__ __forceinline__ void rnnc_grid_sync(unsigned *bar, unsigned target)\n{\n"
+              "    __syncthreads();\n"
+              "    if (threadIdx.x == 0) {\n"
+              "        __threadfence();\n"
+              "        atomicAdd(bar, 1u);\n"
+              "        unsigned v;\n"
+              "        do {\n"
+              "            asm volatile(\"ld.acquire.gpu.global.u32 %%0, [%%1];\" : \"=r\"(v) : "
+              "\"l\"(bar) : \"memory\");\n"
+              "        } while (v < target);\n"
+              "        __threadfence();\n"
+              "    }\n"
+              "    __syncthreads();\n}\n"
+              "__device__ __forceinline__ void rnnc_chan(float &n, float &m, float &q, float nb, "
+              "float mb, float qb)\n{\n"
+              "    const float nn = n + nb;\n"
+              "    if (nn == 0.f) return;\n"
+              "    const float d = mb - m, f = nb / nn;\n"
+              "    m += d * f;\n    q += qb + d * d * n * f;\n    n = nn;\n}\n");
+}
+
+static void emit_weights(const cg_ctx *c, cg_text *t)
+{
+    for (int32_t i = 0; i < c->f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int32_t w = c->f->nodes[i].a[1];
+        long long K = (long long)c->cols[c->f->nodes[i].a[0]];
+        long long R = (long long)slices(c, i) * c->UT;
+        cg_printf(t,
+                  "    for (int i = tid; i < %lld; i += NT) {\n"
+                  "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
+                  "        sm_[%lld + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
+                  "* %lld + kk] : 0.f;\n    }\n",
+                  R * c->kp[i], c->kp[i], c->kp[i], (long long)c->wsm[i], K, (long long)c->off[w],
+                  K);
+    }
+}
+
+/* A plain base pointer for X's row gb, when X is one contiguous vector. */
+static bool plain_base(const cg_ctx *c, int32_t v, char *buf, size_t n)
+{
+    long long K = (long long)c->cols[v];
+    switch (c->role[v]) {
+    case CG_LEAF_STATE:
+        snprintf(buf, n, "cur + %lld + (size_t)gb * %lld",
+                 (long long)c->plan->state[ir_state_of(c->f, v)].offset, K);
+        return true;
+    case CG_LEAF_INPUT:
+        snprintf(buf, n, "x + ROW(gb) * %lld", K);
+        return true;
+    case CG_HOIST_BUF:
+        snprintf(buf, n, "hz + (size_t)%lld * TB + ROW(gb) * %lld", (long long)c->off[v], K);
+        return true;
+    case CG_STEP_ELEM:
+    case CG_STEP_LINEAR:
+        snprintf(buf, n, "xb + %lld + (size_t)gb * %lld", (long long)c->xb[v], K);
+        return c->xb[v] >= 0;
+    default:
+        return false;
+    }
+}
+
+static rnnc_status emit_stage(const cg_ctx *c, int32_t lin, cg_text *t)
+{
+    int32_t xv = c->f->nodes[lin].a[0];
+    long long K = (long long)c->cols[xv], K4 = (K + 3) / 4 * 4;
+    char base[256], g[4096];
+    if (K % 4 == 0 && plain_base(c, xv, base, sizeof base)) {
+        cg_printf(t,
+                  "    for (int i = tid; i < BTP * %lld; i += NT) {\n"
+                  "        const int b = i / %lld, c4 = i %% %lld, gb = b0 + b;\n"
+                  "        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+                  "        if (b < BT && gb < B) v = __ldcg((const float4 *)(%s) + c4);\n"
+                  "        *(float4 *)&sm_[b * %d + c4 * 4] = v;\n    }\n",
+                  K / 4, K / 4, K / 4, base, c->kp[lin]);
+    } else {
+        if (!cg_gather_expr(c, xv, "cx", g, sizeof g))
+            return RNNC_ERR_UNSUPPORTED;
+        cg_printf(t,
+                  "    for (int i = tid; i < BTP * %lld; i += NT) {\n"
+                  "        const int b = i / %lld, cx = i %% %lld, gb = b0 + b;\n"
+                  "        float v = 0.f;\n"
+                  "        if (b < BT && gb < B && cx < %lld) { const size_t row = ROW(gb); "
+                  "(void)row; v = %s; }\n"
+                  "        sm_[b * %d + cx] = v;\n    }\n",
+                  K4, K4, K4, K, g, c->kp[lin]);
+    }
+    cg_printf(t, "    __syncthreads();\n");
+    return RNNC_OK;
+}
+
+static void emit_mma(const cg_ctx *c, int32_t lin, cg_text *t)
+{
+    long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4;
+    int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
+    int KP = c->kp[lin];
+    cg_printf(t,
+              "    {\n        const int ks = tid %% %d, cell = tid / %d, tb = cell %% %d, tr0 = "
+              "cell / %d;\n        const int tr = tr0 < %d ? tr0 : %d;\n",
+              KS, KS, NTB, NTB, NTR, NTR - 1);
+    for (int i = 0; i < c->RR; i++)
+        for (int j = 0; j < c->BB; j++)
+            cg_printf(t, "        float a%d_%d = 0.f;\n", i, j);
+    cg_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n", K4,
+              4 * KS);
+    for (int i = 0; i < c->RR; i++)
+        cg_printf(t, "            const float4 w%d = *(const float4 *)&sm_[%lld + (tr + %d) * %d + k];\n",
+                  i, (long long)c->wsm[lin], i * NTR, KP);
+    for (int j = 0; j < c->BB; j++)
+        cg_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
+                  j, j * NTB, KP);
+    static const char *q[4] = {"x", "y", "z", "w"};
+    for (int e = 0; e < 4; e++)
+        for (int i = 0; i < c->RR; i++)
+            for (int j = 0; j < c->BB; j++)
+                cg_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i, q[e],
+                          j, q[e], i, j);
+    cg_printf(t, "        }\n");
+    if (KS > 1)
+        for (int i = 0; i < c->RR; i++)
+            for (int j = 0; j < c->BB; j++)
+                cg_printf(t,
+                          "        for (int o = %d; o > 0; o >>= 1) a%d_%d += "
+                          "__shfl_xor_sync(0xffffffffu, a%d_%d, o);\n",
+                          KS / 2, i, j, i, j);
+    cg_printf(t, "        if (ks == 0 && tr0 < %d) {\n", NTR);
+    for (int i = 0; i < c->RR; i++)
+        for (int j = 0; j < c->BB; j++)
+            cg_printf(t, "            sm_[%lld + (tr + %d) * (BTP + 1) + tb + %d] = a%d_%d;\n",
+                      (long long)c->sm[lin], i * NTR, j * NTB, i, j);
+    cg_printf(t, "        }\n    }\n    __syncthreads();\n");
+}
+
+/* Row statistics of reduction r read directly from a whole vector. */
+static rnnc_status emit_direct_stats(const cg_ctx *c, int32_t r, cg_text *t)
+{
+    const ir_node *n = &c->f->nodes[r];
+    int32_t xv = n->a[0];
+    char g[4096], eps[64];
+    if (!cg_gather_expr(c, xv, "cx", g, sizeof g))
+        return RNNC_ERR_UNSUPPORTED;
+    long long K = (long long)c->cols[xv];
+    cg_printf(t,
+              "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
+              "        const int l = tid & 31, gb = b0 + b;\n"
+              "        if (gb >= B) continue;\n"
+              "        const size_t row = ROW(gb); (void)row;\n"
+              "        float s = 0.f, q = 0.f;\n"
+              "        for (int cx = l; cx < %lld; cx += 32) s += %s;\n"
+              "        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);\n"
+              "        const float m = s / %lld.f;\n"
+              "        for (int cx = l; cx < %lld; cx += 32) { const float d = %s - m; q += d * d; }\n"
+              "        for (int o = 16; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);\n",
+              K, g, K, K, g);
+    if (n->op == IR_LAYERNORM)
+        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = rsqrtf(q / %lld.f + %s); }\n",
+                  (long long)c->sm[r], (long long)c->sm[r], K, cg_float_lit(n->f, eps, sizeof eps));
+    else
+        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = s; }\n",
+                  (long long)c->sm[r], (long long)c->sm[r]);
+    cg_printf(t, "    }\n");
+    return RNNC_OK;
+}
+
+/* Row statistics of reduction r from every block's partials. */
+static void emit_combine(const cg_ctx *c, int32_t r, cg_text *t)
+{
+    const ir_node *n = &c->f->nodes[r];
+    int32_t xv = n->a[0];
+    char eps[64];
+    cg_printf(t,
+              "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
+              "        const int l = tid & 31, gb = b0 + b;\n"
+              "        if (gb >= B) continue;\n"
+              "        float n = 0.f, m = 0.f, q = 0.f;\n"
+              "        for (int j = l; j < NUB; j += 32) {\n"
+              "            const float nb = (float)(%d * min(UT, H - j * UT));\n"
+              "            rnnc_chan(n, m, q, nb, __ldcg(part + %lld + ((size_t)gb * NUB + j) * 2), "
+              "__ldcg(part + %lld + ((size_t)gb * NUB + j) * 2 + 1));\n"
+              "        }\n"
+              "        for (int o = 16; o > 0; o >>= 1) {\n"
+              "            const float nb = __shfl_xor_sync(0xffffffffu, n, o), mb = "
+              "__shfl_xor_sync(0xffffffffu, m, o), qb = __shfl_xor_sync(0xffffffffu, q, o);\n"
+              "            rnnc_chan(n, m, q, nb, mb, qb);\n"
+              "        }\n",
+              slices(c, xv), (long long)c->pt[r], (long long)c->pt[r]);
+    if (n->op == IR_LAYERNORM)
+        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = rsqrtf(q / n + %s); }\n",
+                  (long long)c->sm[r], (long long)c->sm[r], cg_float_lit(n->f, eps, sizeof eps));
+    else
+        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = m * n; }\n",
+                  (long long)c->sm[r], (long long)c->sm[r]);
+    cg_printf(t, "    }\n");
+}
+
+/* Per-block partial statistics of step value xv for reduction r. */
+static void emit_partials(const cg_ctx *c, int32_t r, cg_text *t)
+{
+    int32_t xv = c->f->nodes[r].a[0];
+    char val[160];
+    if (c->role[xv] == CG_STEP_LINEAR)
+        snprintf(val, sizeof val, "sm_[%lld + (sl * UT + u) * (BTP + 1) + b]", (long long)c->sm[xv]);
+    else
+        snprintf(val, sizeof val, "sm_[%lld + sl * E + b * UT + u]", (long long)c->xp[xv]);
+    cg_printf(t,
+              "    for (int b = tid; b < BT; b += NT) {\n"
+              "        const int gb = b0 + b, nu = min(UT, H - u0);\n"
+              "        if (gb >= B) continue;\n"
+              "        float s = 0.f, q = 0.f;\n"
+              "        for (int sl = 0; sl < %d; ++sl) for (int u = 0; u < nu; ++u) s += %s;\n"
+              "        const float m = s / (float)(%d * nu);\n"
+              "        for (int sl = 0; sl < %d; ++sl) for (int u = 0; u < nu; ++u) { const float d = %s - m; q += d * d; }\n"
+              "        __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2, m);\n"
+              "        __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2 + 1, q);\n    }\n",
+              slices(c, xv), val, slices(c, xv), slices(c, xv), val, (long long)c->pt[r],
+              (long long)c->pt[r]);
+}
+
+
+static bool opnd(const cg_ctx *c, int32_t o, int sl, int p, char *buf, size_t n)
+{
+    if (c->role[o] == CG_STEP_ELEM && c->phase[o] == p) {
+        snprintf(buf, n, "v%d_%d", (int)o, c->k[o] < 1 ? 0 : sl);
+        return true;
+    }
+    return cg_elem_expr(c, o, sl, p, buf, n);
+}
+
+static const char *unary_fmt(int op)
+{
+    switch (op) {
+    case IR_NEG: return "-(%s)";
+    case IR_SIGMOID: return "1.f / (1.f + expf(-(%s)))";
+    case IR_TANH: return "tanhf(%s)";
+    case IR_RELU: return "fmaxf(%s, 0.f)";
+    case IR_EXP: return "expf(%s)";
+    case IR_LOG: return "logf(%s)";
+    case IR_SQRT: return "sqrtf(%s)";
+    case IR_RSQRT: return "rsqrtf(%s)";
+    case IR_DROPOUT: return "(%s)"; /* inference: identity */
+    default: return NULL;
+    }
+}
+
+static const char *binary_op(int op)
+{
+    switch (op) {
+    case IR_ADD: return "+";
+    case IR_SUB: return "-";
+    case IR_MUL: return "*";
+    case IR_DIV: return "/";
+    default: return NULL;
+    }
+}
+
+static rnnc_status node_fail(const cg_ctx *c, int32_t v, const char *why)
+{
+    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
+                     v, ir_ops[c->f->nodes[v].op].name, c->f->name);
+}
+
+/* One slice of step value v, given its operands' expressions. */
+static rnnc_status slice_expr(const cg_ctx *c, int32_t v, int sl, int p, char *out, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    char a[1024], b[1024], g[1024], be[1024];
+    const char *uf = unary_fmt(nd->op), *bo = binary_op(nd->op);
+    if (uf) {
+        if (!opnd(c, nd->a[0], sl, p, a, sizeof a))
+            return RNNC_ERR_UNSUPPORTED;
+        snprintf(out, n, uf, a);
+        return RNNC_OK;
+    }
+    if (bo) {
+        if (!opnd(c, nd->a[0], sl, p, a, sizeof a) || !opnd(c, nd->a[1], sl, p, b, sizeof b))
+            return RNNC_ERR_UNSUPPORTED;
+        snprintf(out, n, "(%s) %s (%s)", a, bo, b);
+        return RNNC_OK;
+    }
+    long long st = (long long)c->sm[v];
+    switch (nd->op) {
+    case IR_CHUNK: {
+        int32_t ka = c->k[nd->a[0]];
+        if (ka < 1 || ka % nd->i0)
+            return node_fail(c, v, "a chunk in the step must split whole multiples of H");
+        return opnd(c, nd->a[0], nd->i1 * (ka / nd->i0) + sl, p, out, n) ? RNNC_OK
+                                                                           : RNNC_ERR_UNSUPPORTED;
+    }
+    case IR_CONCAT: {
+        int32_t ka = c->k[nd->a[0]];
+        if (ka < 1 || c->k[nd->a[1]] < 1)
+            return node_fail(c, v, "a concat in the step must join whole multiples of H");
+        bool ok = sl < ka ? opnd(c, nd->a[0], sl, p, out, n) : opnd(c, nd->a[1], sl - ka, p, out, n);
+        return ok ? RNNC_OK : RNNC_ERR_UNSUPPORTED;
+    }
+    case IR_LAYERNORM:
+        if (!opnd(c, nd->a[0], sl, p, a, sizeof a))
+            return RNNC_ERR_UNSUPPORTED;
+        snprintf(g, sizeof g, "1.f");
+        snprintf(be, sizeof be, "0.f");
+        if (nd->a[1] >= 0 && !opnd(c, nd->a[1], sl, p, g, sizeof g))
+            return RNNC_ERR_UNSUPPORTED;
+        if (nd->a[2] >= 0 && !opnd(c, nd->a[2], sl, p, be, sizeof be))
+            return RNNC_ERR_UNSUPPORTED;
+        snprintf(out, n, "((%s) - sm_[%lld + 2 * b]) * sm_[%lld + 2 * b + 1] * (%s) + (%s)", a, st,
+                 st, g, be);
+        return RNNC_OK;
+    case IR_SUM:
+        snprintf(out, n, "sm_[%lld + 2 * b + 1]", st);
+        return RNNC_OK;
+    case IR_MEAN:
+        snprintf(out, n, "sm_[%lld + 2 * b]", st);
+        return RNNC_OK;
+    default:
+        return node_fail(c, v, "no per-element code for this op in the step");
+    }
+}
+
+static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
+{
+    const ir_fn *f = c->f;
+    char v[1024];
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->phase[i] != p || !distributed(c, i))
+            continue;
+        for (int sl = 0; sl < slices(c, i); sl++) {
+            if (!opnd(c, i, sl, p, v, sizeof v))
+                return RNNC_ERR_UNSUPPORTED;
+            if ((c->need[i] & CG_NEED_XP) && c->role[i] == CG_STEP_ELEM)
+                cg_printf(t, "        sm_[%lld + %d * E + e] = %s;\n", (long long)c->xp[i], sl, v);
+            if (c->need[i] & CG_NEED_XB)
+                cg_printf(t, "        __stcg(xb + %lld + (size_t)gb * %lld + %lld + gu, %s);\n",
+                          (long long)c->xb[i], (long long)c->cols[i], (long long)(sl * c->H), v);
+        }
+    }
+    if (!last)
+        return RNNC_OK;
+    for (int s = 0; s < f->n_states; s++) {
+        int32_t nx = f->states[s].next;
+        for (int sl = 0; sl < slices(c, nx); sl++) {
+            if (!opnd(c, nx, sl, p, v, sizeof v))
+                return RNNC_ERR_UNSUPPORTED;
+            cg_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, %s);\n",
+                      (long long)c->plan->state[s].offset, (long long)c->cols[nx],
+                      (long long)(sl * c->H), v);
+        }
+    }
+    for (int sl = 0; sl < slices(c, f->output); sl++) {
+        if (!opnd(c, f->output, sl, p, v, sizeof v))
+            return RNNC_ERR_UNSUPPORTED;
+        cg_printf(t, "        y[ROW(gb) * %lld + %lld + gu] = %s;\n",
+                  (long long)c->cols[f->output], (long long)(sl * c->H), v);
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status emit_elems(const cg_ctx *c, int p, bool last, cg_text *t)
+{
+    const ir_fn *f = c->f;
+    char v[4096];
+    cg_printf(t,
+              "    for (int e = tid; e < E; e += NT) {\n"
+              "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
+              "        if (b >= BT || gu >= H || gb >= B) continue;\n"
+              "        const size_t row = ROW(gb);\n"
+              "        (void)row; (void)u;\n");
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CG_STEP_ELEM || c->phase[i] != p)
+            continue;
+        for (int sl = 0; sl < slices(c, i); sl++) {
+            rnnc_status st = slice_expr(c, i, sl, p, v, sizeof v);
+            if (st)
+                return st;
+            cg_printf(t, "        const float v%d_%d = %s;\n", (int)i, sl, v);
+        }
+    }
+    rnnc_status st = emit_stores(c, p, last, t);
+    cg_printf(t, "    }\n");
+    return st;
+}
+
+static rnnc_status emit_phase(const cg_ctx *c, int p, cg_text *t)
+{
+    const ir_fn *f = c->f;
+    rnnc_status st;
+    bool stats = false;
+    for (int32_t r = 0; r < f->n; r++) {
+        if (c->role[r] != CG_STEP_ELEM || c->phase[r] != p || !is_reduce(&f->nodes[r]))
+            continue;
+        stats = true;
+        if (distributed(c, f->nodes[r].a[0]))
+            emit_combine(c, r, t);
+        else if ((st = emit_direct_stats(c, r, t)))
+            return st;
+    }
+    if (stats)
+        cg_printf(t, "    __syncthreads();\n");
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR || c->phase[i] != p)
+            continue;
+        if ((st = emit_stage(c, i, t)))
+            return st;
+        emit_mma(c, i, t);
+    }
+    if ((st = emit_elems(c, p, p == c->s->n_phases - 1, t)))
+        return st;
+    bool synced = false;
+    for (int32_t r = 0; r < f->n; r++) {
+        if (c->role[r] != CG_STEP_ELEM || !is_reduce(&f->nodes[r]) || c->pt[r] < 0 ||
+            c->phase[f->nodes[r].a[0]] != p)
+            continue;
+        if (!synced)
+            cg_printf(t, "    __syncthreads();\n");
+        synced = true;
+        emit_partials(c, r, t);
+    }
+    cg_printf(t, "    rnnc_grid_sync(bar, ++epoch * gridDim.x);\n");
+    return RNNC_OK;
+}
+
+rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
+{
+    emit_prelude(c, t);
+    cg_printf(t,
+              "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(" CG_CUDA_ARGS ")\n{\n"
+              "    extern __shared__ float4 smem4_[];\n"
+              "    float *sm_ = (float *)smem4_;\n"
+              "    const int tid = threadIdx.x, ub = blockIdx.x %% NUB, bb = blockIdx.x / NUB;\n"
+              "    const int u0 = ub * UT, b0 = bb * BT;\n"
+              "    const size_t TB = (size_t)T * B;\n"
+              "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
+              "(void)TB; (void)ub;\n");
+    emit_weights(c, t);
+    cg_printf(t,
+              "    __syncthreads();\n"
+              "    unsigned epoch = 0;\n"
+              "    for (int t = 0; t < T; ++t) {\n"
+              "    const float *cur = st + (size_t)(t & 1) * STF;\n"
+              "    float *nxt = st + (size_t)((t + 1) & 1) * STF;\n"
+              "    (void)cur; (void)nxt;\n");
+    for (int p = 0; p < c->s->n_phases; p++) {
+        cg_printf(t, "    /* phase %d */\n", p);
+        rnnc_status st = emit_phase(c, p, t);
+        if (st)
+            return st;
+    }
+    cg_printf(t, "    }\n}\n");
+    cg_cuda_plan *pl = c->plan;
+    if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
+        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+    cg_cuda_launch *l = &pl->launch[pl->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_step");
+    l->grid = (unsigned)(c->NUB * c->NBB);
+    l->grid_y = 1;
+    l->threads = (unsigned)c->NT;
+    l->smem = (unsigned)(c->smem_floats * 4);
+    l->cooperative = true;
+    return RNNC_OK;
+}

@@ -1,0 +1,53 @@
+/*
+ * cuda_text.c: the growable text the CUDA generator writes into, and float
+ * literals that read back to the same fp32 value.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+void cg_printf(cg_text *t, const char *fmt, ...)
+{
+    if (t->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = t->cap - t->n;
+        int w = vsnprintf(t->p ? t->p + t->n : NULL, t->p ? room : 0, fmt, ap);
+        va_end(ap);
+        if (w < 0) {
+            t->oom = true;
+            return;
+        }
+        if (t->p && (size_t)w < room) {
+            t->n += (size_t)w;
+            return;
+        }
+        size_t cap = t->cap ? t->cap * 2 : 16384;
+        while (cap < t->n + (size_t)w + 1)
+            cap *= 2;
+        char *p = realloc(t->p, cap);
+        if (!p) {
+            t->oom = true;
+            return;
+        }
+        t->p = p;
+        t->cap = cap;
+    }
+}
+
+const char *cg_float_lit(double v, char *buf, size_t n)
+{
+    if (isnan(v))
+        snprintf(buf, n, "__int_as_float(0x7fc00000)");
+    else if (isinf(v))
+        snprintf(buf, n, "%s__int_as_float(0x7f800000)", v < 0 ? "-" : "");
+    else
+        snprintf(buf, n, "(%.9ef)", (double)(float)v);
+    return buf;
+}

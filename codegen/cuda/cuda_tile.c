@@ -1,0 +1,160 @@
+/*
+ * cuda_tile.c: the step kernel's tiling and shared-memory layout.
+ * A block owns UT hidden units (every slice s*H + u of them) and BT batch
+ * rows; the grid (NUB x NBB blocks) must be resident at once, so it is
+ * bounded by the SM count.  Each step linear is a small GEMM inside the
+ * block: lanes own RR rows x BB batch rows of it and split K KS ways
+ * (reduced with warp shuffles), reading 16-byte words of shared memory.
+ */
+#include <stdio.h>
+
+#include "codegen/codegen.h"
+
+#define SMEM_LIMIT_DEFAULT (227 * 1024)
+
+static int64_t up(int64_t v, int64_t m)
+{
+    return (v + m - 1) / m * m;
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static int32_t slices(const cg_ctx *c, int32_t v)
+{
+    return c->k[v] < 1 ? 1 : c->k[v];
+}
+
+/* Lane layout of every step linear for NT threads; false if one does not fit. */
+static bool lay_linears(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int64_t R = (int64_t)slices(c, i) * c->UT;
+        int64_t cells = (R / c->RR) * (c->BTP / c->BB);
+        if (cells > c->NT) {
+            if (c->cfg.threads || cells > 1024)
+                return false;
+            c->NT = (int)up(cells, 32);
+        }
+    }
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int64_t R = (int64_t)slices(c, i) * c->UT;
+        int64_t cells = (R / c->RR) * (c->BTP / c->BB);
+        int ks = 1;
+        while (ks * 2 <= 32 && (int64_t)ks * 2 * cells <= c->NT)
+            ks *= 2;
+        int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4);
+        c->ks[i] = ks;
+        c->kp[i] = (int32_t)(up(K4, 32) + (ks >= 8 ? 0 : 4 * ks));
+    }
+    return true;
+}
+
+/* Shared memory in floats: xs (staged x), weight slices, linear results,
+ * per-element values kept across phases, reduction row stats. */
+static int64_t lay_smem(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    int64_t at = 0, xs = 0;
+    for (int32_t i = 0; i < f->n; i++)
+        if (c->role[i] == CG_STEP_LINEAR && (int64_t)c->BTP * c->kp[i] > xs)
+            xs = (int64_t)c->BTP * c->kp[i];
+    c->xs_floats = xs;
+    at = up(xs, 4);
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int64_t R = (int64_t)slices(c, i) * c->UT;
+        c->wsm[i] = at;
+        at = up(at + R * c->kp[i], 4);
+        c->sm[i] = at;
+        at = up(at + R * (c->BTP + 1), 4);
+    }
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->need[i] & CG_NEED_XP) {
+            c->xp[i] = at;
+            at = up(at + (int64_t)slices(c, i) * c->UT * c->BTP, 4);
+        }
+        if (c->role[i] == CG_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE)) {
+            c->sm[i] = at;
+            at = up(at + 2 * c->BTP, 4);
+        }
+    }
+    c->smem_floats = at;
+    return at * 4;
+}
+
+static void place_partials(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    c->plan->part_floats = 0;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *n = &f->nodes[i];
+        if (c->role[i] != CG_STEP_ELEM || !(ir_ops[n->op].flags & IR_F_REDUCE))
+            continue;
+        int r = c->role[n->a[0]];
+        if (r == CG_STEP_ELEM || r == CG_STEP_LINEAR) {
+            c->pt[i] = c->plan->part_floats;
+            c->plan->part_floats += up(c->B * c->NUB * 2, 4);
+        }
+    }
+}
+
+static rnnc_status try_tiles(cg_ctx *c, int64_t bt, int sm_count, int64_t limit, bool *fits)
+{
+    *fits = false;
+    c->NBB = (int)cdiv(c->B, bt);
+    c->BT = (int)cdiv(c->B, c->NBB);
+    int64_t ut = c->cfg.unit_tile;
+    if (!ut)
+        ut = cdiv(c->H, sm_count / c->NBB > 0 ? sm_count / c->NBB : 1);
+    c->UT = (int)ut;
+    c->NUB = (int)cdiv(c->H, ut);
+    if ((int64_t)c->NUB * c->NBB > sm_count)
+        return RNNC_OK;
+    c->BB = c->BT >= 8 ? 4 : 1;
+    c->BTP = (int)up(c->BT, c->BB);
+    c->RR = c->BT >= 8 ? 4 : 1;
+    for (int32_t i = 0; i < c->f->n; i++)
+        while (c->role[i] == CG_STEP_LINEAR && c->RR > 1 && (slices(c, i) * c->UT) % c->RR)
+            c->RR /= 2;
+    c->NT = c->cfg.threads ? c->cfg.threads : 256;
+    if (!lay_linears(c))
+        return RNNC_OK;
+    *fits = lay_smem(c) <= limit;
+    return RNNC_OK;
+}
+
+rnnc_status cg_choose_tiles(cg_ctx *c)
+{
+    int sm_count = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
+    int64_t limit = c->cfg.smem_limit > 0 ? c->cfg.smem_limit : SMEM_LIMIT_DEFAULT;
+    int64_t bt = c->cfg.batch_tile > 0 ? c->cfg.batch_tile : (c->B < 64 ? c->B : 64);
+    for (;;) {
+        bool fits;
+        rnnc_status st = try_tiles(c, bt, sm_count, limit, &fits);
+        if (st)
+            return st;
+        if (fits)
+            break;
+        if (c->cfg.batch_tile > 0 || bt == 1)
+            return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                             "fused backend: cell '%s' at B=%lld, H=%lld does not fit one "
+                             "persistent kernel (%d units x %d rows per block, %lld bytes of "
+                             "shared memory, %d blocks on %d SMs)",
+                             c->f->name, (long long)c->B, (long long)c->H, c->UT, c->BT,
+                             (long long)(c->smem_floats * 4), c->NUB * c->NBB, sm_count);
+        bt = cdiv(bt, 2);
+    }
+    place_partials(c);
+    snprintf(c->plan->tuning, sizeof c->plan->tuning, "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d",
+             c->UT, c->BT, c->NT, c->RR, c->BB, c->NUB * c->NBB);
+    return RNNC_OK;
+}

@@ -1,0 +1,471 @@
+/*
+ * bundle.c: ahead-of-time bundles (.rnncpkg): the cubins of a model for
+ * several sm_XX and its tuning records in one file, so a deployment loads
+ * kernels with the driver alone.  Layout (docs/cache.md): a 32-byte header
+ * (magic, format, manifest length and hash), a JSON manifest, payloads.
+ * Every length, offset and hash is checked when the file is loaded.
+ */
+#define _GNU_SOURCE
+#include "runtime/runtime.h"
+
+#include <cJSON.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+static const char k_magic[8] = {'R', 'N', 'N', 'C', 'P', 'K', 'G', '\0'};
+
+typedef struct bundle_header {
+    char magic[8];
+    uint32_t format;
+    uint32_t reserved;
+    uint64_t manifest_size;
+    uint64_t manifest_hash;
+} bundle_header;
+
+_Static_assert(sizeof(bundle_header) == 32, "the bundle header is 32 bytes on disk");
+
+typedef struct bundle_kernel {
+    rt_cache_key key;
+    int sm;
+    char *name;
+    void *data;
+    size_t size;
+} bundle_kernel;
+
+typedef struct bundle_tuning {
+    char *shape, *tuning;
+} bundle_tuning;
+
+struct rt_bundle {
+    bundle_kernel *k;
+    int n_k, cap_k;
+    bundle_tuning *t;
+    int n_t, cap_t;
+};
+
+#define MAX_REGISTERED 16
+static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static const rt_bundle *g_reg[MAX_REGISTERED];
+
+rnnc_status rt_bundle_create(rt_bundle **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? RNNC_OK : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle");
+}
+
+void rt_bundle_destroy(rt_bundle *b)
+{
+    if (!b)
+        return;
+    rt_bundle_unregister(b);
+    for (int i = 0; i < b->n_k; i++) {
+        free(b->k[i].name);
+        free(b->k[i].data);
+    }
+    for (int i = 0; i < b->n_t; i++) {
+        free(b->t[i].shape);
+        free(b->t[i].tuning);
+    }
+    free(b->k);
+    free(b->t);
+    free(b);
+}
+
+static bool grow(void **arr, int *cap, int n, size_t elem)
+{
+    if (n < *cap)
+        return true;
+    int c = *cap ? 2 * *cap : 8;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = c;
+    return true;
+}
+
+static rnnc_status add_kernel(rt_bundle *b, rt_cache_key key, int sm, const char *name,
+                              const void *cubin, size_t size)
+{
+    if (!grow((void **)&b->k, &b->cap_k, b->n_k, sizeof *b->k))
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle entries");
+    bundle_kernel *k = &b->k[b->n_k];
+    k->key = key;
+    k->sm = sm;
+    k->name = strdup(name ? name : "");
+    k->data = malloc(size ? size : 1);
+    k->size = size;
+    if (!k->name || !k->data) {
+        free(k->name);
+        free(k->data);
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle entry of %zu bytes", size);
+    }
+    memcpy(k->data, cubin, size);
+    b->n_k++;
+    return RNNC_OK;
+}
+
+rnnc_status rt_bundle_add(rt_bundle *b, const rt_kernel_req *req, const void *cubin,
+                          size_t size)
+{
+    rt_cache_key key;
+    if (!b || !cubin)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_add: NULL argument");
+    rnnc_status s = rt_cache_mem_key(req, req->sm, &key);
+    return s != RNNC_OK ? s : add_kernel(b, key, req->sm, req->name, cubin, size);
+}
+
+rnnc_status rt_bundle_add_tuning(rt_bundle *b, const char *shape_key, const char *tuning)
+{
+    if (!b || !shape_key || !tuning)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_add_tuning: NULL argument");
+    if (!grow((void **)&b->t, &b->cap_t, b->n_t, sizeof *b->t))
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle tuning records");
+    bundle_tuning *t = &b->t[b->n_t];
+    t->shape = strdup(shape_key);
+    t->tuning = strdup(tuning);
+    if (!t->shape || !t->tuning) {
+        free(t->shape);
+        free(t->tuning);
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle tuning record");
+    }
+    b->n_t++;
+    return RNNC_OK;
+}
+
+bool rt_bundle_find(const rt_bundle *b, const rt_kernel_req *req, int sm, const void **cubin,
+                    size_t *size)
+{
+    rt_cache_key key;
+    if (!b || rt_cache_mem_key(req, sm, &key) != RNNC_OK)
+        return false;
+    for (int i = 0; i < b->n_k; i++)
+        if (b->k[i].key.lo == key.lo && b->k[i].key.hi == key.hi && b->k[i].sm == sm) {
+            *cubin = b->k[i].data;
+            *size = b->k[i].size;
+            return true;
+        }
+    return false;
+}
+
+rnnc_status rt_bundle_tuning(const rt_bundle *b, const char *shape_key, const char **tuning)
+{
+    for (int i = 0; b && shape_key && i < b->n_t; i++)
+        if (strcmp(b->t[i].shape, shape_key) == 0) {
+            *tuning = b->t[i].tuning;
+            return RNNC_OK;
+        }
+    return RNNC_ERR_NOT_FOUND;
+}
+
+int rt_bundle_count(const rt_bundle *b)
+{
+    return b ? b->n_k : 0;
+}
+
+void rt_bundle_archs(const rt_bundle *b, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; b && i < b->n_k; i++) {
+        char one[16];
+        snprintf(one, sizeof one, "sm_%d", b->k[i].sm);
+        if (strstr(buf, one))
+            continue;
+        int w = snprintf(buf + len, n - len, "%s%s", len ? "," : "", one);
+        if (w < 0 || (size_t)w >= n - len)
+            return;
+        len += (size_t)w;
+    }
+}
+
+/* ---------------------------------------------------------------- save */
+
+static cJSON *manifest(const rt_bundle *b)
+{
+    cJSON *m = cJSON_CreateObject(), *ks = cJSON_AddArrayToObject(m, "kernels");
+    cJSON *ts = cJSON_AddArrayToObject(m, "tuning");
+    cJSON_AddStringToObject(m, "rnnc", rnnc_version_string());
+    cJSON_AddNumberToObject(m, "codegen_version", RT_CODEGEN_VERSION);
+    uint64_t off = 0;
+    for (int i = 0; i < b->n_k; i++) {
+        char hex[33], hash[17];
+        cJSON *k = cJSON_CreateObject();
+        rt_cache_key_hex(b->k[i].key, hex);
+        snprintf(hash, sizeof hash, "%016llx",
+                 (unsigned long long)XXH3_64bits(b->k[i].data, b->k[i].size));
+        cJSON_AddStringToObject(k, "name", b->k[i].name);
+        cJSON_AddNumberToObject(k, "sm", b->k[i].sm);
+        cJSON_AddStringToObject(k, "key", hex);
+        cJSON_AddNumberToObject(k, "offset", (double)off);
+        cJSON_AddNumberToObject(k, "size", (double)b->k[i].size);
+        cJSON_AddStringToObject(k, "hash", hash);
+        cJSON_AddItemToArray(ks, k);
+        off += b->k[i].size;
+    }
+    for (int i = 0; i < b->n_t; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "shape", b->t[i].shape);
+        cJSON_AddStringToObject(t, "tuning", b->t[i].tuning);
+        cJSON_AddItemToArray(ts, t);
+    }
+    return m;
+}
+
+static bool write_payloads(FILE *f, const rt_bundle *b)
+{
+    for (int i = 0; i < b->n_k; i++)
+        if (fwrite(b->k[i].data, 1, b->k[i].size, f) != b->k[i].size)
+            return false;
+    return true;
+}
+
+rnnc_status rt_bundle_save(const rt_bundle *b, const char *path)
+{
+    if (!b || !path)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_save: NULL argument");
+    cJSON *m = manifest(b);
+    char *text = m ? cJSON_PrintUnformatted(m) : NULL;
+    cJSON_Delete(m);
+    if (!text)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle manifest");
+    bundle_header h = {.format = RT_BUNDLE_FORMAT, .manifest_size = strlen(text)};
+    memcpy(h.magic, k_magic, sizeof k_magic);
+    h.manifest_hash = XXH3_64bits(text, h.manifest_size);
+    char tmp[PATH_MAX];
+    rnnc_status s = RNNC_OK;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        s = rnnc_fail(RNNC_ERR_IO, "cannot write %s", tmp);
+        goto free_text;
+    }
+    bool ok = fwrite(&h, sizeof h, 1, f) == 1 &&
+              fwrite(text, 1, h.manifest_size, f) == h.manifest_size && write_payloads(f, b);
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        s = rnnc_fail(RNNC_ERR_IO, "cannot write bundle %s", path);
+    }
+free_text:
+    free(text);
+    return s;
+}
+
+/* ---------------------------------------------------------------- registry */
+
+rnnc_status rt_bundle_register(const rt_bundle *b)
+{
+    rnnc_status s = rnnc_fail(RNNC_ERR_UNSUPPORTED, "more than %d bundles", MAX_REGISTERED);
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        if (g_reg[i] == b || !g_reg[i]) {
+            g_reg[i] = b;
+            s = RNNC_OK;
+            break;
+        }
+    pthread_mutex_unlock(&g_reg_lock);
+    return s;
+}
+
+void rt_bundle_unregister(const rt_bundle *b)
+{
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        if (g_reg[i] == b)
+            g_reg[i] = NULL;
+    pthread_mutex_unlock(&g_reg_lock);
+}
+
+bool rt_bundle_lookup(const rt_kernel_req *req, int sm, void **cubin, size_t *size)
+{
+    bool found = false;
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED && !found; i++) {
+        const void *data;
+        size_t n;
+        if (g_reg[i] && rt_bundle_find(g_reg[i], req, sm, &data, &n)) {
+            *cubin = malloc(n ? n : 1);
+            if (*cubin) {
+                memcpy(*cubin, data, n);
+                *size = n;
+                found = true;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    return found;
+}
+
+bool rt_bundle_other_arch(const rt_kernel_req *req, int sm, char *archs, size_t n)
+{
+    bool found = false;
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED && !found; i++) {
+        if (!g_reg[i])
+            continue;
+        for (int j = 0; j < g_reg[i]->n_k && !found; j++) {
+            const void *data;
+            size_t sz;
+            int other = g_reg[i]->k[j].sm;
+            if (other != sm && rt_bundle_find(g_reg[i], req, other, &data, &sz)) {
+                rt_bundle_archs(g_reg[i], archs, n);
+                found = true;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    return found;
+}
+
+/* ---------------------------------------------------------------- load */
+
+static rnnc_status read_whole(const char *path, unsigned char **buf, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return rnnc_fail(RNNC_ERR_IO, "cannot open bundle %s", path);
+    rnnc_status s = RNNC_OK;
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (!*buf)
+        s = rnnc_fail(len < 0 ? RNNC_ERR_IO : RNNC_ERR_OUT_OF_MEMORY, "cannot read bundle %s",
+                      path);
+    else if (fseek(f, 0, SEEK_SET) != 0 || fread(*buf, 1, (size_t)len, f) != (size_t)len) {
+        free(*buf);
+        *buf = NULL;
+        s = rnnc_fail(RNNC_ERR_IO, "cannot read bundle %s", path);
+    }
+    *n = (size_t)len;
+    fclose(f);
+    return s;
+}
+
+static rnnc_status check_header(const unsigned char *buf, size_t n, const char *path)
+{
+    bundle_header h;
+    if (n < sizeof h || memcmp(buf, k_magic, sizeof k_magic) != 0)
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s is not an rnnc bundle", path);
+    memcpy(&h, buf, sizeof h);
+    if (h.format != RT_BUNDLE_FORMAT)
+        return rnnc_fail(RNNC_ERR_FORMAT,
+                         "%s is bundle format %u; this rnnc (%s) reads format %d: rebuild it "
+                         "with `rnnc compile`",
+                         path, h.format, rnnc_version_string(), RT_BUNDLE_FORMAT);
+    if (h.manifest_size > n - sizeof h)
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s is truncated (manifest)", path);
+    if (XXH3_64bits(buf + sizeof h, h.manifest_size) != h.manifest_hash)
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s is damaged (manifest checksum)", path);
+    return RNNC_OK;
+}
+
+static bool parse_hex64(const char *s, uint64_t *v)
+{
+    char *end = NULL;
+    if (!s || strlen(s) != 16)
+        return false;
+    *v = strtoull(s, &end, 16);
+    return *end == '\0';
+}
+
+static bool parse_key(const char *hex, rt_cache_key *k)
+{
+    char hi[17];
+    if (!hex || strlen(hex) != 32)
+        return false;
+    memcpy(hi, hex, 16);
+    hi[16] = '\0';
+    return parse_hex64(hi, &k->hi) && parse_hex64(hex + 16, &k->lo);
+}
+
+static rnnc_status load_kernel(rt_bundle *b, const cJSON *k, const unsigned char *payload,
+                               size_t n_payload, const char *path)
+{
+    const cJSON *name = cJSON_GetObjectItem(k, "name"), *sm = cJSON_GetObjectItem(k, "sm");
+    const cJSON *off = cJSON_GetObjectItem(k, "offset"), *size = cJSON_GetObjectItem(k, "size");
+    rt_cache_key key;
+    uint64_t hash = 0;
+    if (!cJSON_IsString(name) || !cJSON_IsNumber(sm) || !cJSON_IsNumber(off) ||
+        !cJSON_IsNumber(size) || off->valuedouble < 0 || size->valuedouble < 0 ||
+        !parse_key(cJSON_GetStringValue(cJSON_GetObjectItem(k, "key")), &key) ||
+        !parse_hex64(cJSON_GetStringValue(cJSON_GetObjectItem(k, "hash")), &hash))
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s: malformed kernel entry", path);
+    uint64_t o = (uint64_t)off->valuedouble, z = (uint64_t)size->valuedouble;
+    if (o > n_payload || z > n_payload - o)
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s is truncated (kernel %s)", path,
+                         name->valuestring);
+    if (XXH3_64bits(payload + o, z) != hash)
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s is damaged (kernel %s, sm_%d)", path,
+                         name->valuestring, sm->valueint);
+    return add_kernel(b, key, sm->valueint, name->valuestring, payload + o, z);
+}
+
+static rnnc_status load_manifest(rt_bundle *b, const cJSON *m, const unsigned char *payload,
+                                 size_t n_payload, const char *path)
+{
+    const cJSON *cg = cJSON_GetObjectItem(m, "codegen_version");
+    if (!cJSON_IsNumber(cg))
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s: manifest without codegen_version", path);
+    if (cg->valueint != RT_CODEGEN_VERSION)
+        return rnnc_fail(RNNC_ERR_FORMAT,
+                         "%s was made by an rnnc with code generator version %d; this one (%s) "
+                         "is version %d: rebuild it with `rnnc compile`",
+                         path, cg->valueint, rnnc_version_string(), RT_CODEGEN_VERSION);
+    const cJSON *k, *t;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItem(m, "kernels"))
+    {
+        rnnc_status s = load_kernel(b, k, payload, n_payload, path);
+        if (s != RNNC_OK)
+            return s;
+    }
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(m, "tuning"))
+    {
+        const char *shape = cJSON_GetStringValue(cJSON_GetObjectItem(t, "shape"));
+        const char *tuning = cJSON_GetStringValue(cJSON_GetObjectItem(t, "tuning"));
+        if (!shape || !tuning)
+            return rnnc_fail(RNNC_ERR_FORMAT, "%s: malformed tuning record", path);
+        rnnc_status s = rt_bundle_add_tuning(b, shape, tuning);
+        if (s != RNNC_OK)
+            return s;
+    }
+    return RNNC_OK;
+}
+
+rnnc_status rt_bundle_load(rt_bundle **out, const char *path)
+{
+    if (!out || !path)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_load: NULL argument");
+    unsigned char *buf = NULL;
+    size_t n = 0;
+    rnnc_status s = read_whole(path, &buf, &n);
+    if (s != RNNC_OK)
+        return s;
+    s = check_header(buf, n, path);
+    if (s != RNNC_OK)
+        goto free_buf;
+    bundle_header h;
+    memcpy(&h, buf, sizeof h);
+    cJSON *m = cJSON_ParseWithLength((const char *)buf + sizeof h, h.manifest_size);
+    if (!m) {
+        s = rnnc_fail(RNNC_ERR_FORMAT, "%s: manifest is not JSON", path);
+        goto free_buf;
+    }
+    rt_bundle *b = NULL;
+    s = rt_bundle_create(&b);
+    if (s == RNNC_OK) {
+        size_t start = sizeof h + h.manifest_size;
+        s = load_manifest(b, m, buf + start, n - start, path);
+    }
+    if (s == RNNC_OK)
+        *out = b;
+    else
+        rt_bundle_destroy(b);
+    cJSON_Delete(m);
+free_buf:
+    free(buf);
+    return s;
+}

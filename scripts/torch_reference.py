@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""torch_reference.py OUTDIR: writes reference files made by PyTorch itself.
+
+For each case: <case>.weights.safetensors is nn.LSTM/nn.GRU's state_dict as
+safetensors.torch.save_file writes it (fp32), and <case>.io.safetensors holds
+the input x (and h0, c0, lengths) plus PyTorch's outputs y, hy, cy, computed
+in float64 from the same fp32 numbers.  The files are committed under
+tests/data; tests/test_torch_reference.c checks rnnc against them, so no test
+needs PyTorch installed.  Run where PyTorch is (the GPU machine has it).
+"""
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+CASES = [
+    # name, module, kwargs, T, B, lengths?, h0?
+    ("lstm_1l", "LSTM", dict(input_size=5, hidden_size=7), 6, 3, False, True),
+    ("lstm_2l_bi_proj", "LSTM", dict(input_size=4, hidden_size=6, num_layers=2,
+                                     bidirectional=True, proj_size=3), 5, 2, False, True),
+    ("lstm_bf_lengths", "LSTM", dict(input_size=3, hidden_size=5, num_layers=2,
+                                     batch_first=True, bidirectional=True), 7, 4, True, False),
+    ("gru_2l_bi", "GRU", dict(input_size=4, hidden_size=5, num_layers=2,
+                              bidirectional=True), 6, 3, False, True),
+    ("rnn_tanh", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="tanh"), 5, 2, False, True),
+    ("rnn_relu", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="relu"), 5, 2, False, True),
+]
+
+
+def main(out):
+    torch.manual_seed(20261122)
+    for name, kind, kw, T, B, use_len, use_h0 in CASES:
+        mod = getattr(torch.nn, kind)(**kw)
+        sd = {k: v.detach().float().contiguous() for k, v in mod.state_dict().items()}
+        save_file(sd, f"{out}/{name}.weights.safetensors")
+        ref = getattr(torch.nn, kind)(**kw).double()
+        ref.load_state_dict({k: v.double() for k, v in sd.items()})
+        bf = kw.get("batch_first", False)
+        I = kw["input_size"]
+        D = 2 if kw.get("bidirectional") else 1
+        L = kw.get("num_layers", 1)
+        H = kw["hidden_size"]
+        P = kw.get("proj_size", 0) or H
+        x = torch.randn(B, T, I) if bf else torch.randn(T, B, I)
+        io = {"x": x.float()}
+        h0 = torch.randn(L * D, B, P).float()
+        c0 = torch.randn(L * D, B, H).float()
+        state = None
+        if use_h0:
+            io["h0"] = h0
+            if kind == "LSTM":
+                io["c0"] = c0
+                state = (h0.double(), c0.double())
+            else:
+                state = h0.double()
+        inp = x.double()
+        if use_len:
+            lengths = torch.randint(1, T + 1, (B,))
+            lengths[0] = T
+            io["lengths"] = lengths.to(torch.int64)
+            inp = torch.nn.utils.rnn.pack_padded_sequence(inp, lengths, batch_first=bf,
+                                                          enforce_sorted=False)
+        with torch.no_grad():
+            y, st = ref(inp, state)
+        if use_len:
+            y, _ = torch.nn.utils.rnn.pad_packed_sequence(y, batch_first=bf, total_length=T)
+        io["y"] = y.contiguous()
+        if kind == "LSTM":
+            io["hy"], io["cy"] = st[0].contiguous(), st[1].contiguous()
+        else:
+            io["hy"] = st.contiguous()
+        save_file(io, f"{out}/{name}.io.safetensors")
+        print(name, {k: tuple(v.shape) for k, v in io.items()})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,164 @@
+/*
+ * cli.h: the one internal header of tools/, the `rnnc` command.  Each
+ * command lives in its own file (cmd_*.c); what several share (error
+ * reporting, option parsing, the model options, seeded random data) is in
+ * cli_common.c and cli_model.c.  Everything goes through the public API
+ * (rnnc.h), except `rnnc cache`, which reads the kernel cache directly.
+ */
+#ifndef RNNC_CLI_H
+#define RNNC_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rnnc.h"
+
+/* ---------------------------------------------------------------- commands */
+
+/* Each gets argv[0] = the command's name; returns the exit code. */
+int cmd_run(int argc, char **argv);
+int cmd_random(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
+
+/* ---------------------------------------------------------------- errors (cli_common.c) */
+
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+/* Prints "rnnc: <status string>: <rnnc_last_error()>"; returns CLI_EXIT_FAIL. */
+int cli_fail(rnnc_status s);
+/* Prints "rnnc CMD: <message>" and a pointer to --help; returns CLI_EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Message for an option getopt_long rejected; returns CLI_EXIT_USAGE. */
+int cli_bad_option(const char *cmd, char **argv);
+
+/* ---------------------------------------------------------------- option values (cli_common.c) */
+
+/* Parsers of option values: false (after printing a usage message) if `arg`
+ * is not a number in [lo, hi]. */
+bool cli_int(const char *cmd, const char *opt, const char *arg, int64_t lo, int64_t hi,
+             int64_t *out);
+bool cli_double(const char *cmd, const char *opt, const char *arg, double lo, double hi,
+                double *out);
+bool cli_u64(const char *cmd, const char *opt, const char *arg, uint64_t *out);
+
+/* ---------------------------------------------------------------- model options (cli_model.c) */
+
+/* The options every model-making command shares. */
+typedef struct cli_model_opts {
+    const char *cell;  /* built-in name or .cell path */
+    const char *attrs; /* "k=v,..." or NULL */
+    int64_t input_size, hidden_size, proj_size; /* 0 (proj -1): not given */
+    int64_t layers;    /* 0: not given */
+    bool bidirectional, batch_first, training;
+    double dropout;
+    uint64_t seed;
+    int hoist;         /* rnnc_hoist, or -1: not given */
+    rnnc_backend backend;
+    int device;
+} cli_model_opts;
+
+/* Option ids above any character getopt_long returns. */
+enum {
+    CLI_OPT_CELL = 256,
+    CLI_OPT_ATTR,
+    CLI_OPT_LAYERS,
+    CLI_OPT_BIDIR,
+    CLI_OPT_BATCH_FIRST,
+    CLI_OPT_PROJ,
+    CLI_OPT_DROPOUT,
+    CLI_OPT_SEED,
+    CLI_OPT_TRAINING,
+    CLI_OPT_HOIST,
+    CLI_OPT_INPUT_SIZE,
+    CLI_OPT_HIDDEN,
+    CLI_OPT_BACKEND,
+    CLI_OPT_DEVICE,
+    CLI_OPT_FIRST_OWN /* each command numbers its own options from here */
+};
+
+/* Entries for getopt_long's table, spliced in with this macro. */
+#define CLI_MODEL_OPTIONS                                                                      \
+    {"cell", required_argument, NULL, CLI_OPT_CELL},                                           \
+    {"attr", required_argument, NULL, CLI_OPT_ATTR},                                           \
+    {"layers", required_argument, NULL, CLI_OPT_LAYERS},                                       \
+    {"bidirectional", no_argument, NULL, CLI_OPT_BIDIR},                                       \
+    {"batch-first", no_argument, NULL, CLI_OPT_BATCH_FIRST},                                   \
+    {"proj-size", required_argument, NULL, CLI_OPT_PROJ},                                      \
+    {"dropout", required_argument, NULL, CLI_OPT_DROPOUT},                                     \
+    {"seed", required_argument, NULL, CLI_OPT_SEED},                                           \
+    {"training", no_argument, NULL, CLI_OPT_TRAINING},                                         \
+    {"hoist", required_argument, NULL, CLI_OPT_HOIST},                                         \
+    {"input-size", required_argument, NULL, CLI_OPT_INPUT_SIZE},                               \
+    {"hidden-size", required_argument, NULL, CLI_OPT_HIDDEN},                                  \
+    {"hidden", required_argument, NULL, CLI_OPT_HIDDEN},                                       \
+    {"backend", required_argument, NULL, CLI_OPT_BACKEND},                                     \
+    {"device", required_argument, NULL, CLI_OPT_DEVICE},                                       \
+    {"help", no_argument, NULL, 'h'}
+
+/* Help text for the options above, for each command's --help. */
+extern const char cli_model_help[];
+
+void cli_model_opts_init(cli_model_opts *o, const char *default_cell);
+/* Handles one of CLI_MODEL_OPTIONS; false after a usage message if its
+ * value is bad. */
+bool cli_model_opt(cli_model_opts *o, const char *cmd, int id, const char *arg);
+/* The cell named by o->cell with o->attrs; *hoist gets o->hoist, or the
+ * setting that `premul` (matmul) and `premul_bias` (all) stand for. */
+rnnc_status cli_load_cell(const cli_model_opts *o, rnnc_cell **cell, rnnc_hoist *hoist);
+/* A model of `cell` with the sizes and flags of o on `backend`. */
+rnnc_status cli_model_create(const cli_model_opts *o, const rnnc_cell *cell, rnnc_hoist hoist,
+                             rnnc_backend backend, rnnc_model **out);
+
+/* ---------------------------------------------------------------- data (cli_data.c) */
+
+/* splitmix64: a seeded stream of uniforms, the same on every machine. */
+typedef struct cli_rng {
+    uint64_t state;
+} cli_rng;
+double cli_uniform(cli_rng *r, double lo, double hi);
+void cli_fill(cli_rng *r, float *p, int64_t n, double lo, double hi);
+
+/* Random weights for every weight `m` expects, uniform(-1/sqrt(H), 1/sqrt(H))
+ * as PyTorch initialises nn.LSTM, added to `ts` by state_dict name. */
+rnnc_status cli_random_weights(const rnnc_model *m, int64_t hidden, cli_rng *r, rnnc_tensors *ts);
+
+#define CLI_MAX_STATES 16
+
+/* One forward's buffers (fp32, host), sized from the model. */
+typedef struct cli_io {
+    int64_t T, B, I;
+    int n_states;
+    int64_t rows;        /* L*D: the first dim of states */
+    int64_t y_feat;      /* D*Hout */
+    int64_t state_feat[CLI_MAX_STATES];
+    float *x, *y;
+    float **init, **final; /* n_states each; init[s] may be NULL (zeros) */
+    int64_t *lengths;      /* NULL: all T */
+} cli_io;
+
+/* Allocates x, y, finals (y and finals poisoned with NaN) and init slots
+ * (NULL) for `m` with T, B. */
+rnnc_status cli_io_alloc(cli_io *io, const rnnc_model *m, const rnnc_cell *cell, int64_t T,
+                         int64_t B, int64_t I, int64_t rows);
+void cli_io_free(cli_io *io);
+/* Forward arguments over io's buffers. */
+rnnc_forward_args cli_io_args(const cli_io *io, bool training);
+/* Element counts of y and of state s. */
+int64_t cli_y_numel(const cli_io *io);
+int64_t cli_state_numel(const cli_io *io, int s);
+
+/* ---------------------------------------------------------------- files (cli_files.c) */
+
+/* A float tensor as fp32 (F32 or F64 in the file); caller frees. */
+rnnc_status cli_tensor_f32(const rnnc_tensor *t, const char *name, float **out);
+/* Adds the outputs of a forward to ts: y and `<state>y` for each state. */
+rnnc_status cli_add_outputs(rnnc_tensors *ts, const cli_io *io, const rnnc_cell *cell,
+                            bool batch_first);
+
+#endif /* RNNC_CLI_H */

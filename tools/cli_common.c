@@ -1,0 +1,82 @@
+/*
+ * cli_common.c: how the rnnc command reports errors and reads option
+ * values.  A library failure exits 1 with the status and its detail; a
+ * command line that cannot be understood exits 2.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+
+int cli_fail(rnnc_status s)
+{
+    const char *detail = rnnc_last_error();
+    fprintf(stderr, "rnnc: %s: %s\n", rnnc_status_string(s),
+            detail && *detail ? detail : "(no detail)");
+    return CLI_EXIT_FAIL;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rnnc %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'rnnc %s --help'.\n", cmd);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+/* getopt_long has already said what was wrong (opterr is on). */
+int cli_bad_option(const char *cmd, char **argv)
+{
+    (void)argv;
+    fprintf(stderr, "Try 'rnnc %s --help'.\n", cmd);
+    return CLI_EXIT_USAGE;
+}
+
+bool cli_int(const char *cmd, const char *opt, const char *arg, int64_t lo, int64_t hi,
+             int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi) {
+        cli_usage(cmd, "--%s wants an integer in [%" PRId64 ", %" PRId64 "], not '%s'", opt, lo,
+                  hi, arg);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_double(const char *cmd, const char *opt, const char *arg, double lo, double hi,
+                double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < lo || v > hi) {
+        cli_usage(cmd, "--%s wants a number in [%g, %g], not '%s'", opt, lo, hi, arg);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_u64(const char *cmd, const char *opt, const char *arg, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 0);
+    if (errno || end == arg || *end || arg[0] == '-') {
+        cli_usage(cmd, "--%s wants a non-negative integer, not '%s'", opt, arg);
+        return false;
+    }
+    *out = v;
+    return true;
+}
