@@ -46,8 +46,4 @@ const rt_backend *api_backend_ops(rnnc_backend b);
 /* Creates the backend for `want` (AUTO tries fused, cpu, interp in turn). */
 rnnc_status api_backend_open(rnnc_model *m, rnnc_backend want);
 
-/* ---- specialisation (model.c) */
-/* Clones and optimises `cell` for a model with(out) projection. */
-rnnc_status api_specialise(const rnnc_cell *cell, bool has_proj, rnnc_cell **out);
-
 #endif /* RNNC_API_H */

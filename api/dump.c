@@ -50,7 +50,7 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
         return rnnc_fail(RNNC_ERR_INVALID_ARG,
                          "stage '%s' needs the input size, hidden size and batch", stage);
     rnnc_cell *o = NULL;
-    rnnc_status s = api_specialise(c, proj_size > 0, &o);
+    rnnc_status s = ir_specialise(c, proj_size > 0, &o);
     if (s == RNNC_OK) {
         ir_sizes sz = {input_size, hidden_size, proj_size > 0 ? proj_size : hidden_size};
         s = sched ? dump_schedule(o, stage, sz, batch, hoist, text) : ir_print(o, text);

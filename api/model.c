@@ -21,18 +21,6 @@ void rnnc_model_desc_init(rnnc_model_desc *d)
     d->hoist = RNNC_HOIST_ALL;
 }
 
-rnnc_status api_specialise(const rnnc_cell *cell, bool has_proj, rnnc_cell **out)
-{
-    rnnc_cell *c = NULL;
-    rnnc_status s = rnnc_cell_clone(&c, cell);
-    if (s == RNNC_OK && (s = ir_optimise(c, has_proj)) != RNNC_OK) {
-        rnnc_cell_destroy(c);
-        c = NULL;
-    }
-    *out = c;
-    return s;
-}
-
 static rnnc_status check_desc(const rnnc_model_desc *d)
 {
     if (!d->cell)
@@ -95,7 +83,7 @@ rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d)
     rnnc_model *m = calloc(1, sizeof *m);
     if (!m)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
-    if ((s = api_specialise(d->cell, d->proj_size > 0, &m->fn)) || (s = fill_spec(m, d)) ||
+    if ((s = ir_specialise(d->cell, d->proj_size > 0, &m->fn)) || (s = fill_spec(m, d)) ||
         (s = api_weights_init(m)) || (s = api_backend_open(m, d->backend)))
         goto fail_model;
     *out = m;

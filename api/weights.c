@@ -20,6 +20,7 @@ rnnc_status api_weights_init(rnnc_model *m)
 {
     int np = m->fn->n_params, pl = m->spec.layers * m->spec.dirs;
     m->n_weights = np * pl;
+    m->dirty = true; /* nothing bound yet: the first forward must find every weight set */
     m->weights = calloc((size_t)m->n_weights + 1, sizeof *m->weights);
     m->wptr = calloc((size_t)m->n_weights + 1, sizeof *m->wptr);
     if (!m->weights || !m->wptr)

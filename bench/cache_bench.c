@@ -1,7 +1,8 @@
 /*
  * cache_bench.c: what the kernel cache saves.  Times a cold NVRTC compile
  * of a persistent-kernel-sized source, a disk hit (cubin level), and on a
- * GPU the first launch from the disk cache and an in-process hit.  Targets
+ * GPU the first launch from the disk cache and an in-process hit; and
+ * loading an AOT bundle (and, on a GPU, launching from it).  Targets
  * (issue 5): disk hit >= 20x faster than a cold compile, in-process hit
  * < 50 us.  Prints a table; --json PATH writes the figures; exits 1 if a
  * target is missed.
@@ -110,9 +111,52 @@ static int time_cubin(int reps, bool fresh, int sm, rt_origin want, double *ms)
 typedef struct figures {
     int sm;
     char device[256];
-    double cold_ms, disk_ms, first_launch_ms, memory_us;
+    double cold_ms, disk_ms, first_launch_ms, memory_us, bundle_ms, bundle_launch_ms;
     bool gpu;
+    char bundle[4200];
 } figures;
+
+/* Writes a bundle holding the "rep0" cubin for sm. */
+static int make_bundle(figures *f, const char *dir)
+{
+    rt_kernel_req r = make_req("rep0", f->sm);
+    void *cubin = NULL;
+    size_t size = 0;
+    rt_origin o;
+    rt_bundle *b = NULL;
+    snprintf(f->bundle, sizeof f->bundle, "%s/bench.rnncpkg", dir);
+    int rc = rt_cubin_get(&r, &cubin, &size, &o) != RNNC_OK || rt_bundle_create(&b) != RNNC_OK ||
+             rt_bundle_add(b, &r, cubin, size) != RNNC_OK ||
+             rt_bundle_save(b, f->bundle) != RNNC_OK;
+    rt_bundle_destroy(b);
+    free(cubin);
+    if (rc)
+        fprintf(stderr, "bundle: %s\n", rnnc_last_error());
+    return rc;
+}
+
+/* Reading and checking the bundle file and finding the cubin in it. */
+static int time_bundle_load(int reps, figures *f)
+{
+    double *t = calloc((size_t)reps, sizeof *t);
+    rt_kernel_req r = make_req("rep0", f->sm);
+    for (int i = 0; i < reps; i++) {
+        rt_bundle *b = NULL;
+        const void *cubin;
+        size_t size;
+        double t0 = rt_now_ms();
+        if (rt_bundle_load(&b, f->bundle) != RNNC_OK || !rt_bundle_find(b, &r, f->sm, &cubin, &size)) {
+            fprintf(stderr, "bundle load: %s\n", rnnc_last_error());
+            free(t);
+            return 1;
+        }
+        t[i] = rt_now_ms() - t0;
+        rt_bundle_destroy(b);
+    }
+    f->bundle_ms = median(t, reps);
+    free(t);
+    return 0;
+}
 
 #ifdef RT_HAVE_CUDA_H
 /* Disk hit -> loaded module -> a launch done: what a new process pays. */
@@ -142,6 +186,37 @@ static int time_first_launch(int reps, figures *f)
     return 0;
 }
 
+/* Bundle file -> loaded module -> a launch done, as a deployment starts. */
+static int time_bundle_launch(int reps, figures *f)
+{
+    double *t = calloc((size_t)reps, sizeof *t);
+    rt_kernel_req r = make_req("rep0", 0);
+    int T = 0, B = 0, H = 0;
+    CUdeviceptr null = 0;
+    void *args[] = {&null, &null, &null, &null, &T, &B, &H};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {256, 1, 1};
+    for (int i = 0; i < reps; i++) {
+        rt_bundle *b = NULL;
+        rt_kernel k;
+        rt_kernel_cache_clear();
+        double t0 = rt_now_ms();
+        int bad = rt_bundle_load(&b, f->bundle) != RNNC_OK || rt_bundle_register(b) != RNNC_OK ||
+                  rt_kernel_get(&r, 0, &k) != RNNC_OK || k.origin != RT_FROM_BUNDLE ||
+                  rt_launch(k.fn[0], grid, block, 0, NULL, args, true) != RNNC_OK ||
+                  rt_dev_sync(NULL) != RNNC_OK;
+        t[i] = rt_now_ms() - t0;
+        rt_bundle_destroy(b);
+        if (bad) {
+            fprintf(stderr, "bundle launch: %s\n", rnnc_last_error());
+            free(t);
+            return 1;
+        }
+    }
+    f->bundle_launch_ms = median(t, reps);
+    free(t);
+    return 0;
+}
+
 static int time_memory_hit(figures *f)
 {
     enum { N = 20000 };
@@ -163,7 +238,7 @@ static int gpu_figures(int reps, figures *f)
         return 0;
     f->gpu = true;
     rt_cuda_describe(0, f->device, sizeof f->device);
-    return time_first_launch(reps, f) || time_memory_hit(f);
+    return time_first_launch(reps, f) || time_memory_hit(f) || time_bundle_launch(reps, f);
 }
 #else
 static int gpu_figures(int reps, figures *f)
@@ -195,7 +270,8 @@ static int write_json(const char *path, const figures *f, bool ok_disk, bool ok_
     cJSON_AddNumberToObject(j, "cold_over_disk", f->cold_ms / f->disk_ms);
     cJSON_AddItemToObject(j, "disk_first_launch_ms", num_or_null(f->gpu, f->first_launch_ms));
     cJSON_AddItemToObject(j, "memory_hit_us", num_or_null(f->gpu, f->memory_us));
-    cJSON_AddItemToObject(j, "bundle_load_ms", cJSON_CreateNull());
+    cJSON_AddNumberToObject(j, "bundle_load_ms", f->bundle_ms);
+    cJSON_AddItemToObject(j, "bundle_first_launch_ms", num_or_null(f->gpu, f->bundle_launch_ms));
     cJSON_AddBoolToObject(j, "disk_target_met", ok_disk);
     cJSON_AddItemToObject(j, "memory_target_met",
                           f->gpu ? cJSON_CreateBool(ok_mem) : cJSON_CreateNull());
@@ -237,7 +313,8 @@ int main(int argc, char **argv)
 #endif
     int rc = time_cubin(reps, true, f.sm, RT_FROM_COMPILE, &f.cold_ms) ||
              time_cubin(4 * reps, false, f.sm, RT_FROM_DISK, &f.disk_ms) ||
-             gpu_figures(reps, &f);
+             make_bundle(&f, dir) || time_bundle_load(4 * reps, &f) || gpu_figures(reps, &f);
+    remove(f.bundle);
     FILE *null = fopen("/dev/null", "w");
     if (null) {
         rt_cache_clear(null);
@@ -259,7 +336,9 @@ int main(int argc, char **argv)
         printf("  in-process hit              %10.3f us   [target < 50 us: %s]\n", f.memory_us,
                ok_mem ? "met" : "MISSED");
     }
-    printf("  bundle load                 (not built yet)\n");
+    printf("  bundle load (file + find)   %10.3f ms\n", f.bundle_ms);
+    if (f.gpu)
+        printf("  first launch from bundle    %10.3f ms\n", f.bundle_launch_ms);
     if (json && write_json(json, &f, ok_disk, ok_mem) != 0) {
         fprintf(stderr, "could not write %s\n", json);
         return 1;

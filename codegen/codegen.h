@@ -287,6 +287,9 @@ LLVMValueRef cg_em_splat(cg_em *e, LLVMValueRef scalar);
 LLVMValueRef cg_em_const(cg_em *e, double v);
 LLVMValueRef cg_em_intrin(cg_em *e, const char *name, LLVMTypeRef over, LLVMValueRef *args,
                           unsigned n);
+/* An intrinsic overloaded on several types (e.g. llvm.masked.store). */
+LLVMValueRef cg_em_intrin2(cg_em *e, const char *name, LLVMTypeRef *over, unsigned n_over,
+                           LLVMValueRef *args, unsigned n);
 LLVMValueRef cg_em_gep(cg_em *e, LLVMValueRef fptr, LLVMValueRef idx);
 LLVMValueRef cg_em_vload(cg_em *e, LLVMValueRef fptr, unsigned align);
 void cg_em_vstore(cg_em *e, LLVMValueRef v, LLVMValueRef fptr, unsigned align);

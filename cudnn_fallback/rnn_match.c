@@ -39,19 +39,17 @@ static void copy_dropout_p(ir_fn *cand, const ir_fn *fn)
 }
 
 /*
- * The built-in `name` specialised as the model API specialises a cell
- * (optional params kept only with a projection).
- * TODO(lead): call the API's own specialisation helper once one exists
- * below api/ (api_specialise cannot be called from here: api/ is a later
- * stage), so both stay the same by construction.
+ * The built-in `name` specialised exactly as the model API specialises a
+ * cell (ir_specialise), so the two compare node for node.
  */
 static rnnc_status specialised_builtin(const char *name, const rt_spec *s, ir_fn **out)
 {
-    rnnc_cell *c = NULL;
-    rnnc_status st = rnnc_cell_builtin(&c, name, NULL);
+    rnnc_cell *raw = NULL, *c = NULL;
+    rnnc_status st = rnnc_cell_builtin(&raw, name, NULL);
     if (st != RNNC_OK)
         return st;
-    st = ir_optimise(c, has_projection(s));
+    st = ir_specialise(raw, has_projection(s), &c);
+    rnnc_cell_destroy(raw);
     if (st == RNNC_OK) {
         copy_dropout_p(c, s->fn[0]);
         st = ir_rehash(c);

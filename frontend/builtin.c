@@ -105,8 +105,8 @@ rnnc_status rnnc_cell_load_file(rnnc_cell **out, const char *path, const char *c
     if (!out || !path)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_load_file: NULL argument");
     *out = NULL;
-    char *text;
-    size_t len;
+    char *text = NULL;
+    size_t len = 0;
     rnnc_status s = read_all(path, &text, &len);
     if (s != RNNC_OK)
         return s;

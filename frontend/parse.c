@@ -68,6 +68,21 @@ static rnnc_status parse_dim(fe_parser *p, const fe_tok *open, char *buf, size_t
     return RNNC_OK;
 }
 
+/* The builder call of a declaration (`rows` NULL for a vector or a row). */
+static rnnc_status emit_decl(fe_parser *p, const fe_tok *kw, const char *name, const char *rows,
+                             const char *cols, bool optional, fe_sym *sym)
+{
+    const fe_lexer *lx = &p->lx;
+    sym->kind = fe_tok_is(lx, kw, "state") ? FE_SYM_STATE : FE_SYM_VALUE;
+    if (fe_tok_is(lx, kw, "input"))
+        return rnnc_cell_input(p->cell, name, cols, &sym->v);
+    if (fe_tok_is(lx, kw, "state"))
+        return rnnc_cell_state(p->cell, name, cols, &sym->v);
+    if (optional)
+        return rnnc_cell_param_optional(p->cell, name, rows, cols, &sym->v);
+    return rnnc_cell_param(p->cell, name, rows, cols, &sym->v);
+}
+
 /* input NAME[dim] | state NAME[dim] | param NAME[dim(, dim)] [optional] */
 static rnnc_status parse_decl(fe_parser *p)
 {
@@ -107,17 +122,8 @@ static rnnc_status parse_decl(fe_parser *p)
         if ((s = fe_lex_next(lx)) != RNNC_OK)
             return s;
     }
-    tok_str(lx, &name, nb);
-    const char *rows = ndims == 2 ? d0 : NULL, *cols = ndims == 2 ? d1 : d0;
-    if (fe_tok_is(lx, &kw, "input"))
-        s = rnnc_cell_input(p->cell, nb, d0, &sym->v);
-    else if (!is_param)
-        s = rnnc_cell_state(p->cell, nb, d0, &sym->v);
-    else if (optional)
-        s = rnnc_cell_param_optional(p->cell, nb, rows, cols, &sym->v);
-    else
-        s = rnnc_cell_param(p->cell, nb, rows, cols, &sym->v);
-    sym->kind = is_param || fe_tok_is(lx, &kw, "input") ? FE_SYM_VALUE : FE_SYM_STATE;
+    s = emit_decl(p, &kw, tok_str(lx, &name, nb), ndims == 2 ? d0 : NULL, ndims == 2 ? d1 : d0,
+                  optional, sym);
     if (s != RNNC_OK) {
         fe_val span = {.off = kw.off, .end = end, .line = kw.line, .col = kw.col};
         return fe_builder_error(p, s, &span);
@@ -462,7 +468,7 @@ static rnnc_status parse_file(fe_parser *p, const char *want, rnnc_cell **out)
     while (s == RNNC_OK && lx->tok.kind != FE_T_EOF) {
         rnnc_cell *c = NULL;
         bool chosen = false;
-        fe_tok name;
+        fe_tok name = {0};
         if ((s = parse_cell(p, found ? "" : want, &c, &chosen, &name)) != RNNC_OK)
             break;
         n_cells++;

@@ -115,7 +115,7 @@ static rnnc_status need_number(fe_parser *p, const fe_val *val, const char *what
 
 static rnnc_status need_count(fe_parser *p, const fe_val *val, const char *what, int lo, int *out)
 {
-    double d;
+    double d = 0;
     rnnc_status s = need_number(p, val, what, &d);
     if (s != RNNC_OK)
         return s;
@@ -155,7 +155,7 @@ static rnnc_status apply_call(fe_parser *p, const fe_func *f, fe_val *args, int 
 {
     rnnc_value x, y, g = RNNC_NONE, b = RNNC_NONE;
     rnnc_status s = RNNC_OK;
-    double d;
+    double d = 0;
     int k;
     switch (f->kind) {
     case F_UNARY:

@@ -141,6 +141,8 @@ rnnc_status fe_overrides_parse(const char *attrs, fe_attr_override **out, int *n
     int cap = 1;
     for (const char *c = attrs; *c; c++)
         cap += *c == ',';
+    if (cap > 256) /* the duplicate check below is quadratic */
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: more than 256 overrides");
     fe_attr_override *o = calloc((size_t)cap, sizeof *o);
     if (!o)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "attrs: out of memory");

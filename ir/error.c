@@ -75,7 +75,15 @@ void rnnc_fail_append(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    snprintf(err_buf + n, ERR_CAP - n, "%s%s", n ? "; " : "", tmp);
+    if (n > 0 && n + 2 < ERR_CAP) {
+        memcpy(err_buf + n, "; ", 3);
+        n += 2;
+    }
+    size_t k = strlen(tmp);
+    if (k > ERR_CAP - 1 - n)
+        k = ERR_CAP - 1 - n;
+    memcpy(err_buf + n, tmp, k);
+    err_buf[n + k] = 0;
 }
 
 void rnnc_free(void *p)

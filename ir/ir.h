@@ -272,6 +272,9 @@ rnnc_status ir_schedule_print(const ir_schedule *s, char **text);
 /* Runs drop_absent, simplify, cse, dce, with the verifier between passes;
  * `f` is rewritten in place.  RNNC_DUMP=ir,opt prints before and after. */
 rnnc_status ir_optimise(ir_fn *f, bool has_proj);
+/* A copy of `cell` optimised for a model with(out) projection: what every
+ * backend and the cuDNN cell matcher see. */
+rnnc_status ir_specialise(const ir_fn *cell, bool has_proj, ir_fn **out);
 
 /* True when the name appears in RNNC_DUMP (comma-separated). */
 bool ir_dump_enabled(const char *stage);

@@ -57,3 +57,15 @@ rnnc_status ir_optimise(ir_fn *f, bool has_proj)
     dump(f, "opt");
     return RNNC_OK;
 }
+
+rnnc_status ir_specialise(const ir_fn *cell, bool has_proj, ir_fn **out)
+{
+    ir_fn *c = NULL;
+    rnnc_status s = rnnc_cell_clone(&c, cell);
+    if (s == RNNC_OK && (s = ir_optimise(c, has_proj)) != RNNC_OK) {
+        rnnc_cell_destroy(c);
+        c = NULL;
+    }
+    *out = c;
+    return s;
+}

@@ -6,6 +6,7 @@
  * code depends on (the cell's nodes, sizes, hoist setting, vector width),
  * so a second model of the same shape reuses the machine code.
  */
+#define _POSIX_C_SOURCE 200809L /* strdup, sysconf */
 #ifdef RNNC_HAVE_LLVM
 #include <pthread.h>
 #include <stdio.h>
@@ -44,7 +45,7 @@ static struct {
     int vw, threads;
     unsigned serial;
     code_entry *entries;
-} g_jit = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER, RNNC_OK, "", 0};
+} g_jit = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int env_int(const char *name, int dflt)
 {

@@ -318,9 +318,9 @@ static rnnc_status check_coresident(CUfunction f, const unsigned grid[3],
 rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                       unsigned smem, CUstream s, void **args, bool cooperative)
 {
-    if (!g_loaded)
-        return rt_cuda_load();
-    rnnc_status st = allow_smem(f, smem);
+    rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
+    if (st == RNNC_OK)
+        st = allow_smem(f, smem);
     if (st != RNNC_OK)
         return st;
     if (!cooperative)

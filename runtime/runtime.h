@@ -462,6 +462,48 @@ rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
 
 /* ================================================================ 8. fused GPU backend */
 
+/*
+ * rt_backend_fused (fused.c, fused_run.c; docs/fused-kernel.md): the
+ * schedule goes through the CUDA generator (codegen/cuda) once per batch
+ * size; the kernels come from the kernel cache; a forward is the hoisted
+ * GEMMs, the row kernel and ONE cooperative persistent step kernel.
+ * Single layer, unidirectional, fp32, full-length sequences; the rest is
+ * RNNC_ERR_UNSUPPORTED with the reason.  Tuning by environment, for the
+ * benchmark: RNNC_FUSED_TILE="ut,bt,threads" (0 = the generator's choice).
+ */
+#ifdef RT_HAVE_CUDA_H
+#include "codegen/codegen.h"
+
+typedef struct rt_fused {
+    rt_spec spec;
+    ir_arena *arena;
+    ir_schedule sched;
+    int sm, sm_count;
+    bool bound;
+    /* the kernel set for batch `batch` (0: none yet) */
+    int64_t batch;
+    char *src;
+    cg_cuda_plan plan;
+    rt_kernel kern;
+    bool loaded;
+    /* device memory: weights and folds (bound), scratch grown on demand */
+    CUdeviceptr wts, fold;
+    int64_t wts_floats, fold_floats;
+    CUdeviceptr st, hz, xb, part, bar, dx, dy, dfin;
+    size_t st_n, hz_n, xb_n, part_n, dx_n, dy_n, dfin_n;
+} rt_fused;
+
+/* Generates (not compiles) the kernel set for `batch` into m->plan/m->src. */
+rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch);
+/* The generator's configuration for this model at `batch` (with RNNC_FUSED_TILE). */
+void rt_fused_config(const rt_fused *m, int64_t batch, cg_cuda_config *cfg);
+rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold);
+rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a);
+rnnc_status rt_fused_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
+                                  double *median_ms);
+void rt_fused_free(rt_fused *m);
+#endif
+
 /* ================================================================ 9. CPU backend */
 
 /*
@@ -505,5 +547,31 @@ void rt_cpu_pool_destroy(rt_cpu_pool *p);
 int rt_cpu_pool_size(const rt_cpu_pool *p);
 void rt_cpu_pool_run(rt_cpu_pool *p, void (*job)(void *ctx, int tid, int nt), void *ctx);
 void rt_cpu_pool_barrier(rt_cpu_pool *p);
+
+/* The backend's model (cpu.c binds, cpu_run.c runs). */
+typedef struct rt_cpu_fn {
+    ir_arena *arena;
+    ir_schedule *sched;
+    struct cg_cpu_plan *plan;
+    const rt_cpu_code *code;
+} rt_cpu_fn;
+
+typedef struct rt_cpu_bound { /* one pseudo-layer's weights as the code reads them */
+    float **packed;           /* [n_gemms] W in panels of nr columns */
+    float **fold;             /* [n_slots] fold vectors; NULL for other slots */
+} rt_cpu_bound;
+
+typedef struct rt_cpu_model {
+    rt_spec spec;
+    rt_cpu_fn fn[2];        /* fn[1] only with layers > 1 */
+    rt_cpu_bound *bound;    /* [layers * dirs]; NULL until bind */
+    rt_cpu_pool *pool;
+    float *ws;              /* the forward's buffers, kept between calls */
+    size_t ws_floats;
+} rt_cpu_model;
+
+/* 64-byte aligned, zeroed; free with free(). */
+float *rt_cpu_alloc(size_t floats);
+rnnc_status rt_cpu_forward(rt_cpu_model *m, const rnnc_forward_args *a);
 
 #endif /* RNNC_RUNTIME_H */

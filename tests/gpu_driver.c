@@ -2,8 +2,9 @@
  * gpu_driver.c: the driver layer on a real GPU: the primary context, a
  * cooperative launch whose result depends on the grid barrier, the
  * co-residency check, dynamic shared memory above 48 KiB, and the kernel
- * cache's levels (compile -> disk -> memory, a memory hit under 50 us).
- * Exits 77 with no GPU.
+ * cache's levels (compile -> disk -> memory, a memory hit under 50 us), and
+ * a bundle used by a second process that has no NVRTC.  Exits 77 with no GPU.
+ *   gpu_driver --bundle PATH   (the child: NVRTC hidden by the parent)
  */
 #define _GNU_SOURCE
 #include "testutil.h"
@@ -11,8 +12,18 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "runtime/runtime.h"
+
+#ifndef RT_HAVE_CUDA_H
+int main(void)
+{
+    fprintf(stderr, "built without CUDA headers: skipped\n");
+    return TU_SKIP;
+}
+#else
 
 /* Each element is doubled, then (after the grid barrier) read by the
  * previous thread of the whole grid: wrong without a real grid-wide sync. */
@@ -167,8 +178,85 @@ static void test_large_shared_memory(void **state)
     free(ref);
 }
 
-int main(void)
+/* Runs shift_twice from the bundle and checks it; 0 when all is right. */
+static int bundle_child(const char *path)
 {
+    if (rt_nvrtc_available()) {
+        fprintf(stderr, "child: NVRTC should be hidden\n");
+        return 1;
+    }
+    rt_bundle *b = NULL;
+    rt_kernel_req r = make_req();
+    rt_kernel k;
+    if (rt_bundle_load(&b, path) != RNNC_OK || rt_bundle_register(b) != RNNC_OK ||
+        rt_kernel_get(&r, 0, &k) != RNNC_OK || k.origin != RT_FROM_BUNDLE) {
+        fprintf(stderr, "child: %s\n", rnnc_last_error());
+        return 2;
+    }
+    int n = 256, one = 1;
+    float x[256], y[256];
+    for (int i = 0; i < n; i++)
+        x[i] = (float)(i % 17) - 8.0f;
+    CUdeviceptr dx = 0, dy = 0;
+    void *args[] = {&dx, &dy, &n};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {256, 1, 1};
+    if (rt_dev_alloc(&dx, sizeof x) || rt_dev_alloc(&dy, sizeof y) ||
+        rt_dev_upload(dx, x, sizeof x, NULL) || rt_launch(k.fn[0], grid, block, 0, NULL, args, true) ||
+        rt_dev_download(y, dy, sizeof y, NULL) || rt_dev_sync(NULL))
+        return 3;
+    for (int i = 0; i < n; i++)
+        if (y[i] != 2.0f * x[(i + one) % n])
+            return 4;
+    r.tuning = "not in the bundle"; /* must fail, and say why */
+    if (rt_kernel_get(&r, 0, &k) != RNNC_ERR_NO_DEVICE || !strstr(rnnc_last_error(), "NVRTC"))
+        return 5;
+    rt_dev_free(dx);
+    rt_dev_free(dy);
+    rt_bundle_destroy(b);
+    return 0;
+}
+
+static char g_self[4096];
+
+static void test_bundle_without_nvrtc(void **state)
+{
+    (void)state;
+    rt_kernel_req r = make_req();
+    assert_ok(rt_cuda_arch(0, &r.sm));
+    void *cubin = NULL;
+    size_t size = 0;
+    rt_origin o;
+    rt_bundle *b = NULL;
+    assert_ok(rt_cubin_get(&r, &cubin, &size, &o));
+    assert_ok(rt_bundle_create(&b));
+    assert_ok(rt_bundle_add(b, &r, cubin, size));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/driver.rnncpkg", g_dir);
+    assert_ok(rt_bundle_save(b, path));
+    rt_bundle_destroy(b);
+    free(cubin);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("RNNC_NVRTC_PATH", "/nonexistent/libnvrtc.so", 1);
+        setenv("RNNC_CACHE", "0", 1);
+        execl(g_self, g_self, "--bundle", path, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--bundle") == 0)
+        return bundle_child(argv[2]);
+    ssize_t len = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+    if (len <= 0)
+        return 1;
+    g_self[len] = '\0';
     if (!rt_cuda_available()) {
         rt_cuda_load();
         fprintf(stderr, "no usable GPU (%s): skipped\n", rnnc_last_error());
@@ -184,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_levels),
         cmocka_unit_test(test_cooperative),
         cmocka_unit_test(test_large_shared_memory),
+        cmocka_unit_test(test_bundle_without_nvrtc),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rt_kernel_cache_clear();
@@ -191,3 +280,4 @@ int main(void)
     free(g_dir);
     return rc;
 }
+#endif /* RT_HAVE_CUDA_H */

@@ -19,6 +19,7 @@ typedef struct cfg {
     int64_t T, B, I, H, P; /* P = 0: no projection */
     int L, D;
     bool batch_first, lengths, optimise;
+    bool builtin; /* the shipped .cell file instead of the builder's cell */
 } cfg;
 
 /* One pseudo-layer's weights in PyTorch's layout. */
@@ -182,9 +183,10 @@ static void gru_body(rnnc_cell *c, rnnc_value gi, rnnc_value gh, rnnc_value h)
 }
 
 /* nn.LSTM / nn.GRU / nn.RNN as a cell; states (h, c) in PyTorch's order. */
+static const char *const names[] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
+
 static rnnc_cell *build_cell(int mode)
 {
-    static const char *names[] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
     const char *gd = mode == M_LSTM ? "4H" : mode == M_GRU ? "3H" : "H";
     const char *hd = mode == M_LSTM ? "P" : "H";
     rnnc_cell *c = NULL;
@@ -314,14 +316,19 @@ static void check_against_reference(const cfg *c)
     uint64_t rng = tu_seed();
     run r;
     run_init(&r, c, &rng);
-    rnnc_cell *cell = build_cell(c->mode);
+    rnnc_cell *cell = NULL;
+    if (c->builtin)
+        assert_ok(rnnc_cell_builtin(&cell, names[c->mode], NULL));
+    else
+        cell = build_cell(c->mode);
     ref_forward(&r);
     assert_ok(run_interp(&r, cell));
     int64_t LD = c->L * c->D;
     double ey = tu_rel_err_f64(r.y, r.y_ref, (size_t)(c->T * c->B * r.ydim));
     double eh = tu_rel_err_f64(r.hn, r.hn_ref, (size_t)(LD * c->B * r.hout));
-    print_message("mode %d L%d D%d P%lld bf%d len%d opt%d: y %.2e hn %.2e\n", c->mode, c->L, c->D,
-                  (long long)c->P, c->batch_first, c->lengths, c->optimise, ey, eh);
+    print_message("%s%s L%d D%d P%lld bf%d len%d opt%d: y %.2e hn %.2e\n", names[c->mode],
+                  c->builtin ? " (built-in)" : "", c->L, c->D, (long long)c->P, c->batch_first,
+                  c->lengths, c->optimise, ey, eh);
     assert_true(ey <= 1e-12);
     assert_true(eh <= 1e-12);
     if (c->mode == M_LSTM)
@@ -334,11 +341,13 @@ static void each_variant(int mode, int64_t P)
 {
     for (int v = 0; v < 8; v++) {
         cfg c = {mode, 6, 3, 4, 5, P, 1 + (v & 1), 1 + ((v >> 1) & 1), (v >> 2) & 1, v >= 4,
-                 true};
+                 true, false};
         check_against_reference(&c);
     }
-    cfg raw = {mode, 5, 2, 3, 4, P, 2, 2, true, true, false};
+    cfg raw = {mode, 5, 2, 3, 4, P, 2, 2, true, true, false, false};
     check_against_reference(&raw); /* absent params as identities, unoptimised */
+    cfg shipped = {mode, 5, 3, 3, 4, P, 2, 2, false, true, true, true};
+    check_against_reference(&shipped);
 }
 
 static void test_lstm(void **st)

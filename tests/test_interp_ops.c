@@ -4,6 +4,7 @@
  * model API; and the errors a bad call gets.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,6 +239,94 @@ static void test_backend_f32(void **st)
     rnnc_cell_destroy(c1);
 }
 
+/* The built-in lstm through the model API on the interp backend equals the
+ * double oracle given the same weights by state_dict name. */
+static void test_model_api(void **st)
+{
+    (void)st;
+    uint64_t rng = tu_seed();
+    enum { T = 4, B = 3, I = 4, H = 5, P = 3, L = 2, D = 2, NW = 64 };
+    rnnc_cell *cell = NULL, *fn = NULL;
+    assert_ok(rnnc_cell_builtin(&cell, "lstm", NULL));
+    rnnc_model_desc d;
+    rnnc_model_desc_init(&d);
+    d.cell = cell, d.input_size = I, d.hidden_size = H, d.proj_size = P, d.num_layers = L;
+    d.bidirectional = true, d.batch_first = true, d.dropout = 0.3, d.seed = 99;
+    d.backend = RNNC_BACKEND_INTERP;
+    rnnc_model *m = NULL;
+    assert_ok(rnnc_model_create(&m, &d));
+    assert_int_equal(rnnc_model_backend(m), RNNC_BACKEND_INTERP);
+    int nw = rnnc_model_weight_count(m);
+    assert_true(nw == L * D * 5 && nw <= NW);
+    const char *names[NW];
+    float *wf[NW];
+    double *wd[NW];
+    for (int i = 0; i < nw; i++) {
+        int64_t shape[4], n = 1;
+        int rank = 0;
+        assert_ok(rnnc_model_weight_info(m, i, &names[i], 4, shape, &rank));
+        for (int k = 0; k < rank; k++)
+            n *= shape[k];
+        wf[i] = malloc((size_t)n * sizeof(float));
+        wd[i] = malloc((size_t)n * sizeof(double));
+        tu_fill_f32(wf[i], (size_t)n, &rng, -0.5, 0.5);
+        for (int64_t j = 0; j < n; j++)
+            wd[i][j] = wf[i][j];
+        assert_ok(rnnc_model_set_weight(m, names[i], wf[i], n));
+    }
+    float x[B * T * I], h0[L * D * B * P], c0[L * D * B * H], y[B * T * D * P], hn[L * D * B * P],
+        cn[L * D * B * H];
+    double xd[B * T * I], h0d[L * D * B * P], c0d[L * D * B * H], yd[B * T * D * P],
+        hnd[L * D * B * P], cnd[L * D * B * H];
+    tu_fill_f32(x, B * T * I, &rng, -1, 1);
+    tu_fill_f32(h0, L * D * B * P, &rng, -1, 1);
+    tu_fill_f32(c0, L * D * B * H, &rng, -1, 1);
+    tu_poison_f32(y, B * T * D * P);
+    tu_poison_f32(hn, L * D * B * P);
+    tu_poison_f32(cn, L * D * B * H);
+    for (int i = 0; i < B * T * I; i++)
+        xd[i] = x[i];
+    for (int i = 0; i < L * D * B * P; i++)
+        h0d[i] = h0[i];
+    for (int i = 0; i < L * D * B * H; i++)
+        c0d[i] = c0[i];
+    int64_t len[B] = {T, 1, 3};
+    const void *init[2] = {h0, c0};
+    void *fin[2] = {hn, cn};
+    rnnc_forward_args a = {.seq_len = T, .batch = B, .x = x, .init = init, .lengths = len,
+                           .y = y, .final = fin, .training = true};
+    assert_ok(rnnc_model_forward(m, &a));
+
+    assert_ok(rnnc_cell_clone(&fn, cell));
+    assert_ok(ir_optimise(fn, true));
+    const double *wp[NW];
+    for (int p = 0; p < L * D; p++)
+        for (int i = 0; i < fn->n_params; i++) {
+            char want[96];
+            snprintf(want, sizeof want, "%s_l%d%s", fn->params[i].name, p / D,
+                     p % D ? "_reverse" : "");
+            wp[p * fn->n_params + i] = NULL;
+            for (int k = 0; k < nw; k++)
+                if (!strcmp(names[k], want))
+                    wp[p * fn->n_params + i] = wd[k];
+            assert_non_null(wp[p * fn->n_params + i]);
+        }
+    rt_spec s = {.fn = {fn, fn}, .sizes = {{I, H, P}, {D * P, H, P}}, .layers = L, .dirs = D,
+                 .batch_first = true, .dropout = 0.3, .seed = 99, .hout = P};
+    const double *initd[2] = {h0d, c0d};
+    double *find[2] = {hnd, cnd};
+    rt_seq_f64 q = {T, B, xd, initd, len, yd, find, true};
+    assert_ok(rt_interp_run(&s, &(rt_weights_f64){wp, fn->n_params, L * D}, &q));
+    assert_true(tu_rel_err_f32(y, yd, B * T * D * P) <= 1e-6);
+    assert_true(tu_rel_err_f32(hn, hnd, L * D * B * P) <= 1e-6);
+    assert_true(tu_rel_err_f32(cn, cnd, L * D * B * H) <= 1e-6);
+    for (int i = 0; i < nw; i++)
+        free(wf[i]), free(wd[i]);
+    rnnc_model_destroy(m);
+    rnnc_cell_destroy(fn);
+    rnnc_cell_destroy(cell);
+}
+
 static void test_errors(void **st)
 {
     (void)st;
@@ -291,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_every_op),
         cmocka_unit_test(test_fold),
         cmocka_unit_test(test_backend_f32),
+        cmocka_unit_test(test_model_api),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,14 +24,22 @@ int cmd_dump(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* ---------------------------------------------------------------- errors (cli_common.c) */
 
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
 
-/* Prints "rnnc: <status string>: <rnnc_last_error()>"; returns CLI_EXIT_FAIL. */
+/* Prints "rnnc: <status string>: <detail>"; returns CLI_EXIT_FAIL.  The
+ * detail is the one cli_error recorded, if any since, else rnnc_last_error(). */
 int cli_fail(rnnc_status s);
+/* Records the detail of a failure found by the command itself (not the
+ * library) for cli_fail; returns s. */
+rnnc_status cli_error(rnnc_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* That detail, taken (the command's own is cleared); valid until the next call. */
+const char *cli_detail(void);
 /* Prints "rnnc CMD: <message>" and a pointer to --help; returns CLI_EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Message for an option getopt_long rejected; returns CLI_EXIT_USAGE. */
@@ -115,6 +123,12 @@ rnnc_status cli_load_cell(const cli_model_opts *o, rnnc_cell **cell, rnnc_hoist 
 rnnc_status cli_model_create(const cli_model_opts *o, const rnnc_cell *cell, rnnc_hoist hoist,
                              rnnc_backend backend, rnnc_model **out);
 
+/* Fills what o lacks (layers, bidirectional, hidden and projection sizes)
+ * from the weights file w (read from `path`) for `cell`; o->input_size must
+ * be set (cli_infer.c). */
+rnnc_status cli_infer_sizes(cli_model_opts *o, const rnnc_cell *cell, rnnc_hoist hoist,
+                            const rnnc_tensors *w, const char *path);
+
 /* ---------------------------------------------------------------- data (cli_data.c) */
 
 /* splitmix64: a seeded stream of uniforms, the same on every machine. */
@@ -130,35 +144,83 @@ rnnc_status cli_random_weights(const rnnc_model *m, int64_t hidden, cli_rng *r, 
 
 #define CLI_MAX_STATES 16
 
-/* One forward's buffers (fp32, host), sized from the model. */
+/* One forward's buffers (fp32, host), sized from the model; all allocated
+ * by cli_io_alloc, y and finals poisoned with NaN. */
 typedef struct cli_io {
     int64_t T, B, I;
+    bool batch_first;    /* x and y are [B, T, *] */
     int n_states;
     int64_t rows;        /* L*D: the first dim of states */
     int64_t y_feat;      /* D*Hout */
     int64_t state_feat[CLI_MAX_STATES];
     float *x, *y;
-    float **init, **final; /* n_states each; init[s] may be NULL (zeros) */
-    int64_t *lengths;      /* NULL: all T */
+    float *init[CLI_MAX_STATES], *final[CLI_MAX_STATES];
+    bool has_init[CLI_MAX_STATES]; /* false: zeros */
+    int64_t *lengths;
+    bool has_lengths;              /* false: all T */
+    /* what cli_io_args points at */
+    const void *init_ptr[CLI_MAX_STATES];
+    void *final_ptr[CLI_MAX_STATES];
 } cli_io;
 
-/* Allocates x, y, finals (y and finals poisoned with NaN) and init slots
- * (NULL) for `m` with T, B. */
-rnnc_status cli_io_alloc(cli_io *io, const rnnc_model *m, const rnnc_cell *cell, int64_t T,
-                         int64_t B, int64_t I, int64_t rows);
+rnnc_status cli_io_alloc(cli_io *io, const rnnc_model *m, const rnnc_cell *cell,
+                         const cli_model_opts *o, int64_t T, int64_t B);
 void cli_io_free(cli_io *io);
 /* Forward arguments over io's buffers. */
-rnnc_forward_args cli_io_args(const cli_io *io, bool training);
-/* Element counts of y and of state s. */
+rnnc_forward_args cli_io_args(cli_io *io, bool training);
+/* Element counts of x, y and of state s. */
+int64_t cli_x_numel(const cli_io *io);
 int64_t cli_y_numel(const cli_io *io);
 int64_t cli_state_numel(const cli_io *io, int s);
+/* Copies x, the init states and lengths of src (same sizes) into dst. */
+void cli_io_copy_inputs(cli_io *dst, const cli_io *src);
+/* max|out - ref| / max|ref| (+inf if out has a NaN); for two io's, the
+ * largest over y and every final state. */
+double cli_rel_err(const float *out, const float *ref, int64_t n);
+double cli_io_rel_err(const cli_io *out, const cli_io *ref);
+/* Random x, init states (unless `zero_states`) and lengths (when
+ * `random_lengths`) into io, also added to ts as `rnnc run` reads them. */
+rnnc_status cli_random_inputs(cli_io *io, const rnnc_cell *cell, cli_rng *r, bool zero_states,
+                              bool random_lengths, rnnc_tensors *ts);
 
 /* ---------------------------------------------------------------- files (cli_files.c) */
 
-/* A float tensor as fp32 (F32 or F64 in the file); caller frees. */
-rnnc_status cli_tensor_f32(const rnnc_tensor *t, const char *name, float **out);
+/* A float tensor (F32 or F64 in the file) as fp32 into out[numel]. */
+rnnc_status cli_tensor_to_f32(const rnnc_tensor *t, const char *name, float *out);
 /* Adds the outputs of a forward to ts: y and `<state>y` for each state. */
-rnnc_status cli_add_outputs(rnnc_tensors *ts, const cli_io *io, const rnnc_cell *cell,
-                            bool batch_first);
+rnnc_status cli_add_outputs(rnnc_tensors *ts, const cli_io *io, const rnnc_cell *cell);
+/* Shape of x or y ([T,B,n], or [B,T,n] batch first) and of a state. */
+void cli_seq_shape(const cli_io *io, int64_t n, int64_t shape[3]);
+void cli_state_shape(const cli_io *io, int s, int64_t shape[3]);
+
+/* ---------------------------------------------------------------- compare (cmd_compare*.c) */
+
+#define CLI_MAX_BACKENDS 8
+
+/* One backend's row of `rnnc compare`. */
+typedef struct cli_compare_row {
+    rnnc_backend backend;
+    rnnc_status status;   /* RNNC_OK: it ran */
+    char why[512];        /* the detail when it did not */
+    double ms;            /* median forward time */
+    int runs;             /* how many runs the median is of */
+    double err_interp, err_cudnn; /* NAN: no such reference */
+    cli_io io;
+} cli_compare_row;
+
+typedef struct cli_compare {
+    cli_model_opts m;
+    const char *cell_name; /* as the library names it */
+    int64_t T, B;
+    bool random_lengths;
+    int warmup, iters;
+    const char *json;
+    cli_compare_row rows[CLI_MAX_BACKENDS];
+    int n_rows;
+} cli_compare;
+
+/* The table on stdout, and the JSON file when asked (cmd_compare_report.c). */
+void cli_compare_print(const cli_compare *c);
+rnnc_status cli_compare_json(const cli_compare *c, const char *path);
 
 #endif /* RNNC_CLI_H */

@@ -12,11 +12,30 @@
 
 #include "tools/cli.h"
 
+/* The command's own failure detail; empty when the library's applies. */
+static char own_detail[1024];
+
+rnnc_status cli_error(rnnc_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(own_detail, sizeof own_detail, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+const char *cli_detail(void)
+{
+    static char taken[sizeof own_detail];
+    const char *lib = rnnc_last_error();
+    snprintf(taken, sizeof taken, "%s", own_detail[0] ? own_detail : lib && *lib ? lib : "(no detail)");
+    own_detail[0] = '\0';
+    return taken;
+}
+
 int cli_fail(rnnc_status s)
 {
-    const char *detail = rnnc_last_error();
-    fprintf(stderr, "rnnc: %s: %s\n", rnnc_status_string(s),
-            detail && *detail ? detail : "(no detail)");
+    fprintf(stderr, "rnnc: %s: %s\n", rnnc_status_string(s), cli_detail());
     return CLI_EXIT_FAIL;
 }
 

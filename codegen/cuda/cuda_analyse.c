@@ -157,12 +157,14 @@ static rnnc_status place_hoist_tmp(cg_ctx *c, int32_t v)
             continue;
         }
         const ir_node *on = &c->f->nodes[o];
-        if (on->op == IR_INPUT || c->role[o] != CG_NONE)
+        if (on->op == IR_INPUT || c->role[o] == CG_HOIST_BUF)
             continue;
         rnnc_status st;
         if (on->op == IR_LINEAR) {
             c->need[o] |= CG_NEED_ROWS;
             st = place_hoist_buf(c, o);
+        } else if (c->role[o] != CG_NONE) {
+            continue;
         } else {
             c->role[o] = CG_HOIST_TMP;
             st = place_hoist_tmp(c, o);
@@ -179,9 +181,7 @@ static rnnc_status place_hoist_buf(cg_ctx *c, int32_t v)
     cg_cuda_plan *p = c->plan;
     if (c->role[v] == CG_HOIST_BUF)
         return RNNC_OK;
-    if (c->role[v] == CG_HOIST_TMP)
-        c->role[v] = CG_NONE; /* promoted: the row kernel also writes it out */
-    c->role[v] = CG_HOIST_BUF;
+    c->role[v] = CG_HOIST_BUF; /* (a row-kernel temporary is promoted: it is also stored) */
     c->off[v] = p->hz_cols;
     p->hz_cols += round4(c->cols[v]);
     if (n->op == IR_LINEAR) {
@@ -259,8 +259,6 @@ static rnnc_status classify(cg_ctx *c)
             c->role[i] = CG_LEAF_STATE;
         else if (part[i] == IR_PART_STEP)
             c->role[i] = n->op == IR_LINEAR ? CG_STEP_LINEAR : CG_STEP_ELEM;
-        if (n->op == IR_DROPOUT && part[i] != IR_PART_FOLD && n->f > 0)
-            ; /* identity at inference; the runtime refuses training */
     }
     mark_gathers(c);
     return RNNC_OK;

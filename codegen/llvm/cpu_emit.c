@@ -241,7 +241,12 @@ static void emit_copy(cg_em *e, const cg_block *bk)
         loop_open(e, &l);
         LLVMValueRef v = operand(e, n->a[k], cols);
         LLVMValueRef to = cg_em_gep(e, dst, LLVMBuildAdd(e->b, e->j, cg_em_i64(e, at), ""));
-        cg_em_vstore(e, v, to, 4);
+        /* masked: a whole vector at an offset could reach into the next row,
+         * which another thread may be writing */
+        LLVMValueRef vp = LLVMBuildBitCast(e->b, to, LLVMPointerType(e->vt, 0), "");
+        LLVMValueRef args[4] = {v, vp, LLVMConstInt(e->i32, 4, 0), cg_em_lanes_below(e, cols)};
+        LLVMTypeRef over[2] = {e->vt, LLVMPointerType(e->vt, 0)};
+        cg_em_intrin2(e, "llvm.masked.store", over, 2, args, 4);
         loop_close(e, &l, cols);
         at += cols;
     }

@@ -30,14 +30,19 @@ LLVMValueRef cg_em_splat(cg_em *e, LLVMValueRef scalar)
     return LLVMBuildShuffleVector(e->b, v, LLVMGetUndef(e->vt), zero, "");
 }
 
+LLVMValueRef cg_em_intrin2(cg_em *e, const char *name, LLVMTypeRef *over, unsigned n_over,
+                           LLVMValueRef *args, unsigned n)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->m, id, over, n_over);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, over, n_over);
+    return LLVMBuildCall2(e->b, fty, decl, args, n, "");
+}
+
 LLVMValueRef cg_em_intrin(cg_em *e, const char *name, LLVMTypeRef over, LLVMValueRef *args,
                           unsigned n)
 {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMTypeRef tys[1] = {over};
-    LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->m, id, tys, over ? 1 : 0);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(e->cx, id, tys, over ? 1 : 0);
-    return LLVMBuildCall2(e->b, fty, decl, args, n, "");
+    return cg_em_intrin2(e, name, &over, over ? 1 : 0, args, n);
 }
 
 LLVMValueRef cg_em_gep(cg_em *e, LLVMValueRef fptr, LLVMValueRef idx)

@@ -1,0 +1,337 @@
+/*
+ * cuda_hoist.c: the hoisted (time-parallel) part.  Each hoisted linear is
+ * one generated GEMM over all T*B rows (x [T*B, I] times W^T, 128x128 tiles,
+ * 8x8 per thread, double-buffered); hoisted values that are pointwise per
+ * column over that linear are computed in its epilogue and stored directly.
+ * Whatever else the step reads (layernorm over the gates, chunks of mixed
+ * values) is computed by a row kernel, one block per row, after the GEMMs.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+static bool emit_fail(const cg_ctx *c, int32_t v, const char *why)
+{
+    rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why, v,
+              ir_ops[c->f->nodes[v].op].name, c->f->name);
+    return false;
+}
+
+static const char *unary_fmt(int op)
+{
+    switch (op) {
+    case IR_NEG: return "-(%s)";
+    case IR_SIGMOID: return "1.f / (1.f + expf(-(%s)))";
+    case IR_TANH: return "tanhf(%s)";
+    case IR_RELU: return "fmaxf(%s, 0.f)";
+    case IR_EXP: return "expf(%s)";
+    case IR_LOG: return "logf(%s)";
+    case IR_SQRT: return "sqrtf(%s)";
+    case IR_RSQRT: return "rsqrtf(%s)";
+    case IR_DROPOUT: return "(%s)";
+    default: return NULL;
+    }
+}
+
+static const char *binary_op(int op)
+{
+    switch (op) {
+    case IR_ADD: return "+";
+    case IR_SUB: return "-";
+    case IR_MUL: return "*";
+    case IR_DIV: return "/";
+    default: return NULL;
+    }
+}
+
+/* Value of hoisted/fold node v at column `col` of the GEMM epilogue of lin. */
+static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    char a[2048], b[2048];
+    if (v == lin) {
+        snprintf(buf, n, "acc");
+        return true;
+    }
+    if (c->role[v] == CG_LEAF_CONST)
+        return cg_float_lit(nd->f, buf, n) != NULL;
+    if (c->role[v] == CG_LEAF_FOLD) {
+        snprintf(buf, n, c->cols[v] == 1 ? "fold[%lld]" : "fold[%lld + col]", (long long)c->off[v]);
+        return true;
+    }
+    const char *uf = unary_fmt(nd->op), *bo = binary_op(nd->op);
+    if (uf && epi_expr(c, nd->a[0], lin, a, sizeof a)) {
+        snprintf(buf, n, uf, a);
+        return true;
+    }
+    if (bo && epi_expr(c, nd->a[0], lin, a, sizeof a) && epi_expr(c, nd->a[1], lin, b, sizeof b)) {
+        snprintf(buf, n, "(%s) %s (%s)", a, bo, b);
+        return true;
+    }
+    return emit_fail(c, v, "no GEMM epilogue for this value");
+}
+
+static void emit_gemm_load(cg_text *t, const char *dst, const char *src, const char *rows,
+                           long long K, const char *r0)
+{
+    if (K % 4 == 0)
+        cg_printf(t,
+                  "        %s = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+                  "        if (%s + lr < %s && k0 + lk < %lld) %s = __ldg((const float4 *)(%s + "
+                  "(size_t)(%s + lr) * %lld + k0 + lk));\n",
+                  dst, r0, rows, K, dst, src, r0, K);
+    else
+        cg_printf(t,
+                  "        {\n            float v_[4];\n"
+                  "            for (int q = 0; q < 4; ++q) v_[q] = (%s + lr < %s && k0 + lk + q < "
+                  "%lld) ? __ldg(%s + (size_t)(%s + lr) * %lld + k0 + lk + q) : 0.f;\n"
+                  "            %s = make_float4(v_[0], v_[1], v_[2], v_[3]);\n        }\n",
+                  r0, rows, K, src, r0, K, dst);
+}
+
+static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t)
+{
+    const ir_node *nd = &c->f->nodes[lin];
+    long long K = (long long)c->cols[nd->a[0]], N = (long long)c->cols[lin];
+    char wsrc[64], e[4096];
+    snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
+    cg_printf(t,
+              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d(" CG_CUDA_ARGS ")\n{\n"
+              "    __shared__ __align__(16) float As[2][8][132];\n"
+              "    __shared__ __align__(16) float Ws[2][8][132];\n"
+              "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
+              "    const int m0 = blockIdx.x * 128, n0 = blockIdx.y * 128, lr = tid / 2, lk = (tid %% 2) * 4;\n"
+              "    const size_t TB = (size_t)T * %lld;\n"
+              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)TB;\n"
+              "    float c_[8][8];\n"
+              "    for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) c_[i][j] = 0.f;\n"
+              "    float4 ra, rw;\n    int k0 = 0;\n",
+              (int)lin, (long long)c->B, (long long)c->B);
+    emit_gemm_load(t, "ra", "x", "M", K, "m0");
+    emit_gemm_load(t, "rw", wsrc, "N_", K, "n0");
+    cg_printf(t,
+              "#define STORE_(buf) \\\n"
+              "    As[buf][lk + 0][lr] = ra.x; As[buf][lk + 1][lr] = ra.y; As[buf][lk + 2][lr] = ra.z; As[buf][lk + 3][lr] = ra.w; \\\n"
+              "    Ws[buf][lk + 0][lr] = rw.x; Ws[buf][lk + 1][lr] = rw.y; Ws[buf][lk + 2][lr] = rw.z; Ws[buf][lk + 3][lr] = rw.w;\n"
+              "    STORE_(0)\n    __syncthreads();\n"
+              "    for (int it = 0; k0 < %lld; ++it) {\n"
+              "        const int cb = it & 1;\n"
+              "        k0 += 8;\n"
+              "        const bool more = k0 < %lld;\n"
+              "        if (more) {\n",
+              K, K);
+    emit_gemm_load(t, "ra", "x", "M", K, "m0");
+    emit_gemm_load(t, "rw", wsrc, "N_", K, "n0");
+    cg_printf(t,
+              "        }\n"
+              "#pragma unroll\n"
+              "        for (int kk = 0; kk < 8; ++kk) {\n"
+              "            const float4 a0 = *(const float4 *)&As[cb][kk][ty * 4], a1 = *(const float4 *)&As[cb][kk][64 + ty * 4];\n"
+              "            const float4 b0 = *(const float4 *)&Ws[cb][kk][tx * 4], b1 = *(const float4 *)&Ws[cb][kk][64 + tx * 4];\n"
+              "            const float a_[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};\n"
+              "            const float b_[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};\n"
+              "#pragma unroll\n"
+              "            for (int i = 0; i < 8; ++i)\n"
+              "#pragma unroll\n"
+              "                for (int j = 0; j < 8; ++j) c_[i][j] = fmaf(a_[i], b_[j], c_[i][j]);\n"
+              "        }\n"
+              "        if (more) { STORE_(cb ^ 1) }\n"
+              "        __syncthreads();\n"
+              "    }\n"
+              "#undef STORE_\n"
+              "    for (int i = 0; i < 8; ++i) {\n"
+              "        const int m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);\n"
+              "        if (m >= M) continue;\n"
+              "        for (int j = 0; j < 8; ++j) {\n"
+              "            const int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);\n"
+              "            if (col >= N_) continue;\n"
+              "            const float acc = c_[i][j];\n"
+              "            (void)acc;\n");
+    for (int32_t v = 0; v < c->f->n; v++) {
+        if (c->role[v] != CG_HOIST_BUF || c->gemm[v] != lin)
+            continue;
+        if (!epi_expr(c, v, lin, e, sizeof e))
+            return false;
+        cg_printf(t, "            hz[(size_t)%lld * TB + (size_t)m * %lld + col] = %s;\n",
+                  (long long)c->off[v], N, e);
+    }
+    cg_printf(t, "        }\n    }\n}\n");
+    /* N_ is a macro so that the loads above read as plain code */
+    cg_cuda_plan *p = c->plan;
+    cg_cuda_launch *l = &p->launch[p->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_gemm%d", (int)lin);
+    l->rows_per_block = 128;
+    l->grid_y = (unsigned)((N + 127) / 128);
+    l->threads = 256;
+    return true;
+}
+
+/* Value of hoisted node v at column `col` inside the row kernel. */
+static bool row_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    long long cols = (long long)c->cols[v];
+    char inner[512];
+    if (cols == 1)
+        col = "0";
+    switch (c->role[v]) {
+    case CG_LEAF_CONST:
+        return cg_float_lit(nd->f, buf, n) != NULL;
+    case CG_LEAF_FOLD:
+        snprintf(buf, n, "fold[%lld + (%s)]", (long long)c->off[v], col);
+        return true;
+    case CG_LEAF_INPUT:
+        snprintf(buf, n, "__ldg(x + row * %lld + (%s))", cols, col);
+        return true;
+    case CG_HOIST_BUF:
+        if (c->gemm[v] >= 0) {
+            snprintf(buf, n, "hz[(size_t)%lld * TB + row * %lld + (%s)]", (long long)c->off[v],
+                     cols, col);
+            return true;
+        }
+        /* computed here, kept in shared memory */
+        __attribute__((fallthrough));
+    case CG_HOIST_TMP:
+        if (c->sm[v] < 0)
+            return emit_fail(c, v, "hoisted value read before it is made");
+        snprintf(buf, n, "sm_[%lld + (%s)]", (long long)c->sm[v], col);
+        return true;
+    case CG_HOIST_VIEW:
+        if (nd->op == IR_CHUNK) {
+            snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)nd->i1 * cols);
+            return row_expr(c, nd->a[0], inner, buf, n);
+        } else {
+            char a[2048], b[2048];
+            long long ca = (long long)c->cols[nd->a[0]];
+            snprintf(inner, sizeof inner, "(%s) - %lld", col, ca);
+            if (!row_expr(c, nd->a[0], col, a, sizeof a) || !row_expr(c, nd->a[1], inner, b, sizeof b))
+                return false;
+            snprintf(buf, n, "((%s) < %lld ? %s : %s)", col, ca, a, b);
+            return true;
+        }
+    default:
+        return emit_fail(c, v, "no hoisted value for this node");
+    }
+}
+
+static bool row_node(cg_ctx *c, int32_t v, cg_text *t)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    long long cols = (long long)c->cols[v], s = (long long)c->sm[v];
+    char a[2048], b[2048], g[2048], be[2048], e[8192];
+    const char *uf = unary_fmt(nd->op), *bo = binary_op(nd->op);
+    if (ir_ops[nd->op].flags & IR_F_REDUCE) {
+        long long K = (long long)c->cols[nd->a[0]];
+        if (!row_expr(c, nd->a[0], "cx", a, sizeof a))
+            return false;
+        cg_printf(t,
+                  "    {\n        float s_ = 0.f, q_ = 0.f;\n"
+                  "        for (int cx = tid; cx < %lld; cx += 256) s_ += %s;\n"
+                  "        s_ = rnnc_block_sum(s_, red_);\n"
+                  "        const float m_ = s_ / %lld.f;\n"
+                  "        for (int cx = tid; cx < %lld; cx += 256) { const float d_ = %s - m_; q_ += d_ * d_; }\n"
+                  "        q_ = rnnc_block_sum(q_, red_);\n",
+                  K, a, K, K, a);
+        if (nd->op == IR_LAYERNORM) {
+            snprintf(g, sizeof g, "1.f");
+            snprintf(be, sizeof be, "0.f");
+            if ((nd->a[1] >= 0 && !row_expr(c, nd->a[1], "cx", g, sizeof g)) ||
+                (nd->a[2] >= 0 && !row_expr(c, nd->a[2], "cx", be, sizeof be)))
+                return false;
+            cg_printf(t,
+                      "        const float r_ = rsqrtf(q_ / %lld.f + %s);\n"
+                      "        for (int cx = tid; cx < %lld; cx += 256) sm_[%lld + cx] = (%s - m_) * r_ * (%s) + (%s);\n    }\n",
+                      K, cg_float_lit(nd->f, e, sizeof e), cols, s, a, g, be);
+        } else {
+            cg_printf(t, "        if (tid == 0) sm_[%lld] = %s;\n    }\n", s,
+                      nd->op == IR_SUM ? "s_" : "m_");
+        }
+    } else {
+        if (uf && row_expr(c, nd->a[0], "cx", a, sizeof a))
+            snprintf(e, sizeof e, uf, a);
+        else if (bo && row_expr(c, nd->a[0], "cx", a, sizeof a) &&
+                 row_expr(c, nd->a[1], "cx", b, sizeof b))
+            snprintf(e, sizeof e, "(%s) %s (%s)", a, bo, b);
+        else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT) {
+            c->role[v] = CG_HOIST_VIEW; /* read through, as a view */
+            bool ok = row_expr(c, v, "cx", e, sizeof e);
+            c->role[v] = c->gemm[v] >= 0 ? CG_HOIST_BUF : CG_HOIST_TMP;
+            if (!ok)
+                return false;
+        } else
+            return emit_fail(c, v, "no hoisted code for this op");
+        cg_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) sm_[%lld + cx] = %s;\n", cols, s, e);
+    }
+    cg_printf(t, "    __syncthreads();\n");
+    if (c->role[v] == CG_HOIST_BUF)
+        cg_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) hz[(size_t)%lld * TB + row * %lld + cx] = sm_[%lld + cx];\n",
+                  cols, (long long)c->off[v], cols, s);
+    return true;
+}
+
+static bool emit_rows(cg_ctx *c, cg_text *t)
+{
+    int64_t at = 0;
+    bool any = false;
+    for (int32_t v = 0; v < c->f->n; v++) {
+        bool here = c->role[v] == CG_HOIST_TMP ||
+                    (c->role[v] == CG_HOIST_BUF && c->gemm[v] < 0);
+        if (!here || c->f->nodes[v].op == IR_LINEAR)
+            continue;
+        c->sm[v] = at;
+        at += (c->cols[v] + 3) / 4 * 4;
+        any = true;
+    }
+    if (!any)
+        return true;
+    if (at * 4 > 200 * 1024)
+        return emit_fail(c, c->f->output, "hoisted values too wide for one row in shared memory");
+    cg_printf(t,
+              "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
+              "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+              "    __syncthreads();\n"
+              "    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;\n"
+              "    __syncthreads();\n"
+              "    float s = 0.f;\n"
+              "    for (int w = 0; w < 8; ++w) s += red[w];\n"
+              "    return s;\n}\n"
+              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_rows(" CG_CUDA_ARGS ")\n{\n"
+              "    extern __shared__ float4 smem4_[];\n"
+              "    float *sm_ = (float *)smem4_;\n"
+              "    __shared__ float red_[8];\n"
+              "    const int tid = threadIdx.x;\n"
+              "    const size_t row = blockIdx.x, TB = (size_t)T * %lld;\n"
+              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)red_; (void)TB;\n",
+              (long long)c->B);
+    for (int32_t v = 0; v < c->f->n; v++)
+        if (c->sm[v] >= 0 && (c->role[v] == CG_HOIST_TMP || c->role[v] == CG_HOIST_BUF) &&
+            !row_node(c, v, t))
+            return false;
+    cg_printf(t, "}\n");
+    cg_cuda_plan *p = c->plan;
+    cg_cuda_launch *l = &p->launch[p->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_rows");
+    l->rows_per_block = 1;
+    l->grid_y = 1;
+    l->threads = 256;
+    l->smem = (unsigned)(at * 4);
+    return true;
+}
+
+rnnc_status cg_emit_hoist(cg_ctx *c, cg_text *t)
+{
+    for (int32_t v = 0; v < c->f->n; v++) {
+        if (c->f->nodes[v].op != IR_LINEAR || c->s->hoist.part[v] != IR_PART_HOIST ||
+            (c->role[v] != CG_HOIST_BUF && c->role[v] != CG_HOIST_TMP))
+            continue;
+        cg_printf(t, "#define N_ %lld\n", (long long)c->cols[v]);
+        bool ok = emit_gemm(c, v, t);
+        cg_printf(t, "#undef N_\n");
+        if (!ok)
+            return RNNC_ERR_UNSUPPORTED;
+    }
+    return emit_rows(c, t) ? RNNC_OK : RNNC_ERR_UNSUPPORTED;
+}

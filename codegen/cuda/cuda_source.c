@@ -1,0 +1,120 @@
+/*
+ * cuda_source.c: entry points of the CUDA generator: schedule + shapes +
+ * tuning -> one CUDA C source (hoisted GEMMs, row kernel, persistent step
+ * kernel) and the plan the runtime follows to run it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+typedef struct ctx_mem {
+    void *blocks[16];
+    int n;
+} ctx_mem;
+
+static void *take(ctx_mem *m, size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (p)
+        m->blocks[m->n++] = p;
+    return p;
+}
+
+static void release(ctx_mem *m)
+{
+    for (int i = 0; i < m->n; i++)
+        free(m->blocks[i]);
+    m->n = 0;
+}
+
+static rnnc_status check_config(const ir_schedule *s, const cg_cuda_config *cfg)
+{
+    if (!s || !s->fn || !cfg || !s->hoist.part)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: schedule or config missing");
+    if (cfg->batch < 1 || cfg->sizes.H < 1 || cfg->sizes.I < 1)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: B=%lld I=%lld H=%lld must be >= 1",
+                         (long long)cfg->batch, (long long)cfg->sizes.I, (long long)cfg->sizes.H);
+    if (cfg->sizes.P != cfg->sizes.H)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: proj_size is not supported yet");
+    if (cfg->threads % 32 || cfg->threads > 1024 || cfg->unit_tile < 0 || cfg->batch_tile < 0)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: bad tuning (threads %d, tiles %d x %d)",
+                         cfg->threads, cfg->unit_tile, cfg->batch_tile);
+    return RNNC_OK;
+}
+
+static rnnc_status init_ctx(cg_ctx *c, ctx_mem *m, const ir_schedule *s,
+                            const cg_cuda_config *cfg, cg_cuda_plan *plan)
+{
+    size_t n = (size_t)s->fn->n;
+    memset(c, 0, sizeof *c);
+    memset(plan, 0, sizeof *plan);
+    c->s = s;
+    c->f = s->fn;
+    c->cfg = *cfg;
+    c->plan = plan;
+    c->B = cfg->batch;
+    c->H = cfg->sizes.H;
+    c->I = cfg->sizes.I;
+    c->cols = take(m, n, sizeof *c->cols);
+    c->k = take(m, n, sizeof *c->k);
+    c->role = take(m, n, 1);
+    c->phase = take(m, n, sizeof *c->phase);
+    c->off = take(m, n, sizeof *c->off);
+    c->xb = take(m, n, sizeof *c->xb);
+    c->xp = take(m, n, sizeof *c->xp);
+    c->sm = take(m, n, sizeof *c->sm);
+    c->wsm = take(m, n, sizeof *c->wsm);
+    c->pt = take(m, n, sizeof *c->pt);
+    c->ks = take(m, n, sizeof *c->ks);
+    c->kp = take(m, n, sizeof *c->kp);
+    c->need = take(m, n, 1);
+    c->gemm = take(m, n, sizeof *c->gemm);
+    if (m->n != 14)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
+    return RNNC_OK;
+}
+
+rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,
+                             cg_cuda_plan *plan)
+{
+    if (!src || !plan)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: no output");
+    *src = NULL;
+    rnnc_status st = check_config(s, cfg);
+    if (st)
+        return st;
+    cg_ctx c;
+    ctx_mem m = {.n = 0};
+    cg_text t = {0};
+    if ((st = init_ctx(&c, &m, s, cfg, plan)) || (st = cg_analyse(&c)))
+        goto fail;
+    cg_printf(&t,
+              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld, sm_%d, hoist %d, %s */\n",
+              c.f->name, (long long)c.B, (long long)c.I, (long long)c.H, cfg->sm, (int)s->setting,
+              plan->tuning);
+    if ((st = cg_emit_hoist(&c, &t)) || (st = cg_emit_step(&c, &t)))
+        goto fail;
+    if (t.oom) {
+        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
+        goto fail;
+    }
+    release(&m);
+    if (ir_dump_enabled("cuda"))
+        fprintf(stderr, "# RNNC_DUMP=cuda: cell %s\n%s", c.f->name, t.p);
+    *src = t.p;
+    return RNNC_OK;
+fail:
+    free(t.p);
+    release(&m);
+    if (st == RNNC_ERR_UNSUPPORTED && !rnnc_last_error()[0])
+        rnnc_fail(st, "fused backend: cell '%s' cannot be generated", s->fn->name);
+    return st;
+}
+
+rnnc_status cg_cuda_source(const ir_schedule *s, const cg_cuda_config *cfg, char **src)
+{
+    cg_cuda_plan plan;
+    return cg_cuda_generate(s, cfg, src, &plan);
+}

@@ -1,0 +1,166 @@
+/*
+ * fused.c: the fused GPU backend's object: checks what the fused path can
+ * run, builds the schedule once, keeps the weights (host copies and the
+ * device arenas the generated kernels read) and one compiled kernel set
+ * for the batch size last used.  fused_run.c runs a forward.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
+
+#ifdef RT_HAVE_CUDA_H
+
+static rnnc_status check_spec(const rt_spec *s)
+{
+    if (s->layers != 1)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %d layers (only 1 for now; use "
+                         "the cudnn or interp backend)", s->layers);
+    if (s->dirs != 1)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: bidirectional is not supported yet");
+    if (s->dtype != RNNC_F32)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: only fp32");
+    if (s->hout != s->sizes[0].H || s->sizes[0].P != s->sizes[0].H)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: proj_size is not supported yet");
+    return RNNC_OK;
+}
+
+static void tuning_from_env(cg_cuda_config *cfg)
+{
+    const char *e = getenv("RNNC_FUSED_TILE");
+    int ut = 0, bt = 0, nt = 0;
+    if (e && sscanf(e, "%d,%d,%d", &ut, &bt, &nt) >= 1) {
+        cfg->unit_tile = ut > 0 ? ut : 0;
+        cfg->batch_tile = bt > 0 ? bt : 0;
+        cfg->threads = nt > 0 ? nt : 0;
+    }
+}
+
+void rt_fused_config(const rt_fused *m, int64_t batch, cg_cuda_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->sizes = m->spec.sizes[0];
+    cfg->batch = batch;
+    cfg->sm = m->sm;
+    cfg->sm_count = m->sm_count;
+    cfg->batch_first = m->spec.batch_first;
+    tuning_from_env(cfg);
+}
+
+static rnnc_status fused_create(const rt_spec *s, void **state)
+{
+    if (!s || !state || !s->fn[0])
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused: NULL spec");
+    rnnc_status st = check_spec(s);
+    if (st)
+        return st;
+    rt_fused *m = calloc(1, sizeof *m);
+    if (!m)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
+    m->spec = *s;
+    if ((st = rt_cuda_context(s->device)) || (st = rt_cuda_arch(s->device, &m->sm)) ||
+        (st = rt_cuda_sm_count(s->device, &m->sm_count)))
+        goto fail;
+    m->arena = ir_arena_create();
+    if (!m->arena) {
+        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
+        goto fail;
+    }
+    if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)))
+        goto fail;
+    /* Generate once now, so a cell the generator cannot place fails here. */
+    if ((st = rt_fused_prepare(m, 1)))
+        goto fail;
+    *state = m;
+    return RNNC_OK;
+fail:
+    rt_fused_free(m);
+    return st;
+}
+
+/* Elements of parameter i of the layer-0 cell. */
+static int64_t param_numel(const rt_fused *m, int i)
+{
+    const ir_fn *f = m->spec.fn[0];
+    int32_t node = f->params[i].node;
+    if (node < 0 || node >= f->n)
+        return 0;
+    const ir_node *n = &f->nodes[node];
+    int64_t c = ir_dim_eval(n->cols, m->spec.sizes[0]);
+    return n->kind == IR_MAT ? c * ir_dim_eval(n->rows, m->spec.sizes[0]) : c;
+}
+
+/* Host arenas for the current plan: matrices by offset, folds computed. */
+static rnnc_status fill_arenas(rt_fused *m, const rt_weights *w, float **wts, float **fold)
+{
+    const cg_cuda_plan *p = &m->plan;
+    *wts = calloc((size_t)(p->wts_floats + 4), sizeof(float));
+    *fold = calloc((size_t)(p->fold_floats + 4), sizeof(float));
+    if (!*wts || !*fold)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for weights");
+    for (int i = 0; i < p->n_wts; i++) {
+        const float *src = rt_weight(w, 0, p->wts[i].id);
+        if (!src)
+            return rnnc_fail(RNNC_ERR_STATE, "fused: weight '%s' missing",
+                             m->spec.fn[0]->params[p->wts[i].id].name);
+        if (param_numel(m, p->wts[i].id) != p->wts[i].count)
+            return rnnc_fail(RNNC_ERR_INTERNAL, "fused: weight size mismatch");
+        memcpy(*wts + p->wts[i].offset, src, (size_t)p->wts[i].count * sizeof(float));
+    }
+    for (int i = 0; i < p->n_fold; i++) {
+        rnnc_status st = rt_interp_fold(m->spec.fn[0], m->spec.sizes[0], w, 0, p->fold[i].id,
+                                        *fold + p->fold[i].offset);
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status fused_bind(void *state, const rt_weights *w)
+{
+    rt_fused *m = state;
+    if (!m || !w)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused: NULL weights");
+    float *wts = NULL, *fold = NULL;
+    rnnc_status st = fill_arenas(m, w, &wts, &fold);
+    if (st == RNNC_OK)
+        st = rt_cuda_context(m->spec.device);
+    if (st == RNNC_OK)
+        st = rt_fused_upload_weights(m, wts, fold);
+    free(wts);
+    free(fold);
+    if (st == RNNC_OK)
+        m->bound = true;
+    return st;
+}
+
+static void fused_destroy(void *state)
+{
+    rt_fused_free(state);
+}
+
+const rt_backend rt_backend_fused = {
+    .name = "fused",
+    .create = fused_create,
+    .bind = fused_bind,
+    .forward = rt_fused_forward,
+    .time_forward = rt_fused_time_forward,
+    .backward = NULL,
+    .weight_grad = NULL,
+    .destroy = fused_destroy,
+};
+
+#else /* no CUDA headers at build time */
+
+static rnnc_status fused_absent(const rt_spec *s, void **state)
+{
+    (void)s;
+    (void)state;
+    return rnnc_fail(RNNC_ERR_NOT_BUILT, "fused backend: rnnc was built without CUDA");
+}
+
+const rt_backend rt_backend_fused = {.name = "fused", .create = fused_absent};
+
+#endif

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# cli_help.sh: `rnnc --help`, `rnnc --version`, and --help for every command.
+# Usage: cli_help.sh path/to/rnnc
+set -u
+RNNC=${1:?usage: cli_help.sh path/to/rnnc}
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+out=$(mktemp)
+top=$(mktemp)
+trap 'rm -f "$out" "$top"' EXIT
+
+"$RNNC" --help > "$top" || fail "--help exit $?"
+for cmd in run random compare dump demo show diff cache; do
+    grep -q "^  $cmd " "$top" || fail "--help does not list $cmd"
+    "$RNNC" "$cmd" --help > "$out" 2>&1 || fail "$cmd --help exit $?"
+    grep -q "^Usage: rnnc $cmd" "$out" || fail "$cmd --help has no usage line"
+    "$RNNC" help "$cmd" | grep -q "^Usage: rnnc $cmd" || fail "help $cmd"
+done
+"$RNNC" run --help | grep -q -- "--backend B" || fail "run --help lacks the model options"
+"$RNNC" --version | grep -Eq '^rnnc [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+"$RNNC" > /dev/null 2> "$out"
+[ $? -eq 2 ] && grep -q "^Usage: rnnc COMMAND" "$out" || fail "no command: want usage, exit 2"
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
+echo "cli_help: all checks passed"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# cli_install.sh: `cmake --install` of this build into a temporary prefix,
+# then a program outside the tree (tests/install_consumer) built against it
+# three ways: find_package(rnnc) with rnnc::rnnc, the same with
+# rnnc::rnnc_static (whose dependencies must come with the exported target),
+# and plain `cc $(pkg-config --cflags --libs rnnc)`, also after the prefix
+# is moved (the .pc file finds its prefix from where it lies).
+# $1 is the rnnc binary; its folder is the build folder.
+set -euo pipefail
+build=$(cd "$(dirname "$1")" && pwd)
+consumer=$(cd "$(dirname "$0")/install_consumer" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+libdir=$(cache CMAKE_INSTALL_LIBDIR)
+cc=$(cache CMAKE_C_COMPILER)
+[ -n "$libdir" ] && [ -n "$cc" ] || fail "cannot read $build/CMakeCache.txt"
+
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
+    { cat "$tmp/install.log" >&2; fail "cmake --install failed"; }
+
+for f in bin/rnnc include/rnnc.h "$libdir/librnnc.a" share/rnnc/cells/lstm.cell \
+    share/rnnc/cells/gru.cell "$libdir/cmake/rnnc/rnncConfig.cmake" \
+    "$libdir/cmake/rnnc/rnncConfigVersion.cmake" "$libdir/pkgconfig/rnnc.pc"; do
+    [ -f "$prefix/$f" ] || fail "$f is not installed"
+done
+compgen -G "$prefix/$libdir/librnnc.so*" >/dev/null || fail "librnnc.so is not installed"
+[ -x "$prefix/bin/rnnc" ] || fail "bin/rnnc is not executable"
+
+# The installed command works and needs no build tree.
+"$prefix/bin/rnnc" --help >"$tmp/help.out" 2>&1 || fail "installed rnnc --help failed"
+"$prefix/bin/rnnc" dump --cell lstm --stage ir >"$tmp/dump.out" 2>&1 ||
+    { cat "$tmp/dump.out" >&2; fail "installed rnnc dump failed"; }
+grep -q '^cell lstm {$' "$tmp/dump.out" || fail "installed rnnc dump printed no lstm"
+
+# check_app EXE: the consumer printed the lstm and ran its forward.
+check_app() {
+    local out=$tmp/$(basename "$1").out
+    LD_LIBRARY_PATH="$prefix/$libdir" "$1" >"$out" 2>&1 || { cat "$out" >&2; fail "$1 failed"; }
+    grep -q '^rnnc 0\.' "$out" || fail "$1 printed no version"
+    grep -q '^cell lstm {$' "$out" || fail "$1 printed no lstm"
+    grep -q 'param weight_hr\[P, H\] optional' "$out" || fail "$1 printed an incomplete lstm"
+    grep -Eq '^y = -?[0-9.]+ -?[0-9.]+$' "$out" || fail "$1 ran no forward"
+}
+
+# find_package: the shared and the static library.
+cmake -S "$consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+    -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON >"$tmp/configure.log" 2>&1 ||
+    { cat "$tmp/configure.log" >&2; fail "the consumer does not configure"; }
+[ "$(sed -n 's/^rnnc_DIR:PATH=//p' "$tmp/consumer/CMakeCache.txt")" = "$prefix/$libdir/cmake/rnnc" ] ||
+    fail "find_package(rnnc) did not find the installed package"
+cmake --build "$tmp/consumer" -j 2 >"$tmp/build.log" 2>&1 ||
+    { cat "$tmp/build.log" >&2; fail "the consumer does not build"; }
+check_app "$tmp/consumer/app"
+check_app "$tmp/consumer/app_static"
+LD_LIBRARY_PATH="$prefix/$libdir" ldd "$tmp/consumer/app" | grep -q "$prefix/$libdir/librnnc.so" ||
+    fail "app does not use the installed librnnc.so"
+if ldd "$tmp/consumer/app_static" | grep -q librnnc; then fail "app_static uses librnnc.so"; fi
+
+# pkg-config, with the package where it was installed and after a move.
+pc_build() {
+    local pc=$1/$libdir/pkgconfig flags
+    flags=$(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs rnnc) || fail "pkg-config rnnc failed"
+    [ -f "$(PKG_CONFIG_PATH=$pc pkg-config --variable=includedir rnnc)/rnnc.h" ] ||
+        fail "rnnc.pc's includedir has no rnnc.h"
+    # shellcheck disable=SC2086 # the flags are words
+    "$cc" -std=c11 -Wall -Wextra -Werror "$consumer/main.c" -o "$2" $flags ||
+        fail "cc with pkg-config's flags failed"
+}
+pc_build "$prefix" "$tmp/app_pc"
+check_app "$tmp/app_pc"
+PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --static --libs rnnc | grep -q cjson ||
+    fail "rnnc.pc does not list the static library's dependencies"
+mv "$prefix" "$tmp/moved"
+prefix=$tmp/moved
+pc_build "$prefix" "$tmp/app_moved"
+check_app "$tmp/app_moved"
+echo "install ok"

@@ -1,0 +1,170 @@
+/* test_cuda_codegen.c: every built-in cell, at several shapes and hoist
+ * settings, generates CUDA C that NVRTC compiles for sm_80 and sm_90 with no
+ * error and no warning (NVRTC needs no GPU); what cannot be placed is
+ * refused with a status naming the op. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+#include "runtime/runtime.h"
+#include "testutil.h"
+
+typedef struct shape {
+    int64_t I, H, B;
+    rnnc_hoist hoist;
+    bool batch_first;
+} shape;
+
+static const shape k_shapes[] = {
+    {512, 512, 64, RNNC_HOIST_ALL, false},  {512, 512, 1, RNNC_HOIST_ALL, false},
+    {37, 257, 3, RNNC_HOIST_MATMUL, true},  {100, 100, 5, RNNC_HOIST_NONE, false},
+    {3, 1, 2, RNNC_HOIST_ALL, false},
+};
+
+static rnnc_status generate(rnnc_cell *c, const shape *sh, char **src, cg_cuda_plan *plan)
+{
+    ir_arena *a = ir_arena_create();
+    ir_schedule s;
+    rnnc_status st = pass_fuse(c, sh->hoist, a, &s);
+    if (st == RNNC_OK) {
+        cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = 90,
+                              .sm_count = 132, .batch_first = sh->batch_first};
+        st = cg_cuda_generate(&s, &cfg, src, plan);
+    }
+    ir_arena_destroy(a);
+    return st;
+}
+
+static void compile_clean(const char *src, const char *label, int sm)
+{
+    void *cubin = NULL;
+    size_t size = 0;
+    rnnc_status st = rt_nvrtc_compile(src, label, sm, NULL, 0, &cubin, &size);
+    if (st != RNNC_OK) {
+        fprintf(stderr, "%s\n", src);
+        fail_msg("%s sm_%d: %s", label, sm, rnnc_last_error());
+    }
+    const char *log = rt_nvrtc_last_log();
+    if (log && strstr(log, "warning")) {
+        fprintf(stderr, "%s\n", src);
+        fail_msg("%s sm_%d warns: %s", label, sm, log);
+    }
+    assert_true(size > 0);
+    free(cubin);
+}
+
+static void test_builtins_compile(void **state)
+{
+    (void)state;
+    if (!rt_nvrtc_available()) {
+        skip();
+        return;
+    }
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int i = 0; names[i]; i++) {
+        for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
+            const shape *sh = &k_shapes[k];
+            rnnc_cell *c = NULL;
+            assert_ok(rnnc_cell_builtin(&c, names[i], NULL));
+            assert_ok(ir_optimise(c, false));
+            char *src = NULL, label[128];
+            cg_cuda_plan plan;
+            rnnc_status st = generate(c, sh, &src, &plan);
+            if (st != RNNC_OK)
+                fail_msg("%s I=%lld H=%lld B=%lld hoist %d: %s", names[i], (long long)sh->I,
+                         (long long)sh->H, (long long)sh->B, sh->hoist, rnnc_last_error());
+            /* the plan is complete: a step kernel, cooperative, last */
+            assert_true(plan.n_launch >= 1);
+            assert_true(plan.launch[plan.n_launch - 1].cooperative);
+            assert_int_equal(plan.out_cols, sh->H);
+            assert_int_equal(plan.n_states, rnnc_cell_state_count(c));
+            assert_non_null(strstr(src, "rnnc_step"));
+            snprintf(label, sizeof label, "%s_%lld_%lld_%lld", names[i], (long long)sh->I,
+                     (long long)sh->H, (long long)sh->B);
+            compile_clean(src, label, 90);
+            if (k == 0)
+                compile_clean(src, label, 80);
+            free(src);
+            rnnc_cell_destroy(c);
+        }
+    }
+}
+
+/* The hoisted GEMM epilogue takes the folded bias, so LSTM with hoist ALL has
+ * no row kernel, and layernorm_lstm (layernorm over 4H of the hoisted
+ * product) has one; MATMUL and NONE keep the bias in the step. */
+static void test_hoist_plan(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cell;
+        rnnc_hoist hoist;
+        int launches;
+    } want[] = {{"lstm", RNNC_HOIST_ALL, 2}, {"lstm", RNNC_HOIST_MATMUL, 2},
+                {"lstm", RNNC_HOIST_NONE, 1}, {"layernorm_lstm", RNNC_HOIST_ALL, 3}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        rnnc_cell *c = NULL;
+        assert_ok(rnnc_cell_builtin(&c, want[i].cell, NULL));
+        assert_ok(ir_optimise(c, false));
+        shape sh = {64, 32, 4, want[i].hoist, false};
+        char *src = NULL;
+        cg_cuda_plan plan;
+        assert_ok(generate(c, &sh, &src, &plan));
+        if (plan.n_launch != want[i].launches)
+            fail_msg("%s hoist %d: %d launches, want %d\n%s", want[i].cell, want[i].hoist,
+                     plan.n_launch, want[i].launches, src);
+        free(src);
+        rnnc_cell_destroy(c);
+    }
+}
+
+/* A step value H+1 wide cannot be owned by hidden-unit tiles. */
+static void test_unsupported_names_op(void **state)
+{
+    (void)state;
+    rnnc_cell *c = NULL;
+    rnnc_value x, h, w, g, o;
+    assert_ok(rnnc_cell_create(&c, "wider"));
+    assert_ok(rnnc_cell_input(c, "x", "I", &x));
+    assert_ok(rnnc_cell_state(c, "h", "H+1", &h));
+    assert_ok(rnnc_cell_param(c, "w", "H+1", "H+1", &w));
+    assert_ok(rnnc_linear(c, h, w, &g));
+    assert_ok(rnnc_tanh(c, g, &o));
+    assert_ok(rnnc_cell_set_next(c, h, o));
+    assert_ok(rnnc_cell_set_output(c, o));
+    assert_ok(ir_optimise(c, false));
+    shape sh = {8, 16, 2, RNNC_HOIST_ALL, false};
+    char *src = NULL;
+    cg_cuda_plan plan;
+    assert_status(generate(c, &sh, &src, &plan), RNNC_ERR_UNSUPPORTED);
+    assert_null(src);
+    if (!strstr(rnnc_last_error(), "op tanh") && !strstr(rnnc_last_error(), "op linear"))
+        fail_msg("error does not name the op: %s", rnnc_last_error());
+    rnnc_cell_destroy(c);
+}
+
+static void test_bad_config(void **state)
+{
+    (void)state;
+    rnnc_cell *c = NULL;
+    assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+    assert_ok(ir_optimise(c, false));
+    shape sh = {8, 16, 0, RNNC_HOIST_ALL, false};
+    char *src = NULL;
+    cg_cuda_plan plan;
+    assert_status(generate(c, &sh, &src, &plan), RNNC_ERR_INVALID_ARG);
+    rnnc_cell_destroy(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hoist_plan),
+        cmocka_unit_test(test_unsupported_names_op),
+        cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_builtins_compile),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

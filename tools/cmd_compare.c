@@ -1,0 +1,254 @@
+/*
+ * cmd_compare.c: `rnnc compare`, every backend asked for on ONE set of
+ * seeded random weights and inputs: its forward time and its agreement
+ * with the interpreter and with cuDNN.  A backend that cannot run here
+ * gets a row saying why; it does not stop the others.
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "tools/cli.h"
+
+static const char compare_help[] =
+    "Usage: rnnc compare --cell lstm --seq T --batch B --input-size I --hidden-size H\n"
+    "                    [--layers L --bidirectional --proj-size P --lengths random]\n"
+    "                    [--backends fused,cudnn,cpu,interp] [--seed S]\n"
+    "                    [--warmup N --iters N] [--json FILE]\n"
+    "\n"
+    "Makes random weights (uniform(-1/sqrt(H), 1/sqrt(H)), as PyTorch) and inputs from\n"
+    "--seed, runs every backend on that same data, and prints: the median forward time\n"
+    "(CUDA events on a GPU, which time the computation only; a monotonic clock on the CPU),\n"
+    "the speed relative to cuDNN, and max|out - ref| / max|ref| over y and the final states\n"
+    "against the interpreter and against cuDNN.  The interpreter is timed on one run.\n"
+    "\n"
+    "  --seq T                 sequence length\n"
+    "  --batch B               batch size\n"
+    "  --backends LIST         comma-separated (default fused,cudnn,cpu,interp)\n"
+    "  --lengths full|random   all sequences of length T (default) or random in [1, T]\n"
+    "  --warmup N              untimed runs first (default 5)\n"
+    "  --iters N               timed runs (default 20)\n"
+    "  --json FILE             also write the table, with machine details, as JSON\n"
+    "\n";
+
+enum {
+    OPT_SEQ = CLI_OPT_FIRST_OWN,
+    OPT_BATCH,
+    OPT_BACKENDS,
+    OPT_LENGTHS,
+    OPT_WARMUP,
+    OPT_ITERS,
+    OPT_JSON
+};
+
+static bool parse_backends(cli_compare *c, const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    c->n_rows = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        rnnc_backend b;
+        if (rnnc_backend_from_name(t, &b) != RNNC_OK || b == RNNC_BACKEND_AUTO) {
+            cli_usage("compare", "--backends wants fused, cudnn, cpu or interp, not '%s'", t);
+            return false;
+        }
+        if (c->n_rows == CLI_MAX_BACKENDS) {
+            cli_usage("compare", "--backends lists too many backends");
+            return false;
+        }
+        c->rows[c->n_rows++].backend = b;
+    }
+    if (c->n_rows == 0)
+        cli_usage("compare", "--backends names no backend");
+    return c->n_rows > 0;
+}
+
+static bool own_option(cli_compare *c, int id, const char *arg)
+{
+    int64_t v;
+    switch (id) {
+    case OPT_SEQ: return cli_int("compare", "seq", arg, 1, INT32_MAX, &c->T);
+    case OPT_BATCH: return cli_int("compare", "batch", arg, 1, INT32_MAX, &c->B);
+    case OPT_BACKENDS: return parse_backends(c, arg);
+    case OPT_LENGTHS:
+        c->random_lengths = strcmp(arg, "random") == 0;
+        if (!c->random_lengths && strcmp(arg, "full") != 0) {
+            cli_usage("compare", "--lengths wants full or random, not '%s'", arg);
+            return false;
+        }
+        return true;
+    case OPT_WARMUP:
+        if (!cli_int("compare", "warmup", arg, 0, 100000, &v))
+            return false;
+        c->warmup = (int)v;
+        return true;
+    case OPT_ITERS:
+        if (!cli_int("compare", "iters", arg, 1, 100000, &v))
+            return false;
+        c->iters = (int)v;
+        return true;
+    case OPT_JSON: c->json = arg; return true;
+    default: return cli_model_opt(&c->m, "compare", id, arg);
+    }
+}
+
+static int parse(int argc, char **argv, cli_compare *c)
+{
+    static const struct option opts[] = {
+        CLI_MODEL_OPTIONS,
+        {"seq", required_argument, NULL, OPT_SEQ},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"backends", required_argument, NULL, OPT_BACKENDS},
+        {"lengths", required_argument, NULL, OPT_LENGTHS},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"iters", required_argument, NULL, OPT_ITERS},
+        {"json", required_argument, NULL, OPT_JSON},
+        {NULL, 0, NULL, 0},
+    };
+    cli_model_opts_init(&c->m, "lstm");
+    c->m.seed = 1;
+    c->warmup = 5, c->iters = 20;
+    parse_backends(c, "fused,cudnn,cpu,interp");
+    int id;
+    optind = 0;
+    while ((id = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (id == 'h') {
+            printf("%s%s", compare_help, cli_model_help);
+            return 0;
+        }
+        if (id == '?')
+            return cli_bad_option("compare", argv);
+        if (id == CLI_OPT_BACKEND)
+            return cli_usage("compare", "use --backends LIST to choose the backends");
+        if (!own_option(c, id, optarg))
+            return CLI_EXIT_USAGE;
+    }
+    if (optind < argc)
+        return cli_usage("compare", "unexpected argument '%s'", argv[optind]);
+    if (!c->T || !c->B || !c->m.input_size || !c->m.hidden_size)
+        return cli_usage("compare", "--seq, --batch, --input-size and --hidden-size are needed");
+    return -1;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Creates, binds, runs once for the outputs, then times (the interpreter:
+ * that one run, on the host clock, as it is slow). */
+static rnnc_status run_row(cli_compare *c, const rnnc_cell *cell, rnnc_hoist hoist,
+                           const rnnc_tensors *w, const cli_io *in, cli_compare_row *r)
+{
+    rnnc_model *m = NULL;
+    rnnc_status s = cli_model_create(&c->m, cell, hoist, r->backend, &m);
+    if (s == RNNC_OK)
+        s = rnnc_model_set_weights(m, w);
+    if (s == RNNC_OK)
+        s = cli_io_alloc(&r->io, m, cell, &c->m, c->T, c->B);
+    if (s != RNNC_OK)
+        goto destroy;
+    cli_io_copy_inputs(&r->io, in);
+    rnnc_forward_args a = cli_io_args(&r->io, c->m.training);
+    double t0 = now_ms();
+    s = rnnc_model_forward(m, &a);
+    r->ms = now_ms() - t0;
+    r->runs = 1;
+    if (s == RNNC_OK && r->backend != RNNC_BACKEND_INTERP) {
+        s = rnnc_model_time_forward(m, &a, c->warmup, c->iters, &r->ms);
+        r->runs = c->iters;
+    }
+destroy:
+    rnnc_model_destroy(m);
+    return s;
+}
+
+static const cli_compare_row *find_row(const cli_compare *c, rnnc_backend b)
+{
+    for (int i = 0; i < c->n_rows; i++)
+        if (c->rows[i].backend == b && c->rows[i].status == RNNC_OK)
+            return &c->rows[i];
+    return NULL;
+}
+
+static void errors(cli_compare *c)
+{
+    const cli_compare_row *ri = find_row(c, RNNC_BACKEND_INTERP);
+    const cli_compare_row *rc = find_row(c, RNNC_BACKEND_CUDNN);
+    for (int i = 0; i < c->n_rows; i++) {
+        cli_compare_row *r = &c->rows[i];
+        bool ok = r->status == RNNC_OK;
+        r->err_interp = ok && ri && ri != r ? cli_io_rel_err(&r->io, &ri->io) : NAN;
+        r->err_cudnn = ok && rc && rc != r ? cli_io_rel_err(&r->io, &rc->io) : NAN;
+    }
+}
+
+/* The shared data: weights from an interpreter model of the same shape. */
+static rnnc_status make_data(cli_compare *c, const rnnc_cell *cell, rnnc_hoist hoist,
+                             rnnc_tensors *w, cli_io *in)
+{
+    rnnc_model *m = NULL;
+    cli_rng rng = {c->m.seed};
+    rnnc_status s = cli_model_create(&c->m, cell, hoist, RNNC_BACKEND_INTERP, &m);
+    if (s == RNNC_OK)
+        s = cli_random_weights(m, c->m.hidden_size, &rng, w);
+    if (s == RNNC_OK)
+        s = cli_io_alloc(in, m, cell, &c->m, c->T, c->B);
+    if (s == RNNC_OK)
+        s = cli_random_inputs(in, cell, &rng, false, c->random_lengths, NULL);
+    rnnc_model_destroy(m);
+    return s;
+}
+
+static bool unavailable(rnnc_status s)
+{
+    return s == RNNC_ERR_NOT_BUILT || s == RNNC_ERR_NO_DEVICE || s == RNNC_ERR_UNSUPPORTED;
+}
+
+static rnnc_status compare(cli_compare *c)
+{
+    rnnc_cell *cell = NULL;
+    rnnc_tensors *w = NULL;
+    cli_io in = {0};
+    rnnc_hoist hoist;
+    rnnc_status s = cli_load_cell(&c->m, &cell, &hoist), worst = RNNC_OK;
+    if (s != RNNC_OK)
+        return s;
+    c->cell_name = rnnc_cell_name(cell);
+    if ((s = rnnc_tensors_create(&w)) || (s = make_data(c, cell, hoist, w, &in)))
+        goto free_all;
+    for (int i = 0; i < c->n_rows; i++) {
+        cli_compare_row *r = &c->rows[i];
+        r->status = run_row(c, cell, hoist, w, &in, r);
+        if (r->status != RNNC_OK)
+            snprintf(r->why, sizeof r->why, "%s", cli_detail());
+        if (r->status != RNNC_OK && !unavailable(r->status))
+            worst = r->status;
+    }
+    errors(c);
+    cli_compare_print(c);
+    if (c->json)
+        s = cli_compare_json(c, c->json);
+    if (s == RNNC_OK && worst != RNNC_OK)
+        s = cli_error(worst, "a backend failed (see its row)");
+free_all:
+    for (int i = 0; i < c->n_rows; i++)
+        cli_io_free(&c->rows[i].io);
+    cli_io_free(&in);
+    rnnc_tensors_destroy(w);
+    rnnc_cell_destroy(cell);
+    return s;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static cli_compare c; /* large: rows hold their buffers' descriptions */
+    memset(&c, 0, sizeof c);
+    int rc = parse(argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    rnnc_status s = compare(&c);
+    return s == RNNC_OK ? 0 : cli_fail(s);
+}

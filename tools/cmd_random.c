@@ -1,0 +1,132 @@
+/*
+ * cmd_random.c: `rnnc random`, seeded random weights (PyTorch's
+ * initialisation and state_dict names) and inputs, written as the files
+ * `rnnc run` reads: to try a cell, or to feed the same data to PyTorch.
+ */
+#include <string.h>
+
+#include "tools/cli.h"
+
+static const char random_help[] =
+    "Usage: rnnc random --cell NAME|FILE.cell --seq T --batch B --input-size I --hidden-size H\n"
+    "                   --weights W.safetensors --input X.safetensors [options]\n"
+    "\n"
+    "Writes random weights, uniform(-1/sqrt(H), 1/sqrt(H)) as PyTorch initialises them,\n"
+    "named as its state_dict (weight_ih_l0, ...), and random inputs in [-1, 1): x and the\n"
+    "initial states <state>0 (h0, c0).  The same --seed gives the same files everywhere.\n"
+    "\n"
+    "  --seq T                 sequence length\n"
+    "  --batch B               batch size\n"
+    "  --weights FILE          where to write the weights\n"
+    "  --input FILE            where to write the inputs\n"
+    "  --states random|zero    random initial states (default) or none in the file\n"
+    "  --lengths full|random   no lengths (default) or random lengths in [1, T]\n"
+    "\n";
+
+enum { OPT_SEQ = CLI_OPT_FIRST_OWN, OPT_BATCH, OPT_WEIGHTS, OPT_INPUT, OPT_STATES, OPT_LENGTHS };
+
+typedef struct random_args {
+    cli_model_opts m;
+    int64_t T, B;
+    const char *weights, *input;
+    bool zero_states, random_lengths;
+} random_args;
+
+static bool choice(const char *opt, const char *arg, const char *no, const char *yes, bool *out)
+{
+    if (strcmp(arg, no) == 0 || strcmp(arg, yes) == 0) {
+        *out = strcmp(arg, yes) == 0;
+        return true;
+    }
+    cli_usage("random", "--%s wants %s or %s, not '%s'", opt, no, yes, arg);
+    return false;
+}
+
+static bool own_option(random_args *r, int c, const char *arg)
+{
+    switch (c) {
+    case OPT_SEQ: return cli_int("random", "seq", arg, 1, INT32_MAX, &r->T);
+    case OPT_BATCH: return cli_int("random", "batch", arg, 1, INT32_MAX, &r->B);
+    case OPT_WEIGHTS: r->weights = arg; return true;
+    case OPT_INPUT: r->input = arg; return true;
+    case OPT_STATES: return choice("states", arg, "random", "zero", &r->zero_states);
+    case OPT_LENGTHS: return choice("lengths", arg, "full", "random", &r->random_lengths);
+    default: return cli_model_opt(&r->m, "random", c, arg);
+    }
+}
+
+static int parse(int argc, char **argv, random_args *r)
+{
+    static const struct option opts[] = {
+        CLI_MODEL_OPTIONS,
+        {"seq", required_argument, NULL, OPT_SEQ},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"weights", required_argument, NULL, OPT_WEIGHTS},
+        {"input", required_argument, NULL, OPT_INPUT},
+        {"states", required_argument, NULL, OPT_STATES},
+        {"lengths", required_argument, NULL, OPT_LENGTHS},
+        {NULL, 0, NULL, 0},
+    };
+    cli_model_opts_init(&r->m, "lstm");
+    r->m.seed = 1;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            printf("%s%s", random_help, cli_model_help);
+            return 0;
+        }
+        if (c == '?')
+            return cli_bad_option("random", argv);
+        if (!own_option(r, c, optarg))
+            return CLI_EXIT_USAGE;
+    }
+    if (optind < argc)
+        return cli_usage("random", "unexpected argument '%s'", argv[optind]);
+    if (!r->T || !r->B || !r->m.input_size || !r->m.hidden_size || !r->weights || !r->input)
+        return cli_usage("random", "--seq, --batch, --input-size, --hidden-size, --weights and "
+                                   "--input are all needed");
+    return -1;
+}
+
+static rnnc_status write_files(random_args *r)
+{
+    rnnc_cell *cell = NULL;
+    rnnc_model *m = NULL;
+    rnnc_tensors *w = NULL, *in = NULL;
+    cli_io io = {0};
+    rnnc_hoist hoist;
+    cli_rng rng = {r->m.seed};
+    rnnc_status s = cli_load_cell(&r->m, &cell, &hoist);
+    if (s != RNNC_OK)
+        return s;
+    if ((s = cli_model_create(&r->m, cell, hoist, RNNC_BACKEND_INTERP, &m)))
+        goto free_cell;
+    if ((s = rnnc_tensors_create(&w)) || (s = rnnc_tensors_create(&in)) ||
+        (s = cli_random_weights(m, r->m.hidden_size, &rng, w)) ||
+        (s = cli_io_alloc(&io, m, cell, &r->m, r->T, r->B)) ||
+        (s = cli_random_inputs(&io, cell, &rng, r->zero_states, r->random_lengths, in)) ||
+        (s = rnnc_tensors_save(w, r->weights)) || (s = rnnc_tensors_save(in, r->input)))
+        goto free_all;
+    printf("rnnc: wrote %d weights of %s to %s and %d input tensors to %s (seed %llu)\n",
+           rnnc_tensors_count(w), rnnc_cell_name(cell), r->weights, rnnc_tensors_count(in),
+           r->input, (unsigned long long)r->m.seed);
+free_all:
+    cli_io_free(&io);
+    rnnc_tensors_destroy(in);
+    rnnc_tensors_destroy(w);
+    rnnc_model_destroy(m);
+free_cell:
+    rnnc_cell_destroy(cell);
+    return s;
+}
+
+int cmd_random(int argc, char **argv)
+{
+    random_args r = {0};
+    int rc = parse(argc, argv, &r);
+    if (rc >= 0)
+        return rc;
+    rnnc_status s = write_files(&r);
+    return s == RNNC_OK ? 0 : cli_fail(s);
+}

@@ -1,0 +1,227 @@
+/*
+ * cmd_run.c: `rnnc run`, one forward over the tensors of a safetensors
+ * file with the weights of another, written to a third: nn.LSTM's
+ * (x, (h0, c0)) -> (y, (hy, cy)), for any cell.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "tools/cli.h"
+
+static const char run_help[] =
+    "Usage: rnnc run --cell NAME|FILE.cell --weights W.safetensors --input X.safetensors\n"
+    "                --out Y.safetensors [options]\n"
+    "\n"
+    "One forward pass.  X holds x [T,B,I] ([B,T,I] with --batch-first), and optionally\n"
+    "the initial states named <state>0 ([L*D,B,n]: h0, c0 for an LSTM) and lengths [B]\n"
+    "(I64 or I32).  W holds the weights by PyTorch's state_dict names (weight_ih_l0, ...).\n"
+    "Y gets y and the final states <state>y (hy, cy), as nn.LSTM returns them; it is\n"
+    "written to a temporary file and renamed, so it is never left half-written.\n"
+    "I comes from x; layers, directions, H and P from W unless given.\n"
+    "\n"
+    "  --weights FILE          the weights (safetensors)\n"
+    "  --input FILE            the inputs (safetensors)\n"
+    "  --out FILE              where to write the outputs (safetensors)\n"
+    "\n";
+
+enum { OPT_WEIGHTS = CLI_OPT_FIRST_OWN, OPT_INPUT, OPT_OUT };
+
+typedef struct run_args {
+    cli_model_opts m;
+    const char *weights, *input, *out;
+} run_args;
+
+/* -1 to go on, else the exit code. */
+static int parse(int argc, char **argv, run_args *r)
+{
+    static const struct option opts[] = {
+        CLI_MODEL_OPTIONS,
+        {"weights", required_argument, NULL, OPT_WEIGHTS},
+        {"input", required_argument, NULL, OPT_INPUT},
+        {"out", required_argument, NULL, OPT_OUT},
+        {NULL, 0, NULL, 0},
+    };
+    cli_model_opts_init(&r->m, NULL);
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': printf("%s%s", run_help, cli_model_help); return 0;
+        case OPT_WEIGHTS: r->weights = optarg; break;
+        case OPT_INPUT: r->input = optarg; break;
+        case OPT_OUT: r->out = optarg; break;
+        case '?': return cli_bad_option("run", argv);
+        default:
+            if (!cli_model_opt(&r->m, "run", c, optarg))
+                return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        return cli_usage("run", "unexpected argument '%s'", argv[optind]);
+    if (!r->m.cell || !r->weights || !r->input || !r->out)
+        return cli_usage("run", "--cell, --weights, --input and --out are all needed");
+    return -1;
+}
+
+/* Every tensor of the input file is one rnnc run reads. */
+static rnnc_status check_names(const rnnc_tensors *in, const rnnc_cell *cell, const char *path)
+{
+    for (int i = 0; i < rnnc_tensors_count(in); i++) {
+        const char *n = rnnc_tensors_name(in, i);
+        bool known = strcmp(n, "x") == 0 || strcmp(n, "lengths") == 0;
+        for (int s = 0; !known && s < rnnc_cell_state_count(cell); s++) {
+            size_t k = strlen(rnnc_cell_state_name(cell, s));
+            known = strncmp(n, rnnc_cell_state_name(cell, s), k) == 0 && strcmp(n + k, "0") == 0;
+        }
+        if (!known)
+            return cli_error(RNNC_ERR_FORMAT,
+                             "%s holds '%s'; an input file holds x, lengths and the initial "
+                             "states of cell '%s' named <state>0",
+                             path, n, rnnc_cell_name(cell));
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status find_x(const rnnc_tensors *in, run_args *r, int64_t *T, int64_t *B)
+{
+    const rnnc_tensor *x = rnnc_tensors_get(in, "x");
+    if (!x)
+        return cli_error(RNNC_ERR_NOT_FOUND, "%s has no tensor 'x'", r->input);
+    if (x->rank != 3 || x->shape[0] < 1 || x->shape[1] < 1 || x->shape[2] < 1)
+        return cli_error(RNNC_ERR_SHAPE, "'x' in %s must be [%s, I] with no empty dim", r->input,
+                         r->m.batch_first ? "B, T" : "T, B");
+    if (r->m.input_size && r->m.input_size != x->shape[2])
+        return cli_error(RNNC_ERR_SHAPE, "'x' in %s has %lld features; --input-size says %lld",
+                         r->input, (long long)x->shape[2], (long long)r->m.input_size);
+    r->m.input_size = x->shape[2];
+    *T = x->shape[r->m.batch_first ? 1 : 0];
+    *B = x->shape[r->m.batch_first ? 0 : 1];
+    return RNNC_OK;
+}
+
+static rnnc_status read_states(const rnnc_tensors *in, cli_io *io, const rnnc_cell *cell,
+                               const char *path)
+{
+    for (int s = 0; s < io->n_states; s++) {
+        char name[128];
+        int64_t want[3];
+        snprintf(name, sizeof name, "%s0", rnnc_cell_state_name(cell, s));
+        const rnnc_tensor *t = rnnc_tensors_get(in, name);
+        if (!t)
+            continue;
+        cli_state_shape(io, s, want);
+        if (t->rank != 3 || memcmp(t->shape, want, sizeof want) != 0)
+            return cli_error(RNNC_ERR_SHAPE, "'%s' in %s must be [%lld, %lld, %lld] (L*D, B, n)",
+                             name, path, (long long)want[0], (long long)want[1],
+                             (long long)want[2]);
+        rnnc_status st = cli_tensor_to_f32(t, name, io->init[s]);
+        if (st != RNNC_OK)
+            return st;
+        io->has_init[s] = true;
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status read_lengths(const rnnc_tensors *in, cli_io *io, const char *path)
+{
+    const rnnc_tensor *t = rnnc_tensors_get(in, "lengths");
+    if (!t)
+        return RNNC_OK;
+    if (t->rank != 1 || t->shape[0] != io->B)
+        return cli_error(RNNC_ERR_SHAPE, "'lengths' in %s must be [%lld]", path,
+                         (long long)io->B);
+    if (t->dtype != RNNC_I64 && t->dtype != RNNC_I32)
+        return cli_error(RNNC_ERR_FORMAT, "'lengths' in %s is %s; it must be I64 or I32", path,
+                         rnnc_dtype_name(t->dtype));
+    for (int64_t b = 0; b < io->B; b++)
+        io->lengths[b] = t->dtype == RNNC_I64 ? ((const int64_t *)t->data)[b]
+                                              : ((const int32_t *)t->data)[b];
+    io->has_lengths = true;
+    return RNNC_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void report(const run_args *r, const rnnc_cell *cell, rnnc_hoist hoist,
+                   const rnnc_model *m, const cli_io *io, double ms)
+{
+    static const char *const hoists[] = {"all", "matmul", "none"};
+    char proj[32] = "";
+    if (r->m.proj_size > 0)
+        snprintf(proj, sizeof proj, " P=%lld", (long long)r->m.proj_size);
+    printf("rnnc: ran %s (I=%lld H=%lld%s, %lld layer%s%s, hoist %s) on backend %s in %.3f ms: "
+           "y [%lld, %lld, %lld] and %d final state%s written to %s\n",
+           rnnc_cell_name(cell), (long long)r->m.input_size, (long long)r->m.hidden_size, proj,
+           (long long)r->m.layers, r->m.layers == 1 ? "" : "s",
+           r->m.bidirectional ? ", bidirectional" : "", hoists[hoist],
+           rnnc_backend_name(rnnc_model_backend(m)), ms,
+           (long long)(io->batch_first ? io->B : io->T), (long long)(io->batch_first ? io->T : io->B),
+           (long long)io->y_feat, io->n_states, io->n_states == 1 ? "" : "s", r->out);
+}
+
+/* Reads inputs into io and runs the forward. */
+static rnnc_status forward(run_args *r, const rnnc_tensors *in, rnnc_model *m,
+                           const rnnc_cell *cell, cli_io *io, double *ms)
+{
+    rnnc_status s = cli_tensor_to_f32(rnnc_tensors_get(in, "x"), "x", io->x);
+    if (s == RNNC_OK)
+        s = read_states(in, io, cell, r->input);
+    if (s == RNNC_OK)
+        s = read_lengths(in, io, r->input);
+    if (s != RNNC_OK)
+        return s;
+    rnnc_forward_args a = cli_io_args(io, r->m.training);
+    double t0 = now_ms();
+    s = rnnc_model_forward(m, &a);
+    *ms = now_ms() - t0;
+    return s;
+}
+
+static rnnc_status run(run_args *r)
+{
+    rnnc_cell *cell = NULL;
+    rnnc_tensors *in = NULL, *w = NULL, *out = NULL;
+    rnnc_model *m = NULL;
+    cli_io io = {0};
+    rnnc_hoist hoist;
+    int64_t T = 0, B = 0;
+    double ms = 0;
+    rnnc_status s = cli_load_cell(&r->m, &cell, &hoist);
+    if (s != RNNC_OK)
+        return s;
+    if ((s = rnnc_tensors_load(&in, r->input)) || (s = check_names(in, cell, r->input)) ||
+        (s = find_x(in, r, &T, &B)) || (s = rnnc_tensors_load(&w, r->weights)) ||
+        (s = cli_infer_sizes(&r->m, cell, hoist, w, r->weights)))
+        goto free_tensors;
+    if ((s = cli_model_create(&r->m, cell, hoist, r->m.backend, &m)))
+        goto free_tensors;
+    if ((s = rnnc_model_set_weights(m, w)) || (s = cli_io_alloc(&io, m, cell, &r->m, T, B)) ||
+        (s = forward(r, in, m, cell, &io, &ms)) || (s = rnnc_tensors_create(&out)) ||
+        (s = cli_add_outputs(out, &io, cell)) || (s = rnnc_tensors_save(out, r->out)))
+        goto free_model;
+    report(r, cell, hoist, m, &io, ms);
+free_model:
+    rnnc_tensors_destroy(out);
+    cli_io_free(&io);
+    rnnc_model_destroy(m);
+free_tensors:
+    rnnc_tensors_destroy(w);
+    rnnc_tensors_destroy(in);
+    rnnc_cell_destroy(cell);
+    return s;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_args r = {0};
+    int rc = parse(argc, argv, &r);
+    if (rc >= 0)
+        return rc;
+    rnnc_status s = run(&r);
+    return s == RNNC_OK ? 0 : cli_fail(s);
+}

@@ -1,0 +1,72 @@
+/*
+ * main.c: the `rnnc` command: finds the subcommand and hands it the rest
+ * of the command line.  Exit codes: 0 done, 1 failed (the library's status
+ * and detail on stderr), 2 the command line was not understood.
+ */
+#include <string.h>
+
+#include "tools/cli.h"
+
+static const struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"run", cmd_run, "run a cell over a sequence: safetensors in, safetensors out"},
+    {"random", cmd_random, "write random weights and inputs for `rnnc run`"},
+    {"compare", cmd_compare, "run backends on the same data: time and agreement"},
+    {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda"},
+    {"demo", cmd_demo, "run an LSTM on the best backend here and say what ran"},
+    {"show", cmd_show, "list the tensors of a safetensors file"},
+    {"diff", cmd_diff, "compare the tensors of two safetensors files"},
+    {"cache", cmd_cache, "the on-disk kernel cache: info, list, clear"},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: rnnc COMMAND [options]\n"
+               "       rnnc COMMAND --help\n"
+               "       rnnc --version\n\nCommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nBackends built into this rnnc and usable here:");
+    for (int b = RNNC_BACKEND_INTERP; b <= RNNC_BACKEND_CUDNN; b++)
+        if (rnnc_backend_available((rnnc_backend)b))
+            fprintf(f, " %s", rnnc_backend_name((rnnc_backend)b));
+    fprintf(f, "\nDocumentation: docs/cli.md\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        help(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        if (argc > 2 && strcmp(cmd, "help") == 0) {
+            char *sub[] = {argv[2], "--help", NULL};
+            for (size_t i = 0; i < N_COMMANDS; i++)
+                if (strcmp(argv[2], commands[i].name) == 0)
+                    return commands[i].run(2, sub);
+        }
+        help(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("rnnc %s\n", rnnc_version_string());
+        return 0;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0) {
+            static char prog[32]; /* getopt_long's messages start with argv[0] */
+            snprintf(prog, sizeof prog, "rnnc %s", commands[i].name);
+            argv[1] = prog;
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    fprintf(stderr, "rnnc: unknown command '%s'\n\n", cmd);
+    help(stderr);
+    return CLI_EXIT_USAGE;
+}
