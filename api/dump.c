@@ -1,7 +1,7 @@
 /*
  * dump.c: a cell at each stage of the pipeline, as text, for
- * `rnnc dump` and for reading what rnnc made of a cell.  Every stage up to
- * the CUDA source needs no GPU.
+ * `rnnc dump` and for reading what rnnc made of a cell.  No stage needs a
+ * GPU: the CUDA source is generated, not compiled.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +34,16 @@ out:
     return st;
 }
 
+static rnnc_status dump_llvm(const rnnc_cell *o, ir_sizes sz, int hoist, char **text)
+{
+#ifdef RNNC_HAVE_LLVM
+    return rt_cpu_dump_llvm(o, sz, (rnnc_hoist)hoist, text);
+#else
+    (void)o, (void)sz, (void)hoist, (void)text;
+    return rnnc_fail(RNNC_ERR_NOT_BUILT, "the LLVM generator is not built (RNNC_WITH_LLVM=OFF)");
+#endif
+}
+
 rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_size,
                            int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
                            char **text)
@@ -42,10 +52,11 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_dump: NULL argument");
     if (strcmp(stage, "ir") == 0)
         return ir_print(c, text);
-    bool sched = strcmp(stage, "schedule") == 0 || strcmp(stage, "cuda") == 0;
+    bool llvm = strcmp(stage, "llvm") == 0;
+    bool sched = strcmp(stage, "schedule") == 0 || strcmp(stage, "cuda") == 0 || llvm;
     if (strcmp(stage, "opt") != 0 && !sched)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "unknown stage '%s' (ir, opt, schedule, cuda)",
-                         stage);
+        return rnnc_fail(RNNC_ERR_INVALID_ARG,
+                         "unknown stage '%s' (ir, opt, schedule, cuda, llvm)", stage);
     if (sched && (input_size < 1 || hidden_size < 1 || batch < 1 || hoist < 0 || hoist > 2))
         return rnnc_fail(RNNC_ERR_INVALID_ARG,
                          "stage '%s' needs the input size, hidden size and batch", stage);
@@ -53,7 +64,10 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
     rnnc_status s = ir_specialise(c, proj_size > 0, &o);
     if (s == RNNC_OK) {
         ir_sizes sz = {input_size, hidden_size, proj_size > 0 ? proj_size : hidden_size};
-        s = sched ? dump_schedule(o, stage, sz, batch, hoist, text) : ir_print(o, text);
+        if (llvm)
+            s = dump_llvm(o, sz, hoist, text);
+        else
+            s = sched ? dump_schedule(o, stage, sz, batch, hoist, text) : ir_print(o, text);
     }
     rnnc_cell_destroy(o);
     return s;

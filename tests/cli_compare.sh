@@ -5,6 +5,7 @@
 # works on a private cache directory.  Usage: cli_compare.sh path/to/rnnc
 set -u
 RNNC=${1:?usage: cli_compare.sh path/to/rnnc}
+RNNC=$(cd "$(dirname "$RNNC")" && pwd)/$(basename "$RNNC") # the tests cd elsewhere
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T"
@@ -18,13 +19,17 @@ usable() { "$RNNC" --help | grep -q "usable here:.* $1\b"; }
     --json c.json > out.txt 2> err.txt || { fail "compare exit $?"; cat out.txt err.txt >&2; }
 grep -Eq '^interp +[0-9.]+\*' out.txt || { fail "no interp row"; cat out.txt >&2; }
 for b in fused cudnn cpu; do
-    if usable "$b"; then
-        # ran, and agrees with the interpreter to fp32 precision
-        line=$(grep -E "^$b +[0-9]" out.txt) || { fail "no $b row"; continue; }
+    line=$(grep -E "^$b " out.txt) || { fail "no $b row"; continue; }
+    if echo "$line" | grep -Eq "^$b +[0-9]"; then
+        # it ran, and agrees with the interpreter to fp32 precision
         err=$(echo "$line" | awk '{print $4}')
         awk -v e="$err" 'BEGIN { exit !(e + 0 <= 1e-5) }' || fail "$b differs from interp: $err"
     else
-        grep -Eq "^$b +unavailable: .*$b" out.txt || fail "no 'unavailable' row for $b"
+        # it did not: the row says why, naming the backend
+        echo "$line" | grep -Eq "^$b +unavailable: .+" || fail "bad row: $line"
+        if usable "$b" && echo "$line" | grep -q "none is usable here"; then
+            fail "$b is usable, yet its row says there is no device"
+        fi
     fi
 done
 for key in '"hostname"' '"rnnc_version"' '"results"' '"max_rel_err_vs_interp"' '"forward_ms"'; do

@@ -4,6 +4,7 @@
 # sizes are refused clearly.  Usage: cli_dump.sh path/to/rnnc
 set -u
 RNNC=${1:?usage: cli_dump.sh path/to/rnnc}
+RNNC=$(cd "$(dirname "$RNNC")" && pwd)/$(basename "$RNNC") # the tests cd elsewhere
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T"

@@ -3,6 +3,7 @@
 # Usage: cli_help.sh path/to/rnnc
 set -u
 RNNC=${1:?usage: cli_help.sh path/to/rnnc}
+RNNC=$(cd "$(dirname "$RNNC")" && pwd)/$(basename "$RNNC") # the tests cd elsewhere
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 out=$(mktemp)

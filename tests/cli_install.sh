@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
 libdir=$(cache CMAKE_INSTALL_LIBDIR)
 cc=$(cache CMAKE_C_COMPILER)
-[ -n "$libdir" ] && [ -n "$cc" ] || fail "cannot read $build/CMakeCache.txt"
+if [ -z "$libdir" ] || [ -z "$cc" ]; then fail "cannot read $build/CMakeCache.txt"; fi
 
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
     { cat "$tmp/install.log" >&2; fail "cmake --install failed"; }
@@ -39,7 +39,8 @@ grep -q '^cell lstm {$' "$tmp/dump.out" || fail "installed rnnc dump printed no 
 
 # check_app EXE: the consumer printed the lstm and ran its forward.
 check_app() {
-    local out=$tmp/$(basename "$1").out
+    local out
+    out=$tmp/$(basename "$1").out
     LD_LIBRARY_PATH="$prefix/$libdir" "$1" >"$out" 2>&1 || { cat "$out" >&2; fail "$1 failed"; }
     grep -q '^rnnc 0\.' "$out" || fail "$1 printed no version"
     grep -q '^cell lstm {$' "$out" || fail "$1 printed no lstm"
@@ -71,6 +72,10 @@ pc_build() {
     "$cc" -std=c11 -Wall -Wextra -Werror "$consumer/main.c" -o "$2" $flags ||
         fail "cc with pkg-config's flags failed"
 }
+if ! command -v pkg-config >/dev/null; then
+    echo "install ok (pkg-config is not installed here: its part was not tested)"
+    exit 0
+fi
 pc_build "$prefix" "$tmp/app_pc"
 check_app "$tmp/app_pc"
 PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --static --libs rnnc | grep -q cjson ||

@@ -1,9 +1,11 @@
 /*
  * cli.h: the one internal header of tools/, the `rnnc` command.  Each
- * command lives in its own file (cmd_*.c); what several share (error
- * reporting, option parsing, the model options, seeded random data) is in
- * cli_common.c and cli_model.c.  Everything goes through the public API
- * (rnnc.h), except `rnnc cache`, which reads the kernel cache directly.
+ * command lives in its own file (cmd_*.c); what several share is in cli_*.c:
+ * errors and option values (cli_common.c), the model options (cli_model.c),
+ * sizes from a weights file (cli_infer.c), buffers and seeded random data
+ * (cli_data.c), the tensors of the files (cli_files.c).  Everything goes
+ * through the public API (rnnc.h), except `rnnc cache`, which reads the
+ * kernel cache, and the GPU's name in `rnnc compare --json` (runtime.h).
  */
 #ifndef RNNC_CLI_H
 #define RNNC_CLI_H

@@ -83,7 +83,7 @@ void cli_compare_print(const cli_compare *c)
         }
         char ms[32], sp[32], ei[32], ec[32];
         snprintf(ms, sizeof ms, "%.3f%s", r->ms, r->runs == 1 ? "*" : "");
-        cell_of(sp, sizeof sp, speedup(c, r), "%.2fx");
+        cell_of(sp, sizeof sp, speedup(c, r), "%.3gx");
         cell_of(ei, sizeof ei, r->err_interp, "%.2e");
         cell_of(ec, sizeof ec, r->err_cudnn, "%.2e");
         printf("%-8s %12s %9s %14s %14s\n", name, ms, sp, ei, ec);

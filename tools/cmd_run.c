@@ -198,8 +198,11 @@ static rnnc_status run(run_args *r)
         (s = find_x(in, r, &T, &B)) || (s = rnnc_tensors_load(&w, r->weights)) ||
         (s = cli_infer_sizes(&r->m, cell, hoist, w, r->weights)))
         goto free_tensors;
-    if ((s = cli_model_create(&r->m, cell, hoist, r->m.backend, &m)))
+    if ((s = cli_model_create(&r->m, cell, hoist, r->m.backend, &m))) {
+        if (r->m.backend != RNNC_BACKEND_AUTO) /* the library's detail may not name it */
+            cli_error(s, "--backend %s: %s", rnnc_backend_name(r->m.backend), rnnc_last_error());
         goto free_tensors;
+    }
     if ((s = rnnc_model_set_weights(m, w)) || (s = cli_io_alloc(&io, m, cell, &r->m, T, B)) ||
         (s = forward(r, in, m, cell, &io, &ms)) || (s = rnnc_tensors_create(&out)) ||
         (s = cli_add_outputs(out, &io, cell)) || (s = rnnc_tensors_save(out, r->out)))
