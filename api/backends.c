@@ -74,8 +74,10 @@ static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
                          "backend '%s' needs a CUDA GPU with its driver%s; none is usable here",
                          rnnc_backend_name(b), b == RNNC_BACKEND_FUSED ? " and NVRTC" : "");
     rnnc_status s = ops->create(&m->spec, &m->be_state);
-    if (s != RNNC_OK)
+    if (s != RNNC_OK) {
+        rnnc_fail_append("backend '%s' could not be opened", rnnc_backend_name(b));
         return s;
+    }
     m->be = ops;
     m->kind = b;
     return RNNC_OK;

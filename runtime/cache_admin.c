@@ -181,7 +181,8 @@ rnnc_status rt_cache_list(FILE *out)
     entry_list l = {0};
     snprintf(kdir, sizeof kdir, "%s/kernels", dir);
     scan(kdir, ".cubin", false, &l);
-    qsort(l.e, l.n, sizeof *l.e, newer_first);
+    if (l.n > 0) /* qsort wants a non-NULL base even for no elements */
+        qsort(l.e, l.n, sizeof *l.e, newer_first);
     fprintf(out, "%-32s  %-6s %13s  %-19s  %s\n", "key", "arch", "size", "last used", "kernel");
     for (size_t i = 0; i < l.n; i++)
         print_entry(out, kdir, &l.e[i]);

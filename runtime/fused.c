@@ -38,7 +38,7 @@ static void tuning_from_env(cg_cuda_config *cfg)
     }
 }
 
-void rt_fused_config(const rt_fused *m, int64_t batch, cg_cuda_config *cfg)
+void rt_fused_config(const rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->sizes = m->spec.sizes[0];
@@ -46,7 +46,8 @@ void rt_fused_config(const rt_fused *m, int64_t batch, cg_cuda_config *cfg)
     cfg->sm = m->sm;
     cfg->sm_count = m->sm_count;
     cfg->batch_first = m->spec.batch_first;
-    tuning_from_env(cfg);
+    if (tuned)
+        tuning_from_env(cfg);
 }
 
 static rnnc_status fused_create(const rt_spec *s, void **state)
@@ -70,9 +71,15 @@ static rnnc_status fused_create(const rt_spec *s, void **state)
     }
     if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)))
         goto fail;
-    /* Generate once now, so a cell the generator cannot place fails here. */
-    if ((st = rt_fused_prepare(m, 1)))
+    /* Generate once now (default tiles), so a cell the generator cannot
+     * place fails here; this also fixes the weight and fold arena layout,
+     * which does not depend on the batch size or the tiles. */
+    cg_cuda_config cfg;
+    char *src = NULL;
+    rt_fused_config(m, 1, false, &cfg);
+    if ((st = cg_cuda_generate(&m->sched, &cfg, &src, &m->plan)))
         goto fail;
+    free(src);
     *state = m;
     return RNNC_OK;
 fail:

@@ -495,8 +495,9 @@ typedef struct rt_fused {
 
 /* Generates (not compiles) the kernel set for `batch` into m->plan/m->src. */
 rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch);
-/* The generator's configuration for this model at `batch` (with RNNC_FUSED_TILE). */
-void rt_fused_config(const rt_fused *m, int64_t batch, cg_cuda_config *cfg);
+/* The generator's configuration for this model at `batch`; `tuned` applies
+ * RNNC_FUSED_TILE (the check at create time uses the defaults). */
+void rt_fused_config(const rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg);
 rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold);
 rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a);
 rnnc_status rt_fused_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,

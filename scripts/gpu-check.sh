@@ -11,7 +11,9 @@ FINAL=${OUT:-/tmp/rnnc-gpu-out}
 OUT=$(mktemp -d)
 trap 'tar -C "$OUT" -czf "$FINAL/results.tgz" . ; cp "$OUT"/*.json "$FINAL"/ 2>/dev/null' EXIT
 mkdir -p "$FINAL"
-deps=$PWD/.deps
+# CMake refuses include paths inside the source tree: use a copy of .deps.
+deps=/tmp/rnnc-deps
+rm -rf "$deps" && cp -r .deps "$deps"
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
 
@@ -32,6 +34,15 @@ if [ "${BENCH_ONLY:-0}" != 1 ]; then
   echo "gpu tests rc=$?"; grep -E "tests passed|Failed|Passed|\*\*\*|Skipped" "$OUT/gpu-tests.log" | tail -30
 fi
 if [ "${BENCH:-1}" != 0 ]; then
+  # The headline comparisons: fused against cuDNN on the same weights, in one process.
+  cmp() { local name=$1; shift
+    timeout 300 build-gpu/rnnc compare --seq 100 --input-size 512 --hidden 512 --warmup 20 --iters 100 \
+      --json "$OUT/compare_$name.json" "$@" > "$OUT/compare_$name.txt" 2>&1
+    echo "== compare $name rc=$?"; cat "$OUT/compare_$name.txt"; }
+  cmp lstm_b64 --cell lstm --batch 64 --backends fused,cudnn,interp
+  cmp lstm_b1 --cell lstm --batch 1 --backends fused,cudnn,interp
+  cmp lnlstm_b64 --cell layernorm_lstm --batch 64 --backends fused,interp
+  cmp gru_b64 --cell gru --batch 64 --backends fused,cudnn
   for b in build-gpu/bench/bench_*; do
     [ -x "$b" ] || continue
     n=$(basename "$b")
