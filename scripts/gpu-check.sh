@@ -4,6 +4,7 @@
 # runs the `gpu`-labelled tests (matching the regex, default all) and the
 # benchmarks, and leaves logs and JSON under $OUT.
 #   BENCH=0     skip benchmarks      BENCH_ONLY=1  skip tests
+#   COMPARE=0   skip the rnnc compare runs     BENCHES=regex  only those bench_* programs
 set -u
 cd "$(dirname "$0")/.."
 FINAL=${OUT:-/tmp/rnnc-gpu-out}
@@ -41,13 +42,16 @@ if [ "${BENCH:-1}" != 0 ]; then
     timeout 300 build-gpu/rnnc compare --seq 100 --input-size 512 --hidden 512 --warmup 20 --iters 100 \
       --json "$OUT/compare_$name.json" "$@" > "$OUT/compare_$name.txt" 2>&1
     echo "== compare $name rc=$?"; cat "$OUT/compare_$name.txt"; }
-  cmp lstm_b64 --cell lstm --batch 64 --backends fused,cudnn,interp
-  cmp lstm_b1 --cell lstm --batch 1 --backends fused,cudnn,interp
-  cmp lnlstm_b64 --cell layernorm_lstm --batch 64 --backends fused,interp
-  cmp gru_b64 --cell gru --batch 64 --backends fused,cudnn
+  if [ "${COMPARE:-1}" != 0 ]; then
+    cmp lstm_b64 --cell lstm --batch 64 --backends fused,cudnn,interp
+    cmp lstm_b1 --cell lstm --batch 1 --backends fused,cudnn,interp
+    cmp lnlstm_b64 --cell layernorm_lstm --batch 64 --backends fused,interp
+    cmp gru_b64 --cell gru --batch 64 --backends fused,cudnn
+  fi
   for b in build-gpu/bench/bench_*; do
     [ -x "$b" ] || continue
     n=$(basename "$b")
+    [[ "$n" =~ ${BENCHES:-.} ]] || continue
     timeout 300 "$b" --json "$OUT/$n.json" > "$OUT/$n.txt" 2>&1
     echo "== $n rc=$?"; tail -25 "$OUT/$n.txt"
   done
