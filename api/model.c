@@ -109,11 +109,38 @@ rnnc_backend rnnc_model_backend(const rnnc_model *m)
     return m ? m->kind : RNNC_BACKEND_AUTO;
 }
 
+/* Device buffers must be on the model's device: a wrong one fails here,
+ * named, instead of as a fault inside a kernel. */
+static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward_args *a)
+{
+    if (!a->device_pointers)
+        return RNNC_OK;
+    if (m->kind != RNNC_BACKEND_FUSED && m->kind != RNNC_BACKEND_CUDNN)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' takes host pointers only",
+                         rnnc_backend_name(m->kind));
+#ifdef RNNC_HAVE_CUDA
+    rnnc_status s = rt_cuda_context(m->spec.device);
+    if (s == RNNC_OK && (s = rt_dev_check_pointer(a->x, m->spec.device, "x")) == RNNC_OK)
+        s = rt_dev_check_pointer(a->y, m->spec.device, "y");
+    for (int i = 0; s == RNNC_OK && i < m->fn->n_states; i++) {
+        if (a->init && a->init[i])
+            s = rt_dev_check_pointer(a->init[i], m->spec.device, "an initial state");
+        if (s == RNNC_OK && a->final && a->final[i])
+            s = rt_dev_check_pointer(a->final[i], m->spec.device, "a final state");
+    }
+    return s;
+#else
+    return RNNC_OK;
+#endif
+}
+
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
 {
     if (!m)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_forward: NULL model");
     rnnc_status s = rt_check_forward(&m->spec, a);
+    if (s == RNNC_OK)
+        s = check_device_pointers(m, a);
     if (s == RNNC_OK)
         s = api_weights_sync(m);
     return s != RNNC_OK ? s : m->be->forward(m->be_state, a);
@@ -190,6 +217,8 @@ rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, i
     if (!m || !median_ms || iters < 1 || warmup < 0)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_time_forward: bad argument");
     rnnc_status s = rt_check_forward(&m->spec, a);
+    if (s == RNNC_OK)
+        s = check_device_pointers(m, a);
     if (s == RNNC_OK)
         s = api_weights_sync(m);
     if (s != RNNC_OK)

@@ -262,6 +262,20 @@ rnnc_status rt_dev_sync(CUstream s)
     return rt_cuda_check(g_api.StreamSynchronize(s), "cuStreamSynchronize");
 }
 
+rnnc_status rt_dev_check_pointer(const void *p, int device, const char *what)
+{
+    int ordinal = -1;
+    CUresult r = g_api.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                           (CUdeviceptr)(uintptr_t)p);
+    if (r != CUDA_SUCCESS)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG,
+                         "%s (%p) is not CUDA device memory, but device_pointers is set", what, p);
+    if (ordinal != device)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "%s is on device %d, the model on device %d", what,
+                         ordinal, device);
+    return RNNC_OK;
+}
+
 /* ---------------------------------------------------------------- launch */
 
 rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem, int *blocks)

@@ -158,7 +158,7 @@ bool rt_cuda_available(void); /* driver loaded, cuInit ok, >= 1 device */
     X(ModuleGetGlobal) X(FuncSetAttribute) X(FuncGetAttribute) X(LaunchKernel)                 \
     X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor) X(EventCreate)     \
     X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(StreamCreate)     \
-    X(StreamDestroy) X(StreamSynchronize) X(GetErrorString)
+    X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
 
 #define RT_CUDA_FIELD(n) __typeof__(cu##n) *n;
 typedef struct rt_cuda_api {
@@ -195,6 +195,9 @@ rnnc_status rt_dev_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
 rnnc_status rt_dev_zero(CUdeviceptr dst, size_t n, CUstream s);
 /* (The copies are asynchronous on s; rt_dev_sync waits for s.) */
 rnnc_status rt_dev_sync(CUstream s);
+/* RNNC_OK if p is device memory of `device` (or managed memory); else
+ * RNNC_ERR_INVALID_ARG naming `what` and where p lives. */
+rnnc_status rt_dev_check_pointer(const void *p, int device, const char *what);
 
 /*
  * Launches f.  smem is dynamic shared memory in bytes; above 48 KiB the

@@ -190,12 +190,28 @@ static void test_backend_names_and_absence(void **st)
     rnnc_model_destroy(m);
 }
 
+/* cuDNN runs only the standard cells; it says so (GPU or not) and names the others. */
+static void test_cudnn_refuses_custom_cells(void **st)
+{
+    (void)st;
+    rnnc_cell *c;
+    rnnc_model *m = make("layernorm_lstm", 1, false, 0, RNNC_BACKEND_CUDNN, &c);
+    assert_null(m);
+    const char *e = rnnc_last_error();
+    if (!strstr(e, "not built")) {
+        assert_non_null(strstr(e, "not a standard cell"));
+        assert_non_null(strstr(e, "fused"));
+    }
+    rnnc_cell_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weight_names),      cmocka_unit_test(test_weight_errors),
         cmocka_unit_test(test_desc_checks),       cmocka_unit_test(test_forward_checks),
         cmocka_unit_test(test_backend_names_and_absence),
+        cmocka_unit_test(test_cudnn_refuses_custom_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
