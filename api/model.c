@@ -5,7 +5,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/api.h"
 
@@ -175,42 +174,6 @@ rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, 
     return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s'", name);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-/* Host-clock timing for backends without device events. */
-static rnnc_status time_on_host(rnnc_model *m, const rnnc_forward_args *a, int warmup, int iters,
-                                double *median_ms)
-{
-    double *t = malloc(sizeof(double) * (size_t)iters);
-    if (!t)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "timing: out of memory");
-    rnnc_status s = RNNC_OK;
-    for (int i = 0; i < warmup && s == RNNC_OK; i++)
-        s = m->be->forward(m->be_state, a);
-    for (int i = 0; i < iters && s == RNNC_OK; i++) {
-        double t0 = now_ms();
-        s = m->be->forward(m->be_state, a);
-        t[i] = now_ms() - t0;
-    }
-    if (s == RNNC_OK) {
-        qsort(t, (size_t)iters, sizeof *t, cmp_double);
-        *median_ms = t[iters / 2];
-    }
-    free(t);
-    return s;
-}
-
 rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, int warmup,
                                     int iters, double *median_ms)
 {
@@ -225,5 +188,5 @@ rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, i
         return s;
     if (m->be->time_forward)
         return m->be->time_forward(m->be_state, a, warmup, iters, median_ms);
-    return time_on_host(m, a, warmup, iters, median_ms);
+    return rt_time_host(m->be, m->be_state, a, warmup, iters, median_ms);
 }

@@ -206,6 +206,11 @@ rnnc_status ir_rewrite(ir_fn *f, ir_rewrite_cb cb, void *ctx);
 rnnc_status ir_emit_node(ir_fn *dst, ir_node *n, int32_t *out);
 /* Use counts of every node (operands, next values and the output). */
 int32_t *ir_use_counts(const ir_fn *f);
+/* live[i] = 1 for every node a next value or the output reaches (live
+ * holds f->n zeroed bytes); one backward sweep. */
+void ir_mark_live(const ir_fn *f, uint8_t *live);
+/* True when v is the output or a state's next value. */
+bool ir_is_result(const ir_fn *f, int32_t v);
 
 /* ---------------------------------------------------------------- passes (pass_*.c) */
 

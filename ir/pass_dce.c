@@ -29,16 +29,7 @@ rnnc_status pass_dce(ir_fn *f)
     uint8_t *live = calloc((size_t)f->n + 1, 1);
     if (!live)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "dce: out of memory");
-    for (int s = 0; s < f->n_states; s++)
-        if (f->states[s].next >= 0)
-            live[f->states[s].next] = 1;
-    if (f->output >= 0)
-        live[f->output] = 1;
-    for (int32_t i = f->n - 1; i >= 0; i--)
-        if (live[i])
-            for (int k = 0; k < 3; k++)
-                if (f->nodes[i].a[k] >= 0)
-                    live[f->nodes[i].a[k]] = 1;
+    ir_mark_live(f, live);
     rnnc_status s = ir_rewrite(f, dce_cb, live);
     free(live);
     return s;

@@ -13,16 +13,6 @@
 
 #include "ir/ir.h"
 
-static bool is_result(const ir_fn *f, int32_t v)
-{
-    if (f->output == v)
-        return true;
-    for (int s = 0; s < f->n_states; s++)
-        if (f->states[s].next == v)
-            return true;
-    return false;
-}
-
 static rnnc_status list_hoist_out(const ir_fn *f, ir_schedule *s, ir_arena *a)
 {
     const uint8_t *part = s->hoist.part;
@@ -37,7 +27,7 @@ static rnnc_status list_hoist_out(const ir_fn *f, ir_schedule *s, ir_arena *a)
                     read[f->nodes[i].a[k]] = 1;
     s->n_hoist_out = 0;
     for (int32_t i = 0; i < f->n; i++)
-        if (part[i] == IR_PART_HOIST && (read[i] || is_result(f, i)))
+        if (part[i] == IR_PART_HOIST && (read[i] || ir_is_result(f, i)))
             s->hoist_out[s->n_hoist_out++] = i;
     return RNNC_OK;
 }

@@ -29,18 +29,6 @@ static bool may_hoist(const ir_fn *f, const uint8_t *part, int32_t i, rnnc_hoist
     return setting == RNNC_HOIST_MATMUL && n->op == IR_LINEAR && part[n->a[0]] == IR_PART_HOIST;
 }
 
-static void mark_live(const ir_fn *f, uint8_t *live)
-{
-    for (int s = 0; s < f->n_states; s++)
-        live[f->states[s].next] = 1;
-    live[f->output] = 1;
-    for (int32_t i = f->n - 1; i >= 0; i--)
-        if (live[i])
-            for (int k = 0; k < 3; k++)
-                if (f->nodes[i].a[k] >= 0)
-                    live[f->nodes[i].a[k]] = 1;
-}
-
 rnnc_status pass_hoist(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_hoist *out)
 {
     uint8_t *dep = ir_arena_alloc(a, (size_t)f->n + 1);
@@ -49,7 +37,7 @@ rnnc_status pass_hoist(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_hoist
     if (!dep || !live || !part)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "hoist: out of memory");
     ir_compute_deps(f, dep);
-    mark_live(f, live);
+    ir_mark_live(f, live);
     for (int32_t i = 0; i < f->n; i++) {
         if (!live[i])
             part[i] = IR_PART_DEAD;

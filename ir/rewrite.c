@@ -31,6 +31,30 @@ int32_t *ir_use_counts(const ir_fn *f)
     return uses;
 }
 
+void ir_mark_live(const ir_fn *f, uint8_t *live)
+{
+    for (int s = 0; s < f->n_states; s++)
+        if (f->states[s].next >= 0)
+            live[f->states[s].next] = 1;
+    if (f->output >= 0)
+        live[f->output] = 1;
+    for (int32_t i = f->n - 1; i >= 0; i--)
+        if (live[i])
+            for (int k = 0; k < 3; k++)
+                if (f->nodes[i].a[k] >= 0)
+                    live[f->nodes[i].a[k]] = 1;
+}
+
+bool ir_is_result(const ir_fn *f, int32_t v)
+{
+    if (f->output == v)
+        return true;
+    for (int s = 0; s < f->n_states; s++)
+        if (f->states[s].next == v)
+            return true;
+    return false;
+}
+
 /* Re-declares a leaf of src in dst under a fresh slot. */
 static rnnc_status copy_leaf(ir_fn *dst, const ir_fn *src, const ir_node *n, int32_t *out)
 {

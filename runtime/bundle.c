@@ -322,6 +322,62 @@ bool rt_bundle_other_arch(const rt_kernel_req *req, int sm, char *archs, size_t 
     return found;
 }
 
+int rt_bundle_registered(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED; i++)
+        n += g_reg[i] != NULL;
+    pthread_mutex_unlock(&g_reg_lock);
+    return n;
+}
+
+void rt_bundle_registered_archs(char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED && len + 1 < n; i++) {
+        if (!g_reg[i])
+            continue;
+        char one[128];
+        rt_bundle_archs(g_reg[i], one, sizeof one);
+        if (!*one || strstr(buf, one))
+            continue;
+        int w = snprintf(buf + len, n - len, "%s%s", len ? "," : "", one);
+        len = w < 0 || (size_t)w >= n - len ? n - 1 : len + (size_t)w;
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+}
+
+bool rt_bundle_lookup_tuning(const char *shape_key, char *buf, size_t n)
+{
+    bool found = false;
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED && !found; i++) {
+        const char *t = NULL;
+        if (g_reg[i] && rt_bundle_tuning(g_reg[i], shape_key, &t) == RNNC_OK &&
+            strlen(t) < n) {
+            memcpy(buf, t, strlen(t) + 1);
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    return found;
+}
+
+bool rt_bundle_has_tuning_prefix(const char *prefix)
+{
+    bool found = false;
+    size_t len = prefix ? strlen(prefix) : 0;
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; prefix && i < MAX_REGISTERED && !found; i++)
+        for (int j = 0; g_reg[i] && j < g_reg[i]->n_t && !found; j++)
+            found = strncmp(g_reg[i]->t[j].shape, prefix, len) == 0;
+    pthread_mutex_unlock(&g_reg_lock);
+    return found;
+}
+
 /* ---------------------------------------------------------------- load */
 
 static rnnc_status read_whole(const char *path, unsigned char **buf, size_t *n)

@@ -2,13 +2,12 @@
  * cpu.c: the CPU backend object: create (schedule, plan and JIT-compile
  * each distinct cell of the model: layer 0, and layers > 0), bind (pack
  * every W into panels and compute the fold vectors once per weight
- * change), time_forward and destroy.  The forward itself is cpu_run.c.
+ * change) and destroy; the model API times it.  The forward itself is cpu_run.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #ifdef RNNC_HAVE_LLVM
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "codegen/codegen.h"
 #include "runtime/runtime.h"
@@ -165,49 +164,12 @@ static rnnc_status cpu_forward(void *state, const rnnc_forward_args *a)
     return rt_cpu_forward(state, a);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static rnnc_status cpu_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
-                                    double *median_ms)
-{
-    if (iters < 1 || warmup < 0 || !median_ms)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: time_forward needs iters >= 1");
-    double *t = malloc((size_t)iters * sizeof(double));
-    if (!t)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-    rnnc_status st = RNNC_OK;
-    for (int i = 0; i < warmup && st == RNNC_OK; i++)
-        st = rt_cpu_forward(state, a);
-    for (int i = 0; i < iters && st == RNNC_OK; i++) {
-        double t0 = now_ms();
-        st = rt_cpu_forward(state, a);
-        t[i] = now_ms() - t0;
-    }
-    if (st == RNNC_OK) {
-        qsort(t, (size_t)iters, sizeof(double), cmp_double);
-        *median_ms = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
-    }
-    free(t);
-    return st;
-}
-
 const rt_backend rt_backend_cpu = {
     .name = "cpu",
     .create = cpu_create,
     .bind = cpu_bind,
     .forward = cpu_forward,
-    .time_forward = cpu_time_forward,
+    .time_forward = NULL, /* the model API times it on the host clock */
     .backward = NULL,
     .weight_grad = NULL,
     .destroy = cpu_destroy,

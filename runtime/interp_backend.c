@@ -6,7 +6,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime/runtime.h"
 
@@ -194,42 +193,6 @@ free_io:
     return st;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static rnnc_status interp_time_forward(void *state, const rnnc_forward_args *a, int warmup,
-                                       int iters, double *median_ms)
-{
-    if (iters < 1 || warmup < 0 || !median_ms)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: %d iterations", iters);
-    double *ms = malloc((size_t)iters * sizeof(double));
-    if (!ms)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
-    rnnc_status st = RNNC_OK;
-    for (int i = 0; i < warmup + iters && st == RNNC_OK; i++) {
-        double t0 = now_ms();
-        st = interp_forward(state, a);
-        if (i >= warmup)
-            ms[i - warmup] = now_ms() - t0;
-    }
-    if (st == RNNC_OK) {
-        qsort(ms, (size_t)iters, sizeof(double), cmp_double);
-        *median_ms = ms[iters / 2];
-    }
-    free(ms);
-    return st;
-}
-
 static void interp_destroy(void *state)
 {
     interp_model *m = state;
@@ -244,7 +207,7 @@ const rt_backend rt_backend_interp = {
     .create = interp_create,
     .bind = interp_bind,
     .forward = interp_forward,
-    .time_forward = interp_time_forward,
+    .time_forward = NULL, /* the model API times it on the host clock */
     .backward = NULL,
     .weight_grad = NULL,
     .destroy = interp_destroy,

@@ -93,6 +93,10 @@ extern const rt_backend rt_backend_fused; /* RNNC_HAVE_CUDA */
 
 /* Checks a forward call's shapes and lengths against the spec (every backend calls it). */
 rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a);
+/* Median host-clock ms of be->forward after `warmup` calls (the model API's
+ * timing for backends whose time_forward is NULL). */
+rnnc_status rt_time_host(const rt_backend *be, void *state, const rnnc_forward_args *a,
+                         int warmup, int iters, double *median_ms);
 
 /* ================================================================ 2. tensors */
 
@@ -354,6 +358,14 @@ void rt_bundle_unregister(const rt_bundle *b);
 bool rt_bundle_lookup(const rt_kernel_req *req, int sm, void **cubin, size_t *size);
 /* Some registered bundle holds req, but not for sm: names what it holds. */
 bool rt_bundle_other_arch(const rt_kernel_req *req, int sm, char *archs, size_t n);
+/* How many bundles are registered. */
+int rt_bundle_registered(void);
+/* The archs of every registered bundle, as rt_bundle_archs. */
+void rt_bundle_registered_archs(char *buf, size_t n);
+/* A registered bundle's tuning record for shape_key, copied into buf. */
+bool rt_bundle_lookup_tuning(const char *shape_key, char *buf, size_t n);
+/* Some registered bundle has a tuning record whose key starts with prefix. */
+bool rt_bundle_has_tuning_prefix(const char *prefix);
 
 /* -- shared by cache*.c (and tests) -- */
 #define RT_CACHE_FORMAT 1 /* bump when the entry layout changes (docs/cache.md) */
@@ -471,11 +483,19 @@ rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
  * size; the kernels come from the kernel cache; a forward is the hoisted
  * GEMMs, the row kernel and ONE cooperative persistent step kernel.
  * Single layer, unidirectional, fp32, full-length sequences; the rest is
- * RNNC_ERR_UNSUPPORTED with the reason.  Tuning by environment, for the
- * benchmark: RNNC_FUSED_TILE="ut,bt,threads" (0 = the generator's choice).
+ * RNNC_ERR_UNSUPPORTED with the reason.  The step kernel's tuning for a
+ * batch size (fused_tune.c; docs/cache.md): RNNC_FUSED_TILE="ut,bt,threads"
+ * (0 = the generator's choice), else a registered bundle's record, else the
+ * disk record, else autotuning on the device (RNNC_AUTOTUNE=0: the
+ * generator's heuristic; RNNC_AUTOTUNE_MS bounds it, default 2000).
  */
 #ifdef RT_HAVE_CUDA_H
 #include "codegen/codegen.h"
+
+/* The tuning fields of cg_cuda_config; 0 = the generator's choice. */
+typedef struct rt_fused_tuning {
+    int unit_tile, batch_tile, threads;
+} rt_fused_tuning;
 
 typedef struct rt_fused {
     rt_spec spec;
@@ -483,6 +503,11 @@ typedef struct rt_fused {
     ir_schedule sched;
     int sm, sm_count;
     bool bound;
+    uint64_t cell_hash;          /* XXH3-64 of the printed cell (tuning keys) */
+    bool tune_forced;            /* an autotuning candidate: tune_force, nothing else */
+    rt_fused_tuning tune_force;
+    rt_fused_tuning tuning;      /* the last choice of rt_fused_config(tuned) */
+    const char *tuning_from;     /* and where it came from (static text) */
     /* the kernel set for batch `batch` (0: none yet) */
     int64_t batch;
     char *src;
@@ -498,9 +523,41 @@ typedef struct rt_fused {
 
 /* Generates (not compiles) the kernel set for `batch` into m->plan/m->src. */
 rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch);
-/* The generator's configuration for this model at `batch`; `tuned` applies
- * RNNC_FUSED_TILE (the check at create time uses the defaults). */
-void rt_fused_config(const rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg);
+/* The generator's configuration for this model at `batch`; `tuned` picks
+ * the tuning (rt_fused_choose; may autotune), else the defaults (the check
+ * at create time). */
+void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg);
+/* Everything of create that needs no GPU: checks, schedule, a trial
+ * generation, for target sm with sm_count SMs (rnnc compile uses it). */
+rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count);
+/* The kernel request for the generated set (m->src, m->plan): what the
+ * forward loads and what a bundle must hold.  names[CG_CUDA_MAX_LAUNCH]
+ * and label[64] are storage the request points into; req->sm = m->sm. */
+void rt_fused_request(const rt_fused *m, const char **names, char *label, rt_kernel_req *req);
+
+/* ---- tuning (fused_tune.c) */
+/* "fused <cell>#<hash> I= H= P= hoist= bf= math= f32 cg=<version>": the
+ * model part of a tuning key; + " sm_XX sms=N" the target; + " B=b". */
+void rt_fused_model_key(const rt_fused *m, char *buf, size_t n);
+void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n);
+/* Tuning text "ut=U bt=B nt=T" (records and bundles). */
+void rt_fused_tuning_text(rt_fused_tuning t, char *buf, size_t n);
+bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t);
+/* Candidates to time, the heuristic ({0,0,0}) first; returns how many. */
+int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, rt_fused_tuning *out,
+                        int max);
+/* The tuning for `batch`, in the order of the section comment; *from says
+ * which ("environment", "bundle", "record", "autotune", "heuristic", ...). */
+void rt_fused_choose(rt_fused *m, int64_t batch, rt_fused_tuning *t, const char **from);
+/* Forgets the autotuning results kept in memory (tests). */
+void rt_fused_tune_reset(void);
+
+/* ---- ahead of time (fused_aot.c): no GPU needed */
+/* Generates the kernel set of model s for `batch` on sm_`sm` with sm_count
+ * SMs exactly as the forward would, compiles it (disk cache or NVRTC) and
+ * adds the cubin and its tuning record to b.  *from: where the tuning came from. */
+rnnc_status rt_fused_aot_add(const rt_spec *s, int64_t batch, int sm, int sm_count,
+                             rt_bundle *b, const char **from);
 rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold);
 rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a);
 rnnc_status rt_fused_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,

@@ -1,7 +1,11 @@
 /*
- * spec.c: checks every backend makes of a forward call before touching a
- * buffer, so a bad call fails the same way on every backend.
+ * spec.c: what every backend shares: the checks of a forward call, made
+ * before a buffer is touched so a bad call fails the same way everywhere,
+ * and the host-clock timer of the backends without device events.
  */
+#include <stdlib.h>
+#include <time.h>
+
 #include "runtime/runtime.h"
 
 rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a)
@@ -23,4 +27,41 @@ rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a)
     if (a->training && s->dropout > 0 && s->layers < 2)
         return RNNC_OK; /* PyTorch accepts it (with a warning) and applies no dropout */
     return RNNC_OK;
+}
+
+static double host_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+rnnc_status rt_time_host(const rt_backend *be, void *state, const rnnc_forward_args *a,
+                         int warmup, int iters, double *median_ms)
+{
+    if (iters < 1 || warmup < 0 || !median_ms)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "timing needs iters >= 1 and warmup >= 0");
+    double *t = malloc(sizeof(double) * (size_t)iters);
+    if (!t)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "timing: out of memory");
+    rnnc_status s = RNNC_OK;
+    for (int i = 0; i < warmup && s == RNNC_OK; i++)
+        s = be->forward(state, a);
+    for (int i = 0; i < iters && s == RNNC_OK; i++) {
+        double t0 = host_ms();
+        s = be->forward(state, a);
+        t[i] = host_ms() - t0;
+    }
+    if (s == RNNC_OK) {
+        qsort(t, (size_t)iters, sizeof *t, cmp_double);
+        *median_ms = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+    }
+    free(t);
+    return s;
 }

@@ -3,15 +3,7 @@
 # reports time and agreement (unusable backends get a row saying why);
 # `rnnc demo` says what ran and, with no GPU, why the CPU; `rnnc cache`
 # works on a private cache directory.  Usage: cli_compare.sh path/to/rnnc
-set -u
-RNNC=${1:?usage: cli_compare.sh path/to/rnnc}
-RNNC=$(cd "$(dirname "$RNNC")" && pwd)/$(basename "$RNNC") # the tests cd elsewhere
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-usable() { "$RNNC" --help | grep -q "usable here:.* $1\b"; }
+. "$(dirname "$0")/lib_cli.sh"
 
 # compare: a table with every backend asked for, the JSON beside it
 "$RNNC" compare --cell lstm --seq 6 --batch 3 --input-size 8 --hidden-size 16 --layers 2 \

@@ -2,14 +2,7 @@
 # cli_dump.sh: `rnnc dump` prints every built-in cell at each stage; the
 # cuda stage generates source (compiles nothing); bad stages and missing
 # sizes are refused clearly.  Usage: cli_dump.sh path/to/rnnc
-set -u
-RNNC=${1:?usage: cli_dump.sh path/to/rnnc}
-RNNC=$(cd "$(dirname "$RNNC")" && pwd)/$(basename "$RNNC") # the tests cd elsewhere
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib_cli.sh"
 sizes=(--input-size 16 --hidden-size 32 --batch 4)
 
 for cell in lstm gru rnn_tanh rnn_relu layernorm_lstm milstm peephole_lstm dropout_lstm; do

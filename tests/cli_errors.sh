@@ -2,25 +2,7 @@
 # cli_errors.sh: bad input to `rnnc run` gets a clear message and the right
 # exit code (1: failed, 2: command line not understood), and never leaves a
 # partial output file.  Usage: cli_errors.sh path/to/rnnc
-set -u
-RNNC=${1:?usage: cli_errors.sh path/to/rnnc}
-RNNC=$(cd "$(dirname "$RNNC")" && pwd)/$(basename "$RNNC") # the tests cd elsewhere
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-# expect CODE REGEX CMD...: exits CODE and says something matching REGEX on stderr
-expect() {
-    local code=$1 re=$2
-    shift 2
-    "$@" > out.txt 2> err.txt
-    local got=$?
-    [ "$got" -eq "$code" ] || { fail "$* -> exit $got, want $code"; cat out.txt err.txt >&2; }
-    grep -Eq -- "$re" err.txt || { fail "$*: stderr lacks /$re/"; cat err.txt >&2; }
-    ! grep -q "runtime error\|AddressSanitizer" err.txt || fail "$*: sanitizer report"
-}
-usable() { "$RNNC" --help | grep -q "usable here:.* $1\b"; }
+. "$(dirname "$0")/lib_cli.sh"
 
 "$RNNC" random --seq 5 --batch 3 --input-size 4 --hidden-size 6 --weights w.st --input x.st \
     > /dev/null || { echo "rnnc random failed" >&2; exit 1; }

@@ -3,16 +3,7 @@
 # output file holds y and the final states with nn.LSTM's shapes, sizes are
 # inferred from the weights, every built-in cell and a .cell file run, and
 # backends agree.  Usage: cli_run.sh path/to/rnnc
-set -u
-RNNC=${1:?usage: cli_run.sh path/to/rnnc}
-RNNC=$(cd "$(dirname "$RNNC")" && pwd)/$(basename "$RNNC") # the tests cd elsewhere
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-# ok CMD...: must exit 0
-ok() { "$@" > out.txt 2> err.txt || { fail "$* -> $?"; cat out.txt err.txt >&2; }; }
+. "$(dirname "$0")/lib_cli.sh"
 # has FILE LINE-REGEX: `rnnc show FILE` must print a matching line
 has() { "$RNNC" show "$1" > show.txt || fail "show $1"; grep -Eq "$2" show.txt || { fail "$1 lacks /$2/"; cat show.txt >&2; }; }
 finite() { "$RNNC" show "$1" > show.txt; ! grep -Eiq 'nan|inf' show.txt || fail "$1 has NaN/Inf"; }

@@ -17,17 +17,7 @@ static rnnc_model *cudnn_lstm(rnnc_cell **cell)
     d.backend = RNNC_BACKEND_CUDNN;
     assert_ok(rnnc_model_create(&m, &d));
     uint64_t seed = tu_seed();
-    for (int i = 0; i < rnnc_model_weight_count(m); i++) {
-        const char *name;
-        int64_t shape[2];
-        int rank;
-        assert_ok(rnnc_model_weight_info(m, i, &name, 2, shape, &rank));
-        int64_t n = rank == 2 ? shape[0] * shape[1] : shape[0];
-        float *w = malloc(sizeof(float) * (size_t)n);
-        tu_fill_f32(w, (size_t)n, &seed, -0.4, 0.4);
-        assert_ok(rnnc_model_set_weight(m, name, w, n));
-        free(w);
-    }
+    tu_set_random_weights(m, &seed, -0.4, 0.4);
     return m;
 }
 

@@ -229,7 +229,7 @@ static void test_backend_f32(void **st)
     assert_true(tu_rel_err_f32(y, yd, B * T * D * H_) <= 1e-6);
     assert_true(tu_rel_err_f32(hn, hnd, P * B * H_) <= 1e-6);
     double ms = -1;
-    assert_ok(rt_backend_interp.time_forward(m, &a, 1, 3, &ms));
+    assert_ok(rt_time_host(&rt_backend_interp, m, &a, 1, 3, &ms));
     assert_true(ms >= 0);
     a.device_pointers = true;
     assert_status(rt_backend_interp.forward(m, &a), RNNC_ERR_UNSUPPORTED);

@@ -137,17 +137,7 @@ static void test_forward_checks(void **st)
     (void)st;
     rnnc_model *m = make("rnn_tanh", 1, false, 0, RNNC_BACKEND_INTERP, NULL);
     uint64_t seed = tu_seed();
-    for (int i = 0; i < rnnc_model_weight_count(m); i++) {
-        const char *name;
-        int64_t shape[2];
-        int rank;
-        assert_ok(rnnc_model_weight_info(m, i, &name, 2, shape, &rank));
-        int64_t n = rank == 2 ? shape[0] * shape[1] : shape[0];
-        float *buf = malloc(sizeof(float) * (size_t)n);
-        tu_fill_f32(buf, (size_t)n, &seed, -0.3, 0.3);
-        assert_ok(rnnc_model_set_weight(m, name, buf, n));
-        free(buf);
-    }
+    tu_set_random_weights(m, &seed, -0.3, 0.3);
     float x[3 * 2 * 5], y[3 * 2 * 7];
     tu_fill_f32(x, 30, &seed, -1, 1);
     int64_t bad[2] = {3, 4};

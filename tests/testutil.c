@@ -112,3 +112,19 @@ int tu_write_file(const char *path, const void *data, size_t len)
     size_t w = fwrite(data, 1, len, f);
     return (fclose(f) == 0 && w == len) ? 0 : -1;
 }
+
+void tu_set_random_weights(rnnc_model *m, uint64_t *state, double lo, double hi)
+{
+    for (int i = 0; i < rnnc_model_weight_count(m); i++) {
+        const char *name;
+        int64_t shape[2];
+        int rank;
+        assert_ok(rnnc_model_weight_info(m, i, &name, 2, shape, &rank));
+        int64_t n = rank == 2 ? shape[0] * shape[1] : shape[0];
+        float *w = malloc(sizeof(float) * (size_t)n);
+        assert_non_null(w);
+        tu_fill_f32(w, (size_t)n, state, lo, hi);
+        assert_ok(rnnc_model_set_weight(m, name, w, n));
+        free(w);
+    }
+}

@@ -26,6 +26,8 @@ void tu_poison_f32(float *p, size_t n);
 /* max |out - ref| / max |ref|; +inf if any output is NaN. */
 double tu_rel_err_f32(const float *out, const double *ref, size_t n);
 double tu_rel_err_f64(const double *out, const double *ref, size_t n);
+/* Gives every weight of m uniform random values in [lo, hi). */
+void tu_set_random_weights(rnnc_model *m, uint64_t *state, double lo, double hi);
 /* Exits 77 unless a CUDA device is usable (for gpu_*.c tests). */
 void tu_require_gpu(void);
 /* A fresh temporary directory (removed by tu_rmtree). */
