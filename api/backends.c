@@ -51,7 +51,8 @@ bool rnnc_backend_available(rnnc_backend b)
     case RNNC_BACKEND_INTERP: return true;
     case RNNC_BACKEND_CPU: return api_backend_ops(b) != NULL;
 #ifdef RNNC_HAVE_CUDA
-    case RNNC_BACKEND_FUSED: return rt_cuda_available() && rt_nvrtc_available();
+    case RNNC_BACKEND_FUSED: /* NVRTC, or kernels from a loaded bundle */
+        return rt_cuda_available() && (rt_nvrtc_available() || rt_bundle_registered() > 0);
 #endif
 #ifdef RNNC_HAVE_CUDNN
     case RNNC_BACKEND_CUDNN: return rt_cuda_available();

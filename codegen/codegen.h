@@ -40,6 +40,11 @@ typedef struct cg_cuda_config {
     int batch_tile;    /* batch rows per block */
     int threads;       /* threads of a step block (multiple of 32) */
     int smem_limit;    /* bytes of shared memory a block may use (0: 227 KiB) */
+    int gemm_rows;     /* rows of a hoisted GEMM tile: 32, 64 or 128 (0: by batch size) */
+    int exchange;      /* how blocks of the step kernel hand states to each other:
+                          1 flags and a barrier per phase, 2 tagged words polled by the
+                          readers, no barrier (single-phase cells without reductions;
+                          else 1); 0: 2 when B <= 8 and possible */
 } cg_cuda_config;
 
 typedef struct cg_cuda_launch {
@@ -74,6 +79,7 @@ typedef struct cg_cuda_plan {
     int64_t state_floats;                  /* floats of one copy */
     int64_t hz_cols;                       /* hz arena: T*B*hz_cols floats */
     int64_t xb_floats, part_floats;
+    int64_t xb_zero_floats;                /* the first floats of xb, zeroed before each forward */
     int64_t out_cols;                      /* y: [T, B, out_cols] */
     int64_t in_cols;                       /* x: [T, B, in_cols] */
     char tuning[96];                       /* the chosen tiles, as text */
@@ -137,6 +143,14 @@ typedef struct cg_ctx {
     int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
     /* step tiling */
     int UT, BT, BTP, NUB, NBB, NT, RR, BB;
+    /* One element per thread (E <= NT): per-element leaves (folds, hoisted
+     * values, x, states) live in registers r<v>_<slice>; pfuse[v] is the mask
+     * of slices read, found by a dry run of the step's emission. */
+    bool pf;
+    uint32_t *pfuse;
+    /* Tagged exchange (cuda_ll.c): states read whole are published as 64-bit
+     * words (value, step tag) at xb + xb[state], two copies by step parity. */
+    bool ll;
     int64_t smem_floats, lin_floats, xs_floats, xp_floats, stat_floats, red_floats;
     int64_t wsm_floats;
 } cg_ctx;
@@ -145,7 +159,8 @@ enum {
     CG_NEED_XP = 1,    /* per-element value kept in shared memory for a later phase */
     CG_NEED_XB = 2,    /* whole vector written to global for a later phase's linear */
     CG_NEED_PART = 4,  /* block partial sums for a later reduction */
-    CG_NEED_ROWS = 8   /* hoisted linear read by the row kernel (plain GEMM output) */
+    CG_NEED_ROWS = 8,  /* hoisted linear read by the row kernel (plain GEMM output) */
+    CG_NEED_WHOLE = 16 /* state read as a whole vector (a linear's x, a reduction) */
 };
 
 rnnc_status cg_analyse(cg_ctx *c);
@@ -160,6 +175,24 @@ bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
 /* Expression of a whole-vector value v at batch row `gb` and column `col`
  * (C expressions) for staging a linear's x. */
 bool cg_gather_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size_t n);
+/* The memory read of leaf v (fold, input, state, hoisted buffer), slice sl,
+ * at the current element (u, gu, gb, row, cur in scope); false otherwise. */
+bool cg_leaf_load(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n);
+/* Leaf v is kept in registers in the step kernel (c->pf and few slices). */
+bool cg_in_regs(const cg_ctx *c, int32_t v);
+/* The register caches of the step kernel (cuda_regs.c): declarations, the
+ * loads before the time loop, and the prefetch of step t+1's values. */
+void cg_emit_reg_decls(const cg_ctx *c, cg_text *t);
+void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first);
+/* The tagged exchange (cuda_ll.c). */
+bool cg_ll_possible(const cg_ctx *c);
+void cg_ll_place(cg_ctx *c);
+void cg_emit_ll_prelude(cg_text *t);
+void cg_emit_ll_publish(const cg_ctx *c, cg_text *t);
+void cg_emit_ll_stage(const cg_ctx *c, int32_t lin, cg_text *t);
+/* Batched 16-byte copies global -> shared (cuda_regs.c). */
+void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
+                   const char *src, const char *dst, bool cached);
 const char *cg_float_lit(double v, char *buf, size_t n);
 
 /* ================================================================ 2. LLVM */

@@ -122,7 +122,14 @@ static rnnc_status find_cubin(const rt_kernel_req *req, void **cubin, size_t *si
                          "kernel %s: the loaded bundle holds %s, this device is sm_%d, and "
                          "NVRTC is not available to compile for it",
                          req->name ? req->name : "?", archs, req->sm);
-    return rt_cubin_get(req, cubin, size, origin);
+    rnnc_status s = rt_cubin_get(req, cubin, size, origin);
+    if (s != RNNC_OK && !rt_nvrtc_available() && rt_bundle_registered() > 0) {
+        rt_bundle_registered_archs(archs, sizeof archs);
+        rnnc_fail_append("kernel %s (sm_%d) is not in the loaded bundle (%s): rebuild the "
+                         "bundle with `rnnc compile` for this shape and arch",
+                         req->name ? req->name : "?", req->sm, archs);
+    }
+    return s;
 }
 
 static rnnc_status build(const rt_kernel_req *req, int device, rt_cache_key k, rt_kernel *out)

@@ -2,11 +2,16 @@
  * fused.c: the fused GPU backend's object: checks what the fused path can
  * run, builds the schedule once, keeps the weights (host copies and the
  * device arenas the generated kernels read) and one compiled kernel set
- * for the batch size last used.  fused_run.c runs a forward.
+ * for the batch size last used; the request that names that set in the
+ * kernel cache (also what `rnnc compile` puts in a bundle).  fused_run.c
+ * runs a forward, fused_tune.c picks the tuning, fused_aot.c builds
+ * bundles.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <xxhash.h>
 
 #include "codegen/codegen.h"
 #include "runtime/runtime.h"
@@ -27,18 +32,7 @@ static rnnc_status check_spec(const rt_spec *s)
     return RNNC_OK;
 }
 
-static void tuning_from_env(cg_cuda_config *cfg)
-{
-    const char *e = getenv("RNNC_FUSED_TILE");
-    int ut = 0, bt = 0, nt = 0;
-    if (e && sscanf(e, "%d,%d,%d", &ut, &bt, &nt) >= 1) {
-        cfg->unit_tile = ut > 0 ? ut : 0;
-        cfg->batch_tile = bt > 0 ? bt : 0;
-        cfg->threads = nt > 0 ? nt : 0;
-    }
-}
-
-void rt_fused_config(const rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)
+void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->sizes = m->spec.sizes[0];
@@ -46,8 +40,76 @@ void rt_fused_config(const rt_fused *m, int64_t batch, bool tuned, cg_cuda_confi
     cfg->sm = m->sm;
     cfg->sm_count = m->sm_count;
     cfg->batch_first = m->spec.batch_first;
-    if (tuned)
-        tuning_from_env(cfg);
+    if (!tuned)
+        return;
+    rt_fused_choose(m, batch, &m->tuning, &m->tuning_from);
+    cfg->unit_tile = m->tuning.unit_tile;
+    cfg->batch_tile = m->tuning.batch_tile;
+    cfg->threads = m->tuning.threads;
+}
+
+/* The cell as printed names it exactly: its hash keys the tuning records. */
+static rnnc_status hash_cell(rt_fused *m)
+{
+    char *text = NULL;
+    rnnc_status st = ir_print(m->spec.fn[0], &text);
+    if (st)
+        return st;
+    m->cell_hash = XXH3_64bits(text, strlen(text));
+    free(text);
+    return RNNC_OK;
+}
+
+rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
+{
+    rnnc_status st = check_spec(s);
+    if (st)
+        return st;
+    m->spec = *s;
+    m->sm = sm;
+    m->sm_count = sm_count;
+    m->arena = ir_arena_create();
+    if (!m->arena)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
+    if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)) || (st = hash_cell(m)))
+        return st;
+    /* Generate once now (default tiles), so a cell the generator cannot
+     * place fails here; this also fixes the weight and fold arena layout,
+     * which does not depend on the batch size or the tiles. */
+    cg_cuda_config cfg;
+    char *src = NULL;
+    rt_fused_config(m, 1, false, &cfg);
+    if ((st = cg_cuda_generate(&m->sched, &cfg, &src, &m->plan)))
+        return st;
+    free(src);
+    return RNNC_OK;
+}
+
+/* Without NVRTC every kernel must come from a registered bundle: say so at
+ * create, not at the first forward, when none holds this model for this
+ * device. */
+static rnnc_status check_bundles(const rt_fused *m)
+{
+    if (rt_nvrtc_available() || rt_bundle_registered() == 0)
+        return RNNC_OK;
+    char model[384], prefix[448], archs[128];
+    rt_fused_model_key(m, model, sizeof model);
+    snprintf(prefix, sizeof prefix, "%s sm_%d sms=%d B=", model, m->sm, m->sm_count);
+    if (rt_bundle_has_tuning_prefix(prefix))
+        return RNNC_OK;
+    rt_bundle_registered_archs(archs, sizeof archs);
+    snprintf(prefix, sizeof prefix, "%s ", model);
+    if (rt_bundle_has_tuning_prefix(prefix))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "fused backend: the loaded bundle holds this model for %s, but this "
+                         "device is sm_%d with %d SMs and NVRTC is not available to compile "
+                         "for it; rebuild the bundle with `rnnc compile --arch sm_%d "
+                         "--sm-count %d`",
+                         archs, m->sm, m->sm_count, m->sm, m->sm_count);
+    return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                     "fused backend: no loaded bundle (%s) holds this model (%s), and NVRTC "
+                     "is not available to compile it",
+                     archs, model);
 }
 
 static rnnc_status fused_create(const rt_spec *s, void **state)
@@ -61,30 +123,26 @@ static rnnc_status fused_create(const rt_spec *s, void **state)
     if (!m)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
     m->spec = *s;
-    if ((st = rt_cuda_context(s->device)) || (st = rt_cuda_arch(s->device, &m->sm)) ||
-        (st = rt_cuda_sm_count(s->device, &m->sm_count)))
+    int sm = 0, sm_count = 0;
+    if ((st = rt_cuda_context(s->device)) || (st = rt_cuda_arch(s->device, &sm)) ||
+        (st = rt_cuda_sm_count(s->device, &sm_count)) ||
+        (st = rt_fused_init(m, s, sm, sm_count)) || (st = check_bundles(m)))
         goto fail;
-    m->arena = ir_arena_create();
-    if (!m->arena) {
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
-        goto fail;
-    }
-    if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)))
-        goto fail;
-    /* Generate once now (default tiles), so a cell the generator cannot
-     * place fails here; this also fixes the weight and fold arena layout,
-     * which does not depend on the batch size or the tiles. */
-    cg_cuda_config cfg;
-    char *src = NULL;
-    rt_fused_config(m, 1, false, &cfg);
-    if ((st = cg_cuda_generate(&m->sched, &cfg, &src, &m->plan)))
-        goto fail;
-    free(src);
     *state = m;
     return RNNC_OK;
 fail:
     rt_fused_free(m);
     return st;
+}
+
+void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *plan,
+                      int64_t batch, const char **names, char *label, rt_kernel_req *req)
+{
+    for (int i = 0; i < plan->n_launch; i++)
+        names[i] = plan->launch[i].name;
+    snprintf(label, 64, "fused_%s_b%lld", m->spec.fn[0]->name, (long long)batch);
+    *req = (rt_kernel_req){.source = src, .name = label, .kernels = names,
+                           .n_kernels = plan->n_launch, .sm = m->sm, .tuning = plan->tuning};
 }
 
 /* Elements of parameter i of the layer-0 cell. */

@@ -48,6 +48,19 @@ static rnnc_status load_kernels(rt_fused *m)
     return st;
 }
 
+/* The step kernel's barrier: one arrival flag (u32) per block of the
+ * persistent grid, zeroed before every forward. */
+#define BAR_BYTES 16384
+
+static size_t bar_bytes(const cg_cuda_plan *p)
+{
+    size_t n = 64;
+    for (int i = 0; i < p->n_launch; i++)
+        if (p->launch[i].cooperative && (size_t)p->launch[i].grid * 4 > n)
+            n = (size_t)p->launch[i].grid * 4;
+    return n;
+}
+
 /* Grows *p to hold n bytes (contents not kept). */
 static rnnc_status grow(CUdeviceptr *p, size_t *have, size_t n)
 {
@@ -89,7 +102,9 @@ static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
         (st = grow(&m->xb, &m->xb_n, (size_t)p->xb_floats * 4)) ||
         (st = grow(&m->part, &m->part_n, (size_t)p->part_floats * 4)))
         return st;
-    if (!m->bar && (st = rt_dev_alloc(&m->bar, 64)))
+    if (bar_bytes(p) > BAR_BYTES)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
+    if (!m->bar && (st = rt_dev_alloc(&m->bar, BAR_BYTES)))
         return st;
     if (!a->device_pointers &&
         ((st = grow(&m->dx, &m->dx_n, TB * (size_t)p->in_cols * 4)) ||
@@ -144,7 +159,10 @@ static rnnc_status launch_all(rt_fused *m, CUdeviceptr x, CUdeviceptr y, int T, 
     CUdeviceptr xx = x, yy = y, st = m->st, hz = m->hz, fold = m->fold, wts = m->wts,
                 xb = m->xb, part = m->part, bar = m->bar;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T};
-    rnnc_status r = rt_dev_zero(m->bar, 64, s);
+    /* the barrier's flags, or the tagged exchange words (a tag left by the
+     * last forward must not match this one's) */
+    rnnc_status r = p->xb_zero_floats > 0 ? rt_dev_zero(m->xb, (size_t)p->xb_zero_floats * 4, s)
+                                          : rt_dev_zero(m->bar, bar_bytes(p), s);
     size_t TB = (size_t)T * (size_t)m->batch;
     for (int i = 0; r == RNNC_OK && i < p->n_launch; i++) {
         const cg_cuda_launch *l = &p->launch[i];

@@ -530,10 +530,12 @@ void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg
 /* Everything of create that needs no GPU: checks, schedule, a trial
  * generation, for target sm with sm_count SMs (rnnc compile uses it). */
 rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count);
-/* The kernel request for the generated set (m->src, m->plan): what the
- * forward loads and what a bundle must hold.  names[CG_CUDA_MAX_LAUNCH]
- * and label[64] are storage the request points into; req->sm = m->sm. */
-void rt_fused_request(const rt_fused *m, const char **names, char *label, rt_kernel_req *req);
+/* The kernel request for a generated set (src, plan at batch; normally
+ * m->src, &m->plan, m->batch): what the forward loads and what a bundle
+ * must hold.  names[CG_CUDA_MAX_LAUNCH] and label[64] are storage the
+ * request points into, as are src and plan; req->sm = m->sm. */
+void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *plan,
+                      int64_t batch, const char **names, char *label, rt_kernel_req *req);
 
 /* ---- tuning (fused_tune.c) */
 /* "fused <cell>#<hash> I= H= P= hoist= bf= math= f32 cg=<version>": the

@@ -28,6 +28,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
 
 /* ---------------------------------------------------------------- errors (cli_common.c) */
 

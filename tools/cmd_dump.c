@@ -1,21 +1,22 @@
 /*
  * cmd_dump.c: `rnnc dump`, what rnnc makes of a cell at one stage of the
- * pipeline, as text: to read the optimised IR, the schedule, or the CUDA
- * source that would be compiled (nothing is compiled or run).
+ * pipeline, as text: to read the optimised IR, the schedule, the CUDA
+ * source that would be compiled, or the CPU backend's LLVM module.
  */
 #include <string.h>
 
 #include "tools/cli.h"
 
 static const char dump_help[] =
-    "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda\n"
+    "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda|llvm\n"
     "                 [--input-size I --hidden-size H --batch B --proj-size P --hoist ...]\n"
     "\n"
     "Prints the cell at one stage: ir (as parsed), opt (after the optimising passes),\n"
     "schedule (the hoisted and recurrent parts), cuda (the generated CUDA C; nothing is\n"
-    "compiled).  schedule and cuda need --input-size, --hidden-size and --batch.\n"
+    "compiled), llvm (the CPU backend's LLVM module, when built with LLVM).  schedule,\n"
+    "cuda and llvm need --input-size, --hidden-size and --batch.\n"
     "\n"
-    "  --stage S               ir, opt, schedule or cuda\n"
+    "  --stage S               ir, opt, schedule, cuda or llvm\n"
     "  --batch B               batch size the code is specialised for\n"
     "\n";
 

@@ -22,13 +22,14 @@ static const char run_help[] =
     "  --weights FILE          the weights (safetensors)\n"
     "  --input FILE            the inputs (safetensors)\n"
     "  --out FILE              where to write the outputs (safetensors)\n"
+    "  --bundle FILE.rnncpkg   take the fused kernels from a bundle (`rnnc compile`)\n"
     "\n";
 
-enum { OPT_WEIGHTS = CLI_OPT_FIRST_OWN, OPT_INPUT, OPT_OUT };
+enum { OPT_WEIGHTS = CLI_OPT_FIRST_OWN, OPT_INPUT, OPT_OUT, OPT_BUNDLE };
 
 typedef struct run_args {
     cli_model_opts m;
-    const char *weights, *input, *out;
+    const char *weights, *input, *out, *bundle;
 } run_args;
 
 /* -1 to go on, else the exit code. */
@@ -39,6 +40,7 @@ static int parse(int argc, char **argv, run_args *r)
         {"weights", required_argument, NULL, OPT_WEIGHTS},
         {"input", required_argument, NULL, OPT_INPUT},
         {"out", required_argument, NULL, OPT_OUT},
+        {"bundle", required_argument, NULL, OPT_BUNDLE},
         {NULL, 0, NULL, 0},
     };
     cli_model_opts_init(&r->m, NULL);
@@ -50,6 +52,7 @@ static int parse(int argc, char **argv, run_args *r)
         case OPT_WEIGHTS: r->weights = optarg; break;
         case OPT_INPUT: r->input = optarg; break;
         case OPT_OUT: r->out = optarg; break;
+        case OPT_BUNDLE: r->bundle = optarg; break;
         case '?': return cli_bad_option("run", argv);
         default:
             if (!cli_model_opt(&r->m, "run", c, optarg))
@@ -225,6 +228,9 @@ int cmd_run(int argc, char **argv)
     int rc = parse(argc, argv, &r);
     if (rc >= 0)
         return rc;
-    rnnc_status s = run(&r);
+    rnnc_status s = r.bundle ? rnnc_bundle_load(r.bundle) : RNNC_OK;
+    if (s == RNNC_OK)
+        s = run(&r);
+    rnnc_bundle_unload_all();
     return s == RNNC_OK ? 0 : cli_fail(s);
 }

@@ -15,11 +15,12 @@ static const struct command {
     {"run", cmd_run, "run a cell over a sequence: safetensors in, safetensors out"},
     {"random", cmd_random, "write random weights and inputs for `rnnc run`"},
     {"compare", cmd_compare, "run backends on the same data: time and agreement"},
-    {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda"},
+    {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda, llvm"},
     {"demo", cmd_demo, "run an LSTM on the best backend here and say what ran"},
     {"show", cmd_show, "list the tensors of a safetensors file"},
     {"diff", cmd_diff, "compare the tensors of two safetensors files"},
     {"cache", cmd_cache, "the on-disk kernel cache: info, list, clear"},
+    {"compile", cmd_compile, "write a bundle of GPU kernels ahead of time (no GPU needed)"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -31,18 +31,14 @@ static int64_t state_off(const cg_ctx *c, int32_t v)
     return c->plan->state[s].offset;
 }
 
-bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n)
+bool cg_leaf_load(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n)
 {
-    const ir_node *nd = &c->f->nodes[v];
     char col[64];
     if (c->k[v] < 1)
         sl = 0;
     elem_col(c, v, sl, col, sizeof col);
     long long cols = (long long)c->cols[v];
     switch (c->role[v]) {
-    case CG_LEAF_CONST:
-        cg_float_lit(nd->f, buf, n);
-        return true;
     case CG_LEAF_FOLD:
         snprintf(buf, n, "fold[%lld + %s]", (long long)c->off[v], col);
         return true;
@@ -56,6 +52,29 @@ bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
     case CG_HOIST_BUF:
         snprintf(buf, n, "__ldg(hz + (size_t)%lld * TB + row * %lld + %s)", (long long)c->off[v],
                  cols, col);
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    if (c->k[v] < 1)
+        sl = 0;
+    switch (c->role[v]) {
+    case CG_LEAF_CONST:
+        cg_float_lit(nd->f, buf, n);
+        return true;
+    case CG_LEAF_FOLD:
+    case CG_LEAF_INPUT:
+    case CG_LEAF_STATE:
+    case CG_HOIST_BUF:
+        if (!cg_in_regs(c, v))
+            return cg_leaf_load(c, v, sl, buf, n);
+        c->pfuse[v] |= 1u << sl;
+        snprintf(buf, n, "r%d_%d", (int)v, sl);
         return true;
     case CG_HOIST_VIEW:
         if (nd->op == IR_CHUNK)
@@ -87,6 +106,7 @@ bool cg_gather_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size
     char inner[1024], a[2048], b[2048];
     switch (c->role[v]) {
     case CG_LEAF_STATE:
+        c->need[v] |= CG_NEED_WHOLE;
         snprintf(buf, n, "__ldcg(cur + %lld + gb * %lld + (%s))", (long long)state_off(c, v), cols,
                  col);
         return true;

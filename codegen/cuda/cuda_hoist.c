@@ -1,7 +1,8 @@
 /*
  * cuda_hoist.c: the hoisted (time-parallel) part.  Each hoisted linear is
- * one generated GEMM over all T*B rows (x [T*B, I] times W^T, 128x128 tiles,
- * 8x8 per thread, double-buffered); hoisted values that are pointwise per
+ * one generated GEMM over all T*B rows (x [T*B, I] times W^T, tiles of
+ * 128x128 rows x columns, or smaller for small batches, double-buffered
+ * through registers); hoisted values that are pointwise per
  * column over that linear are computed in its epilogue and stored directly.
  * Whatever else the step reads (layernorm over the gates, chunks of mixed
  * values) is computed by a row kernel, one block per row, after the GEMMs.
@@ -72,82 +73,165 @@ static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t 
     return emit_fail(c, v, "no GEMM epilogue for this value");
 }
 
-static void emit_gemm_load(cg_text *t, const char *dst, const char *src, const char *rows,
-                           long long K, const char *r0)
+/* The tile: BM rows of T*B by BN columns, K in slices of BK (BM * BK =
+ * 1024: one 16-byte load of x per thread per slice), 256 threads as 16 x 16
+ * each owning (BM/16) x (BN/16) outputs.  Small batches get small tiles with
+ * deep K slices, so few rows still spread over the SMs and each slice's
+ * loads cover their latency (B=1 with 128x128 tiles ran on 16 SMs). */
+typedef struct gemm_tile {
+    int bm, bn, bk, tm, tn;
+} gemm_tile;
+
+static gemm_tile choose_tile(const cg_ctx *c)
 {
+    int r = c->cfg.gemm_rows;
+    if (r != 32 && r != 64 && r != 128)
+        r = c->B <= 4 ? 32 : c->B <= 16 ? 64 : 128;
+    gemm_tile g = {r, r == 32 ? 64 : 128, 1024 / r, 0, 0};
+    g.tm = g.bm / 16;
+    g.tn = g.bn / 16;
+    return g;
+}
+
+/* Load q of a thread (16 bytes of row `idx / (BK/4)` of the tile) into dst. */
+static void emit_gemm_load(cg_text *t, const gemm_tile *g, const char *dst, const char *src,
+                           const char *rows, long long K, const char *r0, int q)
+{
+    int k4 = g->bk / 4;
+    cg_printf(t,
+              "        {\n            const int lr = (tid + %d) / %d, lk = ((tid + %d) %% %d) * 4;\n",
+              q * 256, k4, q * 256, k4);
     if (K % 4 == 0)
         cg_printf(t,
-                  "        %s = make_float4(0.f, 0.f, 0.f, 0.f);\n"
-                  "        if (%s + lr < %s && k0 + lk < %lld) %s = __ldg((const float4 *)(%s + "
+                  "            %s = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+                  "            if (%s + lr < %s && k0 + lk < %lld) %s = __ldg((const float4 *)(%s + "
                   "(size_t)(%s + lr) * %lld + k0 + lk));\n",
                   dst, r0, rows, K, dst, src, r0, K);
     else
         cg_printf(t,
-                  "        {\n            float v_[4];\n"
+                  "            float v_[4];\n"
                   "            for (int q = 0; q < 4; ++q) v_[q] = (%s + lr < %s && k0 + lk + q < "
                   "%lld) ? __ldg(%s + (size_t)(%s + lr) * %lld + k0 + lk + q) : 0.f;\n"
-                  "            %s = make_float4(v_[0], v_[1], v_[2], v_[3]);\n        }\n",
+                  "            %s = make_float4(v_[0], v_[1], v_[2], v_[3]);\n",
                   r0, rows, K, src, r0, K, dst);
+    cg_printf(t, "        }\n");
+}
+
+static void emit_gemm_loads(cg_text *t, const gemm_tile *g, const char *wsrc, long long K)
+{
+    emit_gemm_load(t, g, "ra", "x", "M", K, "m0", 0);
+    for (int q = 0; q < g->bn / g->bm; q++) {
+        char dst[16];
+        snprintf(dst, sizeof dst, "rw[%d]", q);
+        emit_gemm_load(t, g, dst, wsrc, "N_", K, "n0", q);
+    }
+}
+
+/* STORE_(buf): the loaded slices, transposed, into As/Ws[buf][k][row]. */
+static void emit_gemm_store(cg_text *t, const gemm_tile *g)
+{
+    int k4 = g->bk / 4;
+    cg_printf(t, "#define STORE_(buf) { \\\n");
+    for (int q = -1; q < g->bn / g->bm; q++) {
+        char v[16];
+        snprintf(v, sizeof v, q < 0 ? "ra" : "rw[%d]", q);
+        int qq = q < 0 ? 0 : q;
+        cg_printf(t,
+                  "    { const int lr = (tid + %d) / %d, lk = ((tid + %d) %% %d) * 4; "
+                  "%s[buf][lk][lr] = %s.x; %s[buf][lk + 1][lr] = %s.y; %s[buf][lk + 2][lr] = %s.z; "
+                  "%s[buf][lk + 3][lr] = %s.w; } \\\n",
+                  qq * 256, k4, qq * 256, k4, q < 0 ? "As" : "Ws", v, q < 0 ? "As" : "Ws", v,
+                  q < 0 ? "As" : "Ws", v, q < 0 ? "As" : "Ws", v);
+    }
+    cg_printf(t, "}\n");
+}
+
+/* A thread's fragment of a tile of width w along one axis: groups of 4 (or
+ * 2) consecutive rows 64 apart, so the shared loads are 16 (or 8) bytes. */
+static void frag_loads(cg_text *t, const char *arr, const char *who, int w, const char *name)
+{
+    int tm = w / 16;
+    if (tm >= 4) {
+        for (int g = 0; g < tm / 4; g++)
+            cg_printf(t, "            const float4 %s%d = *(const float4 *)&%s[cb][kk][%d + %s * 4];\n",
+                      name, g, arr, g * 64, who);
+        cg_printf(t, "            const float %s_[%d] = {", name, tm);
+        for (int g = 0; g < tm / 4; g++)
+            cg_printf(t, "%s%s%d.x, %s%d.y, %s%d.z, %s%d.w", g ? ", " : "", name, g, name, g, name,
+                      g, name, g);
+        cg_printf(t, "};\n");
+    } else {
+        cg_printf(t,
+                  "            const float2 %s0 = *(const float2 *)&%s[cb][kk][%s * 2];\n"
+                  "            const float %s_[2] = {%s0.x, %s0.y};\n",
+                  name, arr, who, name, name, name);
+    }
+}
+
+/* Tile row of fragment element i (C expression) for per-thread width tm. */
+static void frag_index(char *buf, size_t n, int tm, const char *who, const char *i)
+{
+    if (tm >= 4)
+        snprintf(buf, n, "(%s / 4) * 64 + %s * 4 + %s %% 4", i, who, i);
+    else
+        snprintf(buf, n, "%s * 2 + %s", who, i);
 }
 
 static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t)
 {
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]], N = (long long)c->cols[lin];
-    char wsrc[64], e[4096];
+    char wsrc[64], e[4096], ri[96], ci[96];
+    gemm_tile g = choose_tile(c);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
     cg_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d(" CG_CUDA_ARGS ")\n{\n"
-              "    __shared__ __align__(16) float As[2][8][132];\n"
-              "    __shared__ __align__(16) float Ws[2][8][132];\n"
+              "    __shared__ __align__(16) float As[2][%d][%d];\n"
+              "    __shared__ __align__(16) float Ws[2][%d][%d];\n"
               "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
-              "    const int m0 = blockIdx.x * 128, n0 = blockIdx.y * 128, lr = tid / 2, lk = (tid %% 2) * 4;\n"
+              "    const int m0 = blockIdx.x * %d, n0 = blockIdx.y * %d;\n"
               "    const size_t TB = (size_t)T * %lld;\n"
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)TB;\n"
-              "    float c_[8][8];\n"
-              "    for (int i = 0; i < 8; ++i) for (int j = 0; j < 8; ++j) c_[i][j] = 0.f;\n"
-              "    float4 ra, rw;\n    int k0 = 0;\n",
-              (int)lin, (long long)c->B, (long long)c->B);
-    emit_gemm_load(t, "ra", "x", "M", K, "m0");
-    emit_gemm_load(t, "rw", wsrc, "N_", K, "n0");
+              "    float c_[%d][%d];\n"
+              "    for (int i = 0; i < %d; ++i) for (int j = 0; j < %d; ++j) c_[i][j] = 0.f;\n"
+              "    float4 ra, rw[%d];\n    int k0 = 0;\n",
+              (int)lin, g.bk, g.bm + 4, g.bk, g.bn + 4, (long long)c->B, g.bm, g.bn,
+              (long long)c->B, g.tm, g.tn, g.tm, g.tn, g.bn / g.bm);
+    emit_gemm_loads(t, &g, wsrc, K);
+    emit_gemm_store(t, &g);
     cg_printf(t,
-              "#define STORE_(buf) \\\n"
-              "    As[buf][lk + 0][lr] = ra.x; As[buf][lk + 1][lr] = ra.y; As[buf][lk + 2][lr] = ra.z; As[buf][lk + 3][lr] = ra.w; \\\n"
-              "    Ws[buf][lk + 0][lr] = rw.x; Ws[buf][lk + 1][lr] = rw.y; Ws[buf][lk + 2][lr] = rw.z; Ws[buf][lk + 3][lr] = rw.w;\n"
               "    STORE_(0)\n    __syncthreads();\n"
               "    for (int it = 0; k0 < %lld; ++it) {\n"
               "        const int cb = it & 1;\n"
-              "        k0 += 8;\n"
+              "        k0 += %d;\n"
               "        const bool more = k0 < %lld;\n"
               "        if (more) {\n",
-              K, K);
-    emit_gemm_load(t, "ra", "x", "M", K, "m0");
-    emit_gemm_load(t, "rw", wsrc, "N_", K, "n0");
+              K, g.bk, K);
+    emit_gemm_loads(t, &g, wsrc, K);
+    cg_printf(t, "        }\n#pragma unroll\n        for (int kk = 0; kk < %d; ++kk) {\n", g.bk);
+    frag_loads(t, "As", "ty", g.bm, "a");
+    frag_loads(t, "Ws", "tx", g.bn, "b");
+    frag_index(ri, sizeof ri, g.tm, "ty", "i");
+    frag_index(ci, sizeof ci, g.tn, "tx", "j");
     cg_printf(t,
+              "#pragma unroll\n"
+              "            for (int i = 0; i < %d; ++i)\n"
+              "#pragma unroll\n"
+              "                for (int j = 0; j < %d; ++j) c_[i][j] = fmaf(a_[i], b_[j], c_[i][j]);\n"
               "        }\n"
-              "#pragma unroll\n"
-              "        for (int kk = 0; kk < 8; ++kk) {\n"
-              "            const float4 a0 = *(const float4 *)&As[cb][kk][ty * 4], a1 = *(const float4 *)&As[cb][kk][64 + ty * 4];\n"
-              "            const float4 b0 = *(const float4 *)&Ws[cb][kk][tx * 4], b1 = *(const float4 *)&Ws[cb][kk][64 + tx * 4];\n"
-              "            const float a_[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};\n"
-              "            const float b_[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};\n"
-              "#pragma unroll\n"
-              "            for (int i = 0; i < 8; ++i)\n"
-              "#pragma unroll\n"
-              "                for (int j = 0; j < 8; ++j) c_[i][j] = fmaf(a_[i], b_[j], c_[i][j]);\n"
-              "        }\n"
-              "        if (more) { STORE_(cb ^ 1) }\n"
+              "        if (more) STORE_(cb ^ 1)\n"
               "        __syncthreads();\n"
               "    }\n"
               "#undef STORE_\n"
-              "    for (int i = 0; i < 8; ++i) {\n"
-              "        const int m = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);\n"
+              "    for (int i = 0; i < %d; ++i) {\n"
+              "        const int m = m0 + %s;\n"
               "        if (m >= M) continue;\n"
-              "        for (int j = 0; j < 8; ++j) {\n"
-              "            const int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);\n"
+              "        for (int j = 0; j < %d; ++j) {\n"
+              "            const int col = n0 + %s;\n"
               "            if (col >= N_) continue;\n"
               "            const float acc = c_[i][j];\n"
-              "            (void)acc;\n");
+              "            (void)acc;\n",
+              g.tm, g.tn, g.tm, ri, g.tn, ci);
     for (int32_t v = 0; v < c->f->n; v++) {
         if (c->role[v] != CG_HOIST_BUF || c->gemm[v] != lin)
             continue;
@@ -162,8 +246,8 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t)
     cg_cuda_launch *l = &p->launch[p->n_launch++];
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "rnnc_gemm%d", (int)lin);
-    l->rows_per_block = 128;
-    l->grid_y = (unsigned)((N + 127) / 128);
+    l->rows_per_block = (unsigned)g.bm;
+    l->grid_y = (unsigned)((N + g.bn - 1) / g.bn);
     l->threads = 256;
     return true;
 }

@@ -71,7 +71,8 @@ static rnnc_status init_ctx(cg_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->kp = take(m, n, sizeof *c->kp);
     c->need = take(m, n, 1);
     c->gemm = take(m, n, sizeof *c->gemm);
-    if (m->n != 14)
+    c->pfuse = take(m, n, sizeof *c->pfuse);
+    if (m->n != 15)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }

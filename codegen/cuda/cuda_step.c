@@ -11,6 +11,7 @@
  * than its own elements.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
@@ -37,22 +38,31 @@ static void emit_prelude(const cg_ctx *c, cg_text *t)
               "#define NUB %d\n#define NT %d\n#define E (UT * BTP)\n#define STF %lld\n",
               (long long)c->B, (long long)c->H, c->UT, c->BT, c->BTP, c->NUB, c->NT,
               (long long)c->plan->state_floats);
-    cg_printf(t, "#define ROW(gb) (%s)\n",
-              c->cfg.batch_first ? "(size_t)(gb) * T + t" : "(size_t)t * B + (gb)");
+    cg_printf(t, "#define ROWT(gb, tt) (%s)\n#define ROW(gb) ROWT(gb, t)\n",
+              c->cfg.batch_first ? "(size_t)(gb) * T + (tt)" : "(size_t)(tt) * B + (gb)");
+    /* The barrier of a batch group (the NUB blocks that own its rows: rows
+     * never exchange data): one flag word per block, written with a release
+     * store by one thread; warp 0 polls the group's flags with relaxed loads
+     * (all in flight at once), then one acquire fence. */
     cg_printf(t,
-              "__device__ __forceinline__ void rnnc_grid_sync(unsigned *bar, unsigned target)\n{\n"
-              "    __syncthreads();\n"
-              "    if (threadIdx.x == 0) {\n"
-              "        __threadfence();\n"
-              "        atomicAdd(bar, 1u);\n"
-              "        unsigned v;\n"
-              "        do {\n"
-              "            asm volatile(\"ld.acquire.gpu.global.u32 %%0, [%%1];\" : \"=r\"(v) : "
-              "\"l\"(bar) : \"memory\");\n"
-              "        } while (v < target);\n"
-              "        __threadfence();\n"
-              "    }\n"
-              "    __syncthreads();\n}\n"
+              "__device__ __forceinline__ void rnnc_arrive(unsigned *f, unsigned v)\n{\n"
+              "    asm volatile(\"st.release.gpu.global.u32 [%%0], %%1;\" : : \"l\"(f), \"r\"(v) : "
+              "\"memory\");\n}\n"
+              "__device__ __forceinline__ void rnnc_wait(const unsigned *f, unsigned v)\n{\n"
+              "    const int l = threadIdx.x & 31;\n"
+              "    bool ok;\n"
+              "    do {\n"
+              "        ok = true;\n"
+              "#pragma unroll\n"
+              "        for (int i = 0; i < (NUB + 31) / 32; ++i) {\n"
+              "            unsigned a = v;\n"
+              "            if (l + 32 * i < NUB)\n"
+              "                asm volatile(\"ld.relaxed.gpu.global.u32 %%0, [%%1];\" : \"=r\"(a) : "
+              "\"l\"(f + l + 32 * i) : \"memory\");\n"
+              "            ok = ok && a >= v;\n"
+              "        }\n"
+              "    } while (!__all_sync(0xffffffffu, ok));\n"
+              "    asm volatile(\"fence.acq_rel.gpu;\" : : : \"memory\");\n}\n"
               "__device__ __forceinline__ void rnnc_chan(float &n, float &m, float &q, float nb, "
               "float mb, float qb)\n{\n"
               "    const float nn = n + nb;\n"
@@ -63,12 +73,26 @@ static void emit_prelude(const cg_ctx *c, cg_text *t)
 
 static void emit_weights(const cg_ctx *c, cg_text *t)
 {
+    char idx[256], cond[64], src[128], dst[96];
     for (int32_t i = 0; i < c->f->n; i++) {
         if (c->role[i] != CG_STEP_LINEAR)
             continue;
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
         long long R = (long long)slices(c, i) * c->UT;
+        if (K % 4 == 0) {
+            int q = c->kp[i] / 4;
+            snprintf(idx, sizeof idx,
+                     "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
+                     "(void)k4; (void)s; (void)gu;", q, q);
+            snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
+            snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
+                     (long long)c->off[w], K);
+            snprintf(dst, sizeof dst, "&sm_[%lld + r * %d + k4 * 4]", (long long)c->wsm[i],
+                     c->kp[i]);
+            cg_emit_copy4(t, R * q, idx, cond, src, dst, true);
+            continue;
+        }
         cg_printf(t,
                   "    for (int i = tid; i < %lld; i += NT) {\n"
                   "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
@@ -85,6 +109,7 @@ static bool plain_base(const cg_ctx *c, int32_t v, char *buf, size_t n)
     long long K = (long long)c->cols[v];
     switch (c->role[v]) {
     case CG_LEAF_STATE:
+        c->need[v] |= CG_NEED_WHOLE;
         snprintf(buf, n, "cur + %lld + (size_t)gb * %lld",
                  (long long)c->plan->state[ir_state_of(c->f, v)].offset, K);
         return true;
@@ -108,14 +133,18 @@ static rnnc_status emit_stage(const cg_ctx *c, int32_t lin, cg_text *t)
     int32_t xv = c->f->nodes[lin].a[0];
     long long K = (long long)c->cols[xv], K4 = (K + 3) / 4 * 4;
     char base[256], g[4096];
+    if (c->ll && c->role[xv] == CG_LEAF_STATE && c->xb[xv] >= 0) {
+        cg_emit_ll_stage(c, lin, t);
+        return RNNC_OK;
+    }
     if (K % 4 == 0 && plain_base(c, xv, base, sizeof base)) {
-        cg_printf(t,
-                  "    for (int i = tid; i < BTP * %lld; i += NT) {\n"
-                  "        const int b = i / %lld, c4 = i %% %lld, gb = b0 + b;\n"
-                  "        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);\n"
-                  "        if (b < BT && gb < B) v = __ldcg((const float4 *)(%s) + c4);\n"
-                  "        *(float4 *)&sm_[b * %d + c4 * 4] = v;\n    }\n",
-                  K / 4, K / 4, K / 4, base, c->kp[lin]);
+        char idx[160], src[320], dst[64];
+        snprintf(idx, sizeof idx,
+                 "const int b = i / %lld, c4 = i %% %lld, gb = b0 + b; (void)gb; (void)c4;", K / 4,
+                 K / 4);
+        snprintf(src, sizeof src, "%s + c4 * 4", base);
+        snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->kp[lin]);
+        cg_emit_copy4(t, c->BTP * (K / 4), idx, "b < BT && gb < B", src, dst, false);
     } else {
         if (!cg_gather_expr(c, xv, "cx", g, sizeof g))
             return RNNC_ERR_UNSUPPORTED;
@@ -245,18 +274,21 @@ static void emit_partials(const cg_ctx *c, int32_t r, cg_text *t)
         snprintf(val, sizeof val, "sm_[%lld + (sl * UT + u) * (BTP + 1) + b]", (long long)c->sm[xv]);
     else
         snprintf(val, sizeof val, "sm_[%lld + sl * E + b * UT + u]", (long long)c->xp[xv]);
+    /* a warp per batch row, lanes over the block's elements of that row */
     cg_printf(t,
-              "    for (int b = tid; b < BT; b += NT) {\n"
-              "        const int gb = b0 + b, nu = min(UT, H - u0);\n"
+              "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
+              "        const int l = tid & 31, gb = b0 + b, nu = min(UT, H - u0), ne = %d * nu;\n"
               "        if (gb >= B) continue;\n"
               "        float s = 0.f, q = 0.f;\n"
-              "        for (int sl = 0; sl < %d; ++sl) for (int u = 0; u < nu; ++u) s += %s;\n"
-              "        const float m = s / (float)(%d * nu);\n"
-              "        for (int sl = 0; sl < %d; ++sl) for (int u = 0; u < nu; ++u) { const float d = %s - m; q += d * d; }\n"
-              "        __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2, m);\n"
-              "        __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2 + 1, q);\n    }\n",
-              slices(c, xv), val, slices(c, xv), slices(c, xv), val, (long long)c->pt[r],
-              (long long)c->pt[r]);
+              "        for (int i = l; i < ne; i += 32) { const int sl = i / nu, u = i %% nu; s += %s; }\n"
+              "        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);\n"
+              "        const float m = s / (float)ne;\n"
+              "        for (int i = l; i < ne; i += 32) { const int sl = i / nu, u = i %% nu; const float d = %s - m; q += d * d; }\n"
+              "        for (int o = 16; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);\n"
+              "        if (l == 0) {\n"
+              "            __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2, m);\n"
+              "            __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2 + 1, q);\n        }\n    }\n",
+              slices(c, xv), val, val, (long long)c->pt[r], (long long)c->pt[r]);
 }
 
 
@@ -378,14 +410,33 @@ static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
     }
     if (!last)
         return RNNC_OK;
+    /* every next value first (a next state may read another state's
+     * register), then the stores; a state only its own element reads lives in
+     * registers and reaches memory at the last step only */
     for (int s = 0; s < f->n_states; s++) {
         int32_t nx = f->states[s].next;
         for (int sl = 0; sl < slices(c, nx); sl++) {
             if (!opnd(c, nx, sl, p, v, sizeof v))
                 return RNNC_ERR_UNSUPPORTED;
-            cg_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, %s);\n",
-                      (long long)c->plan->state[s].offset, (long long)c->cols[nx],
-                      (long long)(sl * c->H), v);
+            cg_printf(t, "        const float n%d_%d = %s;\n", s, sl, v);
+        }
+    }
+    for (int s = 0; s < f->n_states; s++) {
+        int32_t nx = f->states[s].next, sv = f->states[s].node;
+        bool reg = cg_in_regs(c, sv), ll = c->ll && c->xb[sv] >= 0;
+        bool whole = !ll && (!reg || (c->need[sv] & CG_NEED_WHOLE));
+        for (int sl = 0; sl < slices(c, nx); sl++) {
+            if (ll)
+                cg_printf(t,
+                          "        rnnc_ll_put(xb + %lld + ((size_t)(((t + 1) & 1) * B + gb) * %lld + "
+                          "%lld + gu) * 2, n%d_%d, (unsigned)t + 2u);\n",
+                          (long long)c->xb[sv], (long long)c->cols[nx], (long long)(sl * c->H), s,
+                          sl);
+            cg_printf(t, "        %s__stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
+                      whole ? "" : "if (t == T - 1) ", (long long)c->plan->state[s].offset,
+                      (long long)c->cols[nx], (long long)(sl * c->H), s, sl);
+            if (reg && (c->pfuse[sv] & (1u << sl)))
+                cg_printf(t, "        r%d_%d = n%d_%d;\n", (int)sv, sl, s, sl);
         }
     }
     for (int sl = 0; sl < slices(c, f->output); sl++) {
@@ -457,13 +508,55 @@ static rnnc_status emit_phase(const cg_ctx *c, int p, cg_text *t)
         synced = true;
         emit_partials(c, r, t);
     }
-    cg_printf(t, "    rnnc_grid_sync(bar, ++epoch * gridDim.x);\n");
+    /* the kernel's end is the last step's barrier; the last phase's barrier
+     * hides the loads of step t+1's own values behind the wait */
+    bool last = p == c->s->n_phases - 1;
+    if (c->ll) {
+        /* no barrier: the next step's staging waits for its data's tags */
+        cg_printf(t, "    if (t + 1 < T) {\n");
+        cg_emit_reg_loads(c, t, false);
+        cg_printf(t, "    }\n");
+        return RNNC_OK;
+    }
+    cg_printf(t, "    %s{\n        __syncthreads();\n        ++epoch;\n"
+                 "        if (tid == 0) rnnc_arrive(bar + blockIdx.x, epoch);\n",
+              last ? "if (t + 1 < T) " : "");
+    if (last)
+        cg_emit_reg_loads(c, t, false);
+    /* the last warp polls: it has no prefetch loads in flight when E <= NT - 32 */
+    cg_printf(t, "        if (tid >= NT - 32) rnnc_wait(bar + bb * NUB, epoch);\n"
+                 "        __syncthreads();\n    }\n");
+    return RNNC_OK;
+}
+
+/* The phases of one step; a dry run first finds which leaves the elements
+ * read in registers and which states are read whole. */
+static rnnc_status emit_steps(cg_ctx *c, cg_text *t)
+{
+    for (int p = 0; p < c->s->n_phases; p++) {
+        cg_printf(t, "    /* phase %d */\n", p);
+        rnnc_status st = emit_phase(c, p, t);
+        if (st)
+            return st;
+    }
     return RNNC_OK;
 }
 
 rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
 {
+    c->pf = (int64_t)c->UT * c->BTP <= c->NT;
+    int ex = c->cfg.exchange;
+    c->ll = cg_ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
+    cg_text dry = {0};
+    rnnc_status st = emit_steps(c, &dry);
+    free(dry.p);
+    if (st)
+        return st;
+    if (c->ll)
+        cg_ll_place(c);
     emit_prelude(c, t);
+    if (c->ll)
+        cg_emit_ll_prelude(t);
     cg_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(" CG_CUDA_ARGS ")\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
@@ -473,20 +566,21 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
               "(void)TB; (void)ub;\n");
+    cg_emit_reg_decls(c, t);
+    cg_emit_reg_loads(c, t, true);
     emit_weights(c, t);
+    if (c->ll)
+        cg_emit_ll_publish(c, t);
     cg_printf(t,
               "    __syncthreads();\n"
-              "    unsigned epoch = 0;\n"
+              "%s"
               "    for (int t = 0; t < T; ++t) {\n"
-              "    const float *cur = st + (size_t)(t & 1) * STF;\n"
-              "    float *nxt = st + (size_t)((t + 1) & 1) * STF;\n"
-              "    (void)cur; (void)nxt;\n");
-    for (int p = 0; p < c->s->n_phases; p++) {
-        cg_printf(t, "    /* phase %d */\n", p);
-        rnnc_status st = emit_phase(c, p, t);
-        if (st)
-            return st;
-    }
+              "    const float *const cur = st + (size_t)(t & 1) * STF;\n"
+              "    float *const nxt = st + (size_t)((t + 1) & 1) * STF;\n"
+              "    (void)cur; (void)nxt;\n",
+              c->ll ? "" : "    unsigned epoch = 0;\n");
+    if ((st = emit_steps(c, t)))
+        return st;
     cg_printf(t, "    }\n}\n");
     cg_cuda_plan *pl = c->plan;
     if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)

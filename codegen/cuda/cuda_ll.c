@@ -1,0 +1,135 @@
+/*
+ * cuda_ll.c: the tagged exchange of the step kernel.  In a single-phase
+ * cell whose only cross-block data is the states its linears read whole
+ * (LSTM, GRU, ...), a block publishes each state value it makes as one
+ * 64-bit word (value, tag = step + 1) and the readers poll those words
+ * directly when they stage the linear's x: a reader waits for exactly the
+ * data it needs, and no step pays for a release fence, a flag and an
+ * acquire on top of the data's own trip through L2.  Two copies by step
+ * parity: a block overwrites copy t&1 only after it has read every block's
+ * step-t+1 values, which those blocks made after reading copy t&1 (the
+ * same argument as the double-buffered states).  Tags from an earlier
+ * forward must not match, so the runtime zeroes the words before each one
+ * (plan xb_zero_floats).
+ */
+#include <stdio.h>
+
+#include "codegen/codegen.h"
+
+static int32_t slices(const cg_ctx *c, int32_t v)
+{
+    return c->k[v] < 1 ? 1 : c->k[v];
+}
+
+bool cg_ll_possible(const cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    if (c->s->n_phases != 1)
+        return false;
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->need[i] & (CG_NEED_XB | CG_NEED_PART))
+            return false;
+        if (c->role[i] == CG_STEP_GATHER)
+            return false;
+        if (c->role[i] == CG_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE))
+            return false;
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int32_t xv = f->nodes[i].a[0];
+        int r = c->role[xv];
+        if (r == CG_LEAF_STATE && c->cols[xv] % 4)
+            return false;
+        if (r != CG_LEAF_STATE && r != CG_LEAF_INPUT && r != CG_HOIST_BUF)
+            return false;
+    }
+    return true;
+}
+
+/* After the dry run has marked the states read whole. */
+void cg_ll_place(cg_ctx *c)
+{
+    const ir_fn *f = c->f;
+    cg_cuda_plan *p = c->plan;
+    for (int s = 0; s < f->n_states; s++) {
+        int32_t sv = f->states[s].node;
+        if (!(c->need[sv] & CG_NEED_WHOLE))
+            continue;
+        c->xb[sv] = p->xb_floats;
+        p->xb_floats += 4 * c->B * c->cols[sv];
+    }
+    p->xb_zero_floats = p->xb_floats;
+}
+
+void cg_emit_ll_prelude(cg_text *t)
+{
+    cg_printf(t,
+              "__device__ __forceinline__ void rnnc_ll_put(float *p, float v, unsigned tag)\n{\n"
+              "    const unsigned long long w = ((unsigned long long)tag << 32) | __float_as_uint(v);\n"
+              "    asm volatile(\"st.relaxed.gpu.global.u64 [%%0], %%1;\" : : \"l\"(p), \"l\"(w) : "
+              "\"memory\");\n}\n"
+              "__device__ __forceinline__ bool rnnc_ll_get2(const float *p, unsigned tag, float2 &v)\n{\n"
+              "    unsigned long long a, b;\n"
+              "    asm volatile(\"ld.relaxed.gpu.global.v2.u64 {%%0, %%1}, [%%2];\" : \"=l\"(a), "
+              "\"=l\"(b) : \"l\"(p) : \"memory\");\n"
+              "    v = make_float2(__uint_as_float((unsigned)a), __uint_as_float((unsigned)b));\n"
+              "    return (unsigned)(a >> 32) == tag && (unsigned)(b >> 32) == tag;\n}\n");
+}
+
+/* Before the first step: each block publishes its elements of the initial
+ * states (copy 0 of st) with tag 1. */
+void cg_emit_ll_publish(const cg_ctx *c, cg_text *t)
+{
+    const ir_fn *f = c->f;
+    cg_printf(t,
+              "    for (int e = tid; e < E; e += NT) {\n"
+              "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
+              "        if (b >= BT || gu >= H || gb >= B) continue;\n");
+    for (int s = 0; s < f->n_states; s++) {
+        int32_t sv = f->states[s].node;
+        if (c->xb[sv] < 0)
+            continue;
+        long long C = (long long)c->cols[sv];
+        for (int sl = 0; sl < slices(c, sv); sl++)
+            cg_printf(t,
+                      "        rnnc_ll_put(xb + %lld + ((size_t)gb * %lld + %lld + gu) * 2, "
+                      "__ldcg(st + %lld + (size_t)gb * %lld + %lld + gu), 1u);\n",
+                      (long long)c->xb[sv], C, (long long)sl * c->H,
+                      (long long)c->plan->state[s].offset, C, (long long)sl * c->H);
+    }
+    cg_printf(t, "    }\n");
+}
+
+/* Stages state x of linear lin for step t from copy t&1, tag t+1: up to 8
+ * 16-byte polls in flight per thread, repeated until every tag matches. */
+void cg_emit_ll_stage(const cg_ctx *c, int32_t lin, cg_text *t)
+{
+    int32_t xv = c->f->nodes[lin].a[0];
+    long long K = (long long)c->cols[xv];
+    cg_printf(t,
+              "    {\n"
+              "        enum { N2_ = BTP * %lld, U_ = (N2_ + NT - 1) / NT < 8 ? (N2_ + NT - 1) / NT : 8 };\n"
+              "        const float *src_ = xb + %lld + (size_t)(t & 1) * B * %lld;\n"
+              "        const unsigned tag_ = (unsigned)t + 1u;\n"
+              "        for (int i0_ = 0; i0_ < N2_; i0_ += U_ * NT) {\n"
+              "            float2 v_[U_];\n"
+              "            bool ok_;\n"
+              "#pragma unroll\n"
+              "            for (int j_ = 0; j_ < U_; ++j_) v_[j_] = make_float2(0.f, 0.f);\n"
+              "            do {\n"
+              "                ok_ = true;\n"
+              "#pragma unroll\n"
+              "                for (int j_ = 0; j_ < U_; ++j_) {\n"
+              "                    const int i = i0_ + j_ * NT + tid, b = i / %lld, c2 = i %% %lld, gb = b0 + b;\n"
+              "                    if (i < N2_ && b < BT && gb < B && !rnnc_ll_get2(src_ + ((size_t)gb * %lld + c2 * 2) * 2, tag_, v_[j_])) ok_ = false;\n"
+              "                }\n"
+              "            } while (!ok_);\n"
+              "#pragma unroll\n"
+              "            for (int j_ = 0; j_ < U_; ++j_) {\n"
+              "                const int i = i0_ + j_ * NT + tid, b = i / %lld, c2 = i %% %lld;\n"
+              "                if (i < N2_) *(float2 *)&sm_[b * %d + c2 * 2] = v_[j_];\n"
+              "            }\n"
+              "        }\n"
+              "    }\n"
+              "    __syncthreads();\n",
+              K / 2, (long long)c->xb[xv], 2 * K, K / 2, K / 2, K, K / 2, K / 2, c->kp[lin]);
+}

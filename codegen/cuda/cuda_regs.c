@@ -1,0 +1,95 @@
+/*
+ * cuda_regs.c: what the step kernel keeps in registers and how it moves
+ * memory in bulk.  When every thread owns at most one element (E <= NT),
+ * the leaves an element reads (folds, hoisted values, x, states) live in
+ * registers: folds are loaded once, states are carried from step to step
+ * (written where the next state is made), and the hoisted values and x of
+ * step t+1 are loaded while the block waits at the last barrier of step t,
+ * so no step waits on global memory for its own element's inputs.  Bulk
+ * copies to shared memory issue up to 8 16-byte loads per thread before the
+ * first store, so a copy costs about one memory latency, not one per word.
+ */
+#include <stdio.h>
+
+#include "codegen/codegen.h"
+
+static int32_t slices(const cg_ctx *c, int32_t v)
+{
+    return c->k[v] < 1 ? 1 : c->k[v];
+}
+
+bool cg_in_regs(const cg_ctx *c, int32_t v)
+{
+    return c->pf && slices(c, v) <= 32;
+}
+
+void cg_emit_reg_decls(const cg_ctx *c, cg_text *t)
+{
+    for (int32_t v = 0; v < c->f->n; v++)
+        for (int sl = 0; sl < 32; sl++)
+            if (c->pfuse[v] & (1u << sl))
+                cg_printf(t, "    float r%d_%d = 0.f;\n", (int)v, sl);
+}
+
+/* first: every register at t = 0 (states from copy 0); else the hoisted
+ * values and x of step t + 1. */
+void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
+{
+    bool any = false, states = false;
+    for (int32_t v = 0; v < c->f->n; v++) {
+        any |= c->pfuse[v] && (first || c->role[v] == CG_HOIST_BUF || c->role[v] == CG_LEAF_INPUT);
+        states |= c->pfuse[v] && c->role[v] == CG_LEAF_STATE;
+    }
+    if (!any)
+        return;
+    cg_printf(t,
+              "    if (tid < E) {\n"
+              "        const int e = tid, u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
+              "        if (b < BT && gu < H && gb < B) {\n"
+              "            const size_t row = ROWT(gb, %s);\n"
+              "            %s\n"
+              "            (void)row; (void)u;\n",
+              first ? "0" : "t + 1", first && states ? "const float *cur = st;" : "");
+    char ld[1024];
+    for (int32_t v = 0; v < c->f->n; v++) {
+        if (!c->pfuse[v])
+            continue;
+        if (!first && c->role[v] != CG_HOIST_BUF && c->role[v] != CG_LEAF_INPUT)
+            continue;
+        for (int sl = 0; sl < 32; sl++)
+            if ((c->pfuse[v] & (1u << sl)) && cg_leaf_load(c, v, sl, ld, sizeof ld))
+                cg_printf(t, "            r%d_%d = %s;\n", (int)v, sl, ld);
+    }
+    cg_printf(t, "        }\n    }\n");
+}
+
+void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
+                   const char *src, const char *dst, bool cached)
+{
+    /* up to 8 loads in flight per thread; NT is a macro of the kernel */
+    cg_printf(t,
+              "    {\n"
+              "        enum { N4_ = %lld, U_ = (N4_ + NT - 1) / NT < 8 ? (N4_ + NT - 1) / NT : 8 };\n"
+              "        for (int i0_ = 0; i0_ < N4_; i0_ += U_ * NT) {\n"
+              "            float4 v_[U_];\n"
+              "#pragma unroll\n"
+              "            for (int j_ = 0; j_ < U_; ++j_) {\n"
+              "                const int i = i0_ + j_ * NT + tid;\n"
+              "                v_[j_] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "                if (i < N4_) {\n"
+              "                    %s\n"
+              "                    if (%s) v_[j_] = %s((const float4 *)(%s));\n"
+              "                }\n"
+              "            }\n"
+              "#pragma unroll\n"
+              "            for (int j_ = 0; j_ < U_; ++j_) {\n"
+              "                const int i = i0_ + j_ * NT + tid;\n"
+              "                if (i < N4_) {\n"
+              "                    %s\n"
+              "                    *(float4 *)(%s) = v_[j_];\n"
+              "                }\n"
+              "            }\n"
+              "        }\n"
+              "    }\n",
+              n4, idx, cond, cached ? "__ldg" : "__ldcg", src, idx, dst);
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# cli_compile.sh: `rnnc compile` writes a bundle for two archs and two batch
+# sizes without a GPU: the header, one kernel set and one tuning record per
+# (arch, batch) in the manifest, and the options' errors.  The entries'
+# round trip through the runtime is test_bundle_model.c.
+# Usage: cli_compile.sh path/to/rnnc
+. "$(dirname "$0")/lib_cli.sh"
+export RNNC_CACHE_DIR="$T/cache"
+
+# manifest FILE: the JSON manifest of a bundle (its length is at byte 16)
+manifest() {
+    local m
+    m=$(od -An -t u8 -j 16 -N 8 "$1" | tr -d ' ')
+    tail -c +33 "$1" | head -c "$m"
+}
+# count REGEX FILE: how many times REGEX occurs
+count() { grep -Eo -- "$1" "$2" | wc -l | tr -d ' '; }
+
+"$RNNC" --help | grep -q "^  compile " || fail "--help does not list compile"
+"$RNNC" compile --help | grep -q "^Usage: rnnc compile" || fail "compile --help"
+
+# 1. two archs x two batch sizes in one file
+ok "$RNNC" compile --cell lstm --input-size 24 --hidden 32 --batch 1,8 --arch sm_80,sm_90 \
+   -o m.rnncpkg
+grep -q "wrote m.rnncpkg: lstm (I=24 H=32), 4 kernel sets: batch 1,8 x sm_80,sm_90" out.txt ||
+    { fail "compile does not say what it wrote"; cat out.txt >&2; }
+[ "$(head -c 7 m.rnncpkg)" = "RNNCPKG" ] || fail "no bundle magic"
+manifest m.rnncpkg > manifest.json
+grep -q '"codegen_version":' manifest.json || fail "manifest without codegen_version"
+[ "$(count '"sm":80' manifest.json)" -eq 2 ] || fail "want 2 kernel sets for sm_80"
+[ "$(count '"sm":90' manifest.json)" -eq 2 ] || fail "want 2 kernel sets for sm_90"
+[ "$(count '"name":"fused_lstm_b8"' manifest.json)" -eq 2 ] || fail "want B=8 for each arch"
+[ "$(count '"shape":"fused lstm#[0-9a-f]{16} I=24 H=32 [^"]* sm_90 sms=132 B=1"' manifest.json)" -eq 1 ] ||
+    { fail "no tuning record for sm_90, 132 SMs, B=1"; cat manifest.json >&2; }
+[ "$(count '"tuning":"ut=[0-9]+ bt=[0-9]+ nt=[0-9]+"' manifest.json)" -eq 4 ] ||
+    fail "want 4 tuning records"
+# the same request again comes from the disk cache, and gives the same file
+ok "$RNNC" compile --cell lstm --input-size 24 --hidden 32 --batch 1,8 --arch sm_80,sm_90 \
+   -o again.rnncpkg
+cmp -s m.rnncpkg again.rnncpkg || fail "compiling twice gives different bundles"
+
+# 2. the SM count is part of the kernels, and a tuning record is used
+ok "$RNNC" compile --cell gru --input-size 16 --hidden 16 --batch 4 --arch 90 --sm-count 114 \
+   -o g.rnncpkg
+manifest g.rnncpkg | grep -q 'sm_90 sms=114 B=4' || fail "--sm-count not in the record"
+
+# 3. errors
+expect 2 "--arch wants archs like" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 \
+    --batch 1 --arch hopper -o x.rnncpkg
+expect 2 "--batch wants an integer" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 \
+    --batch 1,zero --arch sm_90 -o x.rnncpkg
+expect 2 "are all needed" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 --batch 1 \
+    -o x.rnncpkg
+expect 1 "sm-count" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 --batch 1 \
+    --arch sm_75 -o x.rnncpkg
+expect 1 "layers" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 --batch 1 \
+    --arch sm_90 --layers 2 -o x.rnncpkg
+[ -e x.rnncpkg ] && fail "a failed compile left a file"
+# a file that is not a bundle, and a bundle of another format, are refused by run
+echo "not a bundle" > bad.rnncpkg
+ok "$RNNC" random --cell lstm --seq 2 --batch 1 --input-size 4 --hidden-size 4 \
+   --weights w.st --input x.st
+expect 1 "not an rnnc bundle" "$RNNC" run --cell lstm --weights w.st --input x.st --out y.st \
+    --bundle bad.rnncpkg
+cp m.rnncpkg old.rnncpkg
+printf '\x07' | dd of=old.rnncpkg bs=1 seek=8 conv=notrunc 2> /dev/null
+expect 1 "bundle format 7.*rnnc compile" "$RNNC" run --cell lstm --weights w.st --input x.st \
+    --out y.st --bundle old.rnncpkg
+# a good bundle does not stop a run on another backend
+ok "$RNNC" run --cell lstm --weights w.st --input x.st --out y.st --bundle m.rnncpkg \
+   --backend interp
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
+echo "cli_compile: all checks passed"
