@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/bench_common.h"
 #include "runtime/runtime.h"
 
 /* About the size and shape of a generated recurrent kernel: a grid
@@ -275,12 +276,7 @@ static int write_json(const char *path, const figures *f, bool ok_disk, bool ok_
     cJSON_AddBoolToObject(j, "disk_target_met", ok_disk);
     cJSON_AddItemToObject(j, "memory_target_met",
                           f->gpu ? cJSON_CreateBool(ok_mem) : cJSON_CreateNull());
-    char *text = cJSON_Print(j);
-    FILE *fp = fopen(path, "w");
-    int rc = fp && text && fputs(text, fp) >= 0 ? 0 : 1;
-    if (fp && fclose(fp) != 0)
-        rc = 1;
-    free(text);
+    int rc = bench_write_json(path, j);
     cJSON_Delete(j);
     return rc;
 }
@@ -289,16 +285,8 @@ int main(int argc, char **argv)
 {
     const char *json = NULL;
     int reps = 5;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 5;
-        else {
-            fprintf(stderr, "usage: %s [--json PATH] [--reps N]\n", argv[0]);
-            return 2;
-        }
-    }
+    if (!bench_args(argc, argv, "reps", &json, &reps))
+        return 2;
     char dir[] = "/tmp/rnnc-bench-XXXXXX";
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -339,9 +327,7 @@ int main(int argc, char **argv)
     printf("  bundle load (file + find)   %10.3f ms\n", f.bundle_ms);
     if (f.gpu)
         printf("  first launch from bundle    %10.3f ms\n", f.bundle_launch_ms);
-    if (json && write_json(json, &f, ok_disk, ok_mem) != 0) {
-        fprintf(stderr, "could not write %s\n", json);
+    if (json && write_json(json, &f, ok_disk, ok_mem) != 0)
         return 1;
-    }
     return ok_disk && ok_mem ? 0 : 1;
 }

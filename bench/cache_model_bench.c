@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "bench/bench_common.h"
 
 #define T_STEPS 100
 #define BATCH 64
@@ -243,12 +244,7 @@ static int write_json(const char *path, const bench *b, const row *rows, int n, 
     }
     cJSON_AddNumberToObject(j, "forward_ms_heuristic", heur_ms);
     cJSON_AddNumberToObject(j, "forward_ms_autotuned", tuned_ms);
-    char *text = cJSON_Print(j);
-    FILE *fp = fopen(path, "w");
-    int rc = fp && text && fputs(text, fp) >= 0 ? 0 : 1;
-    if (fp && fclose(fp) != 0)
-        rc = 1;
-    free(text);
+    int rc = bench_write_json(path, j);
     cJSON_Delete(j);
     return rc;
 }
@@ -257,16 +253,8 @@ int main(int argc, char **argv)
 {
     const char *json = NULL;
     int reps = 3;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 3;
-        else {
-            fprintf(stderr, "usage: %s [--json PATH] [--reps N]\n", argv[0]);
-            return 2;
-        }
-    }
+    if (!bench_args(argc, argv, "reps", &json, &reps))
+        return 2;
     if (!rt_cuda_available() || !rt_nvrtc_available()) {
         printf("no GPU or no NVRTC: skipped\n");
         return 77;
@@ -305,9 +293,7 @@ int main(int argc, char **argv)
         printf("  %-30s %10.3f ms   tuning: %s\n", rows[i].what, rows[i].ms, rows[i].from);
     printf("  steady forward (device time): heuristic %.4f ms, autotuned %.4f ms (%.2fx)\n", heur,
            tuned, heur / tuned);
-    if (json && write_json(json, &b, rows, 6, heur, tuned)) {
-        fprintf(stderr, "could not write %s\n", json);
+    if (json && write_json(json, &b, rows, 6, heur, tuned))
         return 1;
-    }
     return 0;
 }

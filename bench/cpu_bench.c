@@ -17,6 +17,7 @@
 #include <cJSON.h>
 
 #include "rnnc.h"
+#include "bench/bench_common.h"
 #include "runtime/runtime.h"
 #ifdef RNNC_HAVE_DNNL
 #include <dnnl.h>
@@ -44,19 +45,6 @@ static float *rand_buf(size_t n, float scale)
     for (size_t i = 0; p && i < n; i++)
         p[i] = frand() * scale;
     return p;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 #define CHECK(expr)                                                                            \
@@ -209,14 +197,13 @@ static double dnnl_time(shape s, const lstm_w *w, const float *x, float *y, int 
     };
     double *t = malloc(sizeof(double) * (size_t)iters);
     for (int i = -2; i < iters; i++) {
-        double t0 = now_ms();
+        double t0 = rt_now_ms();
         DN(dnnl_primitive_execute(prim, c.strm, 9, args));
         DN(dnnl_stream_wait(c.strm));
         if (i >= 0)
-            t[i] = now_ms() - t0;
+            t[i] = rt_now_ms() - t0;
     }
-    qsort(t, (size_t)iters, sizeof(double), cmp_d);
-    double ms = t[iters / 2];
+    double ms = rt_median(t, iters);
     for (int k = 0; k < 9; k++)
         if (k != 3 && k != 4)
             dnnl_memory_destroy(args[k].memory);
@@ -293,16 +280,8 @@ int main(int argc, char **argv)
 {
     const char *json = NULL;
     int iters = 10;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-            json = argv[++i];
-        else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-            iters = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
-        else {
-            fprintf(stderr, "usage: %s [--iters N] [--json OUT]\n", argv[0]);
-            return 2;
-        }
-    }
+    if (!bench_args(argc, argv, "iters", &json, &iters))
+        return 2;
     char model[256], jit[256];
     cpu_model(model, sizeof model);
     CHECK(rt_cpu_describe(jit, sizeof jit));
@@ -313,16 +292,7 @@ int main(int argc, char **argv)
     shape shapes[2] = {{100, 64, 512, 512}, {100, 1, 512, 512}};
     for (int k = 0; k < 2; k++)
         cJSON_AddItemToArray(rows, bench_shape(shapes[k], iters));
-    if (json) {
-        char *text = cJSON_Print(root);
-        FILE *f = fopen(json, "w");
-        if (!f || fputs(text, f) < 0) {
-            fprintf(stderr, "cannot write %s\n", json);
-            return 1;
-        }
-        fclose(f);
-        free(text);
-    }
+    int rc = json ? bench_write_json(json, root) : 0;
     cJSON_Delete(root);
-    return 0;
+    return rc;
 }

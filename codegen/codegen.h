@@ -190,9 +190,10 @@ void cg_ll_place(cg_ctx *c);
 void cg_emit_ll_prelude(cg_text *t);
 void cg_emit_ll_publish(const cg_ctx *c, cg_text *t);
 void cg_emit_ll_stage(const cg_ctx *c, int32_t lin, cg_text *t);
-/* Batched 16-byte copies global -> shared (cuda_regs.c). */
+/* Batched 16-byte copies global -> shared (cuda_regs.c); the weight slices. */
 void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
+void cg_emit_weights(const cg_ctx *c, cg_text *t);
 const char *cg_float_lit(double v, char *buf, size_t n);
 
 /* ================================================================ 2. LLVM */

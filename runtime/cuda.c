@@ -351,12 +351,6 @@ rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block
 
 /* ---------------------------------------------------------------- timing */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static rnnc_status time_iters(rnnc_status (*fn)(void *, CUstream), void *ctx, CUstream s,
                               CUevent ev[2], int iters, double *ms)
 {
@@ -399,10 +393,8 @@ rnnc_status rt_time_ms(rnnc_status (*fn)(void *ctx, CUstream s), void *ctx, CUst
     if (st != RNNC_OK)
         goto destroy_ev0;
     st = time_iters(fn, ctx, s, ev, iters, ms);
-    if (st == RNNC_OK) {
-        qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
-        *median_ms = iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
-    }
+    if (st == RNNC_OK)
+        *median_ms = rt_median(ms, iters);
     g_api.EventDestroy(ev[1]);
 destroy_ev0:
     g_api.EventDestroy(ev[0]);

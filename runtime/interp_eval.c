@@ -187,7 +187,7 @@ static rnnc_status eval_binary(rt_frame *fr, int32_t i)
                              i, ir_ops[n->op].name);
         return alias(fr, i, ib);
     }
-    int64_t ars, acs, brs, bcs;
+    int64_t ars = 0, acs = 0, brs = 0, bcs = 0; /* set by bcast on success */
     rnnc_status st = bcast(fr, i, ia, &ars, &acs);
     if (st == RNNC_OK)
         st = bcast(fr, i, ib, &brs, &bcs);

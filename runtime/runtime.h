@@ -97,6 +97,8 @@ rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a);
  * timing for backends whose time_forward is NULL). */
 rnnc_status rt_time_host(const rt_backend *be, void *state, const rnnc_forward_args *a,
                          int warmup, int iters, double *median_ms);
+/* The median of v[n] (n >= 1), sorting v. */
+double rt_median(double *v, int n);
 
 /* ================================================================ 2. tensors */
 
@@ -261,7 +263,7 @@ const char *const *rt_nvrtc_base_options(void);
  */
 
 /* Bump whenever the code generators change what they emit for a given input. */
-#define RT_CODEGEN_VERSION 1
+#define RT_CODEGEN_VERSION 2
 #define RT_MAX_KERNELS 16
 
 typedef enum rt_origin {

@@ -4,7 +4,6 @@
  * and the host-clock timer of the backends without device events.
  */
 #include <stdlib.h>
-#include <time.h>
 
 #include "runtime/runtime.h"
 
@@ -29,17 +28,16 @@ rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a)
     return RNNC_OK;
 }
 
-static double host_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
+}
+
+double rt_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 rnnc_status rt_time_host(const rt_backend *be, void *state, const rnnc_forward_args *a,
@@ -54,14 +52,12 @@ rnnc_status rt_time_host(const rt_backend *be, void *state, const rnnc_forward_a
     for (int i = 0; i < warmup && s == RNNC_OK; i++)
         s = be->forward(state, a);
     for (int i = 0; i < iters && s == RNNC_OK; i++) {
-        double t0 = host_ms();
+        double t0 = rt_now_ms();
         s = be->forward(state, a);
-        t[i] = host_ms() - t0;
+        t[i] = rt_now_ms() - t0;
     }
-    if (s == RNNC_OK) {
-        qsort(t, (size_t)iters, sizeof *t, cmp_double);
-        *median_ms = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
-    }
+    if (s == RNNC_OK)
+        *median_ms = rt_median(t, iters);
     free(t);
     return s;
 }

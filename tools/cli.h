@@ -1,11 +1,12 @@
 /*
  * cli.h: the one internal header of tools/, the `rnnc` command.  Each
  * command lives in its own file (cmd_*.c); what several share is in cli_*.c:
- * errors and option values (cli_common.c), the model options (cli_model.c),
- * sizes from a weights file (cli_infer.c), buffers and seeded random data
- * (cli_data.c), the tensors of the files (cli_files.c).  Everything goes
- * through the public API (rnnc.h), except `rnnc cache`, which reads the
- * kernel cache, and the GPU's name in `rnnc compare --json` (runtime.h).
+ * errors, the option loop and option values (cli_common.c), the model
+ * options (cli_model.c), sizes from a weights file (cli_infer.c), buffers and
+ * seeded random data (cli_data.c), the tensors of the files (cli_files.c).
+ * Everything goes through the public API (rnnc.h), except `rnnc cache`,
+ * which reads the kernel cache, the GPU's name in `rnnc compare --json` and
+ * the host clock rt_now_ms (runtime.h).
  */
 #ifndef RNNC_CLI_H
 #define RNNC_CLI_H
@@ -57,6 +58,20 @@ bool cli_int(const char *cmd, const char *opt, const char *arg, int64_t lo, int6
 bool cli_double(const char *cmd, const char *opt, const char *arg, double lo, double hi,
                 double *out);
 bool cli_u64(const char *cmd, const char *opt, const char *arg, uint64_t *out);
+
+/* How a command reads its options (the loop every model command shares). */
+typedef struct cli_command {
+    const char *name;
+    const char *help;         /* printed for --help ... */
+    bool model_help;          /* ... followed by cli_model_help */
+    const char *shortopts;    /* "h" and any short options of the command */
+    const struct option *opts;
+    /* Every option but --help; false after a usage message. */
+    bool (*option)(void *args, int id, const char *arg);
+} cli_command;
+/* getopt_long over argv; -1 to go on, else the exit code (0 after --help).
+ * Arguments that are not options are a usage error. */
+int cli_parse(const cli_command *cmd, int argc, char **argv, void *args);
 
 /* ---------------------------------------------------------------- model options (cli_model.c) */
 

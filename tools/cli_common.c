@@ -1,6 +1,6 @@
 /*
- * cli_common.c: how the rnnc command reports errors and reads option
- * values.  A library failure exits 1 with the status and its detail; a
+ * cli_common.c: how the rnnc command reports errors and reads options
+ * and their values.  A library failure exits 1 with the status and its detail; a
  * command line that cannot be understood exits 2.
  */
 #include <errno.h>
@@ -98,4 +98,23 @@ bool cli_u64(const char *cmd, const char *opt, const char *arg, uint64_t *out)
     }
     *out = v;
     return true;
+}
+
+int cli_parse(const cli_command *cmd, int argc, char **argv, void *args)
+{
+    int id;
+    optind = 0;
+    while ((id = getopt_long(argc, argv, cmd->shortopts, cmd->opts, NULL)) != -1) {
+        if (id == 'h') {
+            printf("%s%s", cmd->help, cmd->model_help ? cli_model_help : "");
+            return 0;
+        }
+        if (id == '?')
+            return cli_bad_option(cmd->name, argv);
+        if (!cmd->option(args, id, optarg))
+            return CLI_EXIT_USAGE;
+    }
+    if (optind < argc)
+        return cli_usage(cmd->name, "unexpected argument '%s'", argv[optind]);
+    return -1;
 }

@@ -6,8 +6,8 @@
  */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
+#include "runtime/runtime.h" /* rt_now_ms */
 #include "tools/cli.h"
 
 static const char compare_help[] =
@@ -63,8 +63,13 @@ static bool parse_backends(cli_compare *c, const char *list)
     return c->n_rows > 0;
 }
 
-static bool own_option(cli_compare *c, int id, const char *arg)
+static bool own_option(void *args, int id, const char *arg)
 {
+    cli_compare *c = args;
+    if (id == CLI_OPT_BACKEND) {
+        cli_usage("compare", "use --backends LIST to choose the backends");
+        return false;
+    }
     int64_t v;
     switch (id) {
     case OPT_SEQ: return cli_int("compare", "seq", arg, 1, INT32_MAX, &c->T);
@@ -109,32 +114,13 @@ static int parse(int argc, char **argv, cli_compare *c)
     c->m.seed = 1;
     c->warmup = 5, c->iters = 20;
     parse_backends(c, "fused,cudnn,cpu,interp");
-    int id;
-    optind = 0;
-    while ((id = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (id == 'h') {
-            printf("%s%s", compare_help, cli_model_help);
-            return 0;
-        }
-        if (id == '?')
-            return cli_bad_option("compare", argv);
-        if (id == CLI_OPT_BACKEND)
-            return cli_usage("compare", "use --backends LIST to choose the backends");
-        if (!own_option(c, id, optarg))
-            return CLI_EXIT_USAGE;
-    }
-    if (optind < argc)
-        return cli_usage("compare", "unexpected argument '%s'", argv[optind]);
+    static const cli_command cmd = {"compare", compare_help, true, "h", opts, own_option};
+    int rc = cli_parse(&cmd, argc, argv, c);
+    if (rc >= 0)
+        return rc;
     if (!c->T || !c->B || !c->m.input_size || !c->m.hidden_size)
         return cli_usage("compare", "--seq, --batch, --input-size and --hidden-size are needed");
     return -1;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* Creates, binds, runs once for the outputs, then times (the interpreter:
@@ -152,9 +138,9 @@ static rnnc_status run_row(cli_compare *c, const rnnc_cell *cell, rnnc_hoist hoi
         goto destroy;
     cli_io_copy_inputs(&r->io, in);
     rnnc_forward_args a = cli_io_args(&r->io, c->m.training);
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     s = rnnc_model_forward(m, &a);
-    r->ms = now_ms() - t0;
+    r->ms = rt_now_ms() - t0;
     r->runs = 1;
     if (s == RNNC_OK && r->backend != RNNC_BACKEND_INTERP) {
         s = rnnc_model_time_forward(m, &a, c->warmup, c->iters, &r->ms);

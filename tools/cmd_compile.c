@@ -77,8 +77,9 @@ static bool one_arch(const char *item, void *out, int i)
     return true;
 }
 
-static bool own_option(compile_args *r, int c, const char *arg)
+static bool own_option(void *args, int c, const char *arg)
 {
+    compile_args *r = args;
     switch (c) {
     case OPT_BATCH: return parse_list("batch", arg, &r->n_batches, one_batch, r->batches);
     case OPT_ARCH: return parse_list("arch", arg, &r->n_archs, one_arch, r->archs);
@@ -100,20 +101,10 @@ static int parse(int argc, char **argv, compile_args *r)
         {NULL, 0, NULL, 0},
     };
     cli_model_opts_init(&r->m, NULL);
-    int c;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        if (c == 'h') {
-            printf("%s%s", compile_help, cli_model_help);
-            return 0;
-        }
-        if (c == '?')
-            return cli_bad_option("compile", argv);
-        if (!own_option(r, c, optarg))
-            return CLI_EXIT_USAGE;
-    }
-    if (optind < argc)
-        return cli_usage("compile", "unexpected argument '%s'", argv[optind]);
+    static const cli_command cmd = {"compile", compile_help, true, "ho:", opts, own_option};
+    int rc = cli_parse(&cmd, argc, argv, r);
+    if (rc >= 0)
+        return rc;
     if (!r->m.cell || !r->m.input_size || !r->m.hidden_size || !r->n_batches || !r->n_archs ||
         !r->out)
         return cli_usage("compile", "--cell, --input-size, --hidden-size, --batch, --arch and "

@@ -123,28 +123,25 @@ free_all:
     return s;
 }
 
+static bool own_option(void *args, int c, const char *arg)
+{
+    if (c != CLI_OPT_BACKEND && c != CLI_OPT_SEED && c != CLI_OPT_DEVICE) {
+        cli_usage("demo", "takes only --backend, --seed and --device");
+        return false;
+    }
+    return cli_model_opt(args, "demo", c, arg);
+}
+
 int cmd_demo(int argc, char **argv)
 {
     static const struct option opts[] = {CLI_MODEL_OPTIONS, {NULL, 0, NULL, 0}};
     cli_model_opts o;
     cli_model_opts_init(&o, "lstm");
     o.seed = 1;
-    int c;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(demo_help, stdout);
-            return 0;
-        }
-        if (c == '?')
-            return cli_bad_option("demo", argv);
-        if (c != CLI_OPT_BACKEND && c != CLI_OPT_SEED && c != CLI_OPT_DEVICE)
-            return cli_usage("demo", "takes only --backend, --seed and --device");
-        if (!cli_model_opt(&o, "demo", c, optarg))
-            return CLI_EXIT_USAGE;
-    }
-    if (optind < argc)
-        return cli_usage("demo", "unexpected argument '%s'", argv[optind]);
+    static const cli_command cmd = {"demo", demo_help, false, "h", opts, own_option};
+    int rc = cli_parse(&cmd, argc, argv, &o);
+    if (rc >= 0)
+        return rc;
     o.input_size = o.hidden_size = DEMO_H;
     rnnc_status s = demo(&o);
     return s == RNNC_OK ? 0 : cli_fail(s);

@@ -28,6 +28,16 @@ typedef struct dump_args {
     int64_t batch;
 } dump_args;
 
+static bool own_option(void *args, int c, const char *arg)
+{
+    dump_args *r = args;
+    switch (c) {
+    case OPT_STAGE: r->stage = arg; return true;
+    case OPT_BATCH: return cli_int("dump", "batch", arg, 1, INT32_MAX, &r->batch);
+    default: return cli_model_opt(&r->m, "dump", c, arg);
+    }
+}
+
 static int parse(int argc, char **argv, dump_args *r)
 {
     static const struct option opts[] = {
@@ -36,25 +46,11 @@ static int parse(int argc, char **argv, dump_args *r)
         {"batch", required_argument, NULL, OPT_BATCH},
         {NULL, 0, NULL, 0},
     };
+    static const cli_command cmd = {"dump", dump_help, true, "h", opts, own_option};
     cli_model_opts_init(&r->m, NULL);
-    int c;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': printf("%s%s", dump_help, cli_model_help); return 0;
-        case OPT_STAGE: r->stage = optarg; break;
-        case OPT_BATCH:
-            if (!cli_int("dump", "batch", optarg, 1, INT32_MAX, &r->batch))
-                return CLI_EXIT_USAGE;
-            break;
-        case '?': return cli_bad_option("dump", argv);
-        default:
-            if (!cli_model_opt(&r->m, "dump", c, optarg))
-                return CLI_EXIT_USAGE;
-        }
-    }
-    if (optind < argc)
-        return cli_usage("dump", "unexpected argument '%s'", argv[optind]);
+    int rc = cli_parse(&cmd, argc, argv, r);
+    if (rc >= 0)
+        return rc;
     if (!r->m.cell || !r->stage)
         return cli_usage("dump", "--cell and --stage are both needed");
     static const char *const stages[] = {"ir", "opt", "schedule", "cuda", "llvm"};

@@ -42,8 +42,9 @@ static bool choice(const char *opt, const char *arg, const char *no, const char 
     return false;
 }
 
-static bool own_option(random_args *r, int c, const char *arg)
+static bool own_option(void *args, int c, const char *arg)
 {
+    random_args *r = args;
     switch (c) {
     case OPT_SEQ: return cli_int("random", "seq", arg, 1, INT32_MAX, &r->T);
     case OPT_BATCH: return cli_int("random", "batch", arg, 1, INT32_MAX, &r->B);
@@ -69,20 +70,10 @@ static int parse(int argc, char **argv, random_args *r)
     };
     cli_model_opts_init(&r->m, "lstm");
     r->m.seed = 1;
-    int c;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            printf("%s%s", random_help, cli_model_help);
-            return 0;
-        }
-        if (c == '?')
-            return cli_bad_option("random", argv);
-        if (!own_option(r, c, optarg))
-            return CLI_EXIT_USAGE;
-    }
-    if (optind < argc)
-        return cli_usage("random", "unexpected argument '%s'", argv[optind]);
+    static const cli_command cmd = {"random", random_help, true, "h", opts, own_option};
+    int rc = cli_parse(&cmd, argc, argv, r);
+    if (rc >= 0)
+        return rc;
     if (!r->T || !r->B || !r->m.input_size || !r->m.hidden_size || !r->weights || !r->input)
         return cli_usage("random", "--seq, --batch, --input-size, --hidden-size, --weights and "
                                    "--input are all needed");

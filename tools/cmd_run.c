@@ -4,8 +4,8 @@
  * (x, (h0, c0)) -> (y, (hy, cy)), for any cell.
  */
 #include <string.h>
-#include <time.h>
 
+#include "runtime/runtime.h" /* rt_now_ms */
 #include "tools/cli.h"
 
 static const char run_help[] =
@@ -32,6 +32,18 @@ typedef struct run_args {
     const char *weights, *input, *out, *bundle;
 } run_args;
 
+static bool own_option(void *args, int c, const char *arg)
+{
+    run_args *r = args;
+    switch (c) {
+    case OPT_WEIGHTS: r->weights = arg; return true;
+    case OPT_INPUT: r->input = arg; return true;
+    case OPT_OUT: r->out = arg; return true;
+    case OPT_BUNDLE: r->bundle = arg; return true;
+    default: return cli_model_opt(&r->m, "run", c, arg);
+    }
+}
+
 /* -1 to go on, else the exit code. */
 static int parse(int argc, char **argv, run_args *r)
 {
@@ -43,24 +55,11 @@ static int parse(int argc, char **argv, run_args *r)
         {"bundle", required_argument, NULL, OPT_BUNDLE},
         {NULL, 0, NULL, 0},
     };
+    static const cli_command cmd = {"run", run_help, true, "h", opts, own_option};
     cli_model_opts_init(&r->m, NULL);
-    int c;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': printf("%s%s", run_help, cli_model_help); return 0;
-        case OPT_WEIGHTS: r->weights = optarg; break;
-        case OPT_INPUT: r->input = optarg; break;
-        case OPT_OUT: r->out = optarg; break;
-        case OPT_BUNDLE: r->bundle = optarg; break;
-        case '?': return cli_bad_option("run", argv);
-        default:
-            if (!cli_model_opt(&r->m, "run", c, optarg))
-                return CLI_EXIT_USAGE;
-        }
-    }
-    if (optind < argc)
-        return cli_usage("run", "unexpected argument '%s'", argv[optind]);
+    int rc = cli_parse(&cmd, argc, argv, r);
+    if (rc >= 0)
+        return rc;
     if (!r->m.cell || !r->weights || !r->input || !r->out)
         return cli_usage("run", "--cell, --weights, --input and --out are all needed");
     return -1;
@@ -143,13 +142,6 @@ static rnnc_status read_lengths(const rnnc_tensors *in, cli_io *io, const char *
     return RNNC_OK;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void report(const run_args *r, const rnnc_cell *cell, rnnc_hoist hoist,
                    const rnnc_model *m, const cli_io *io, double ms)
 {
@@ -179,9 +171,9 @@ static rnnc_status forward(run_args *r, const rnnc_tensors *in, rnnc_model *m,
     if (s != RNNC_OK)
         return s;
     rnnc_forward_args a = cli_io_args(io, r->m.training);
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     s = rnnc_model_forward(m, &a);
-    *ms = now_ms() - t0;
+    *ms = rt_now_ms() - t0;
     return s;
 }
 

@@ -121,7 +121,7 @@ static rnnc_status same_layout(const rnnc_tensors *a, const rnnc_tensors *b, con
 
 static double rel_err(const rnnc_tensor *out, const rnnc_tensor *ref)
 {
-    double num = 0, den = 0, o, r;
+    double num = 0, den = 0, o = 0, r = 0; /* same_layout checked both dtypes */
     for (int64_t i = 0; i < rnnc_tensor_numel(ref); i++) {
         value_at(out, i, &o);
         value_at(ref, i, &r);

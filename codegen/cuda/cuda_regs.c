@@ -63,6 +63,39 @@ void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
     cg_printf(t, "        }\n    }\n");
 }
 
+/* Each block's rows of every step linear's matrix into shared memory, once. */
+void cg_emit_weights(const cg_ctx *c, cg_text *t)
+{
+    char idx[256], cond[64], src[128], dst[96];
+    for (int32_t i = 0; i < c->f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int32_t w = c->f->nodes[i].a[1];
+        long long K = (long long)c->cols[c->f->nodes[i].a[0]];
+        long long R = (long long)slices(c, i) * c->UT;
+        if (K % 4 == 0) {
+            int q = c->kp[i] / 4;
+            snprintf(idx, sizeof idx,
+                     "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
+                     "(void)k4; (void)s; (void)gu;", q, q);
+            snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
+            snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
+                     (long long)c->off[w], K);
+            snprintf(dst, sizeof dst, "&sm_[%lld + r * %d + k4 * 4]", (long long)c->wsm[i],
+                     c->kp[i]);
+            cg_emit_copy4(t, R * q, idx, cond, src, dst, true);
+            continue;
+        }
+        cg_printf(t,
+                  "    for (int i = tid; i < %lld; i += NT) {\n"
+                  "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
+                  "        sm_[%lld + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
+                  "* %lld + kk] : 0.f;\n    }\n",
+                  R * c->kp[i], c->kp[i], c->kp[i], (long long)c->wsm[i], K, (long long)c->off[w],
+                  K);
+    }
+}
+
 void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached)
 {

@@ -5,10 +5,12 @@
  * sequence.  A step is a series of phases (from the schedule): each stages
  * the whole vectors its linears read, multiplies them in shared memory,
  * evaluates the cell's element-wise work for the block's (unit, row)
- * elements, and ends with a grid barrier.  Feature-axis reductions over a
- * value made in the step exchange per-block partial statistics through
- * global memory (Chan's parallel mean/variance), so no block needs more
- * than its own elements.
+ * elements, and ends with a barrier of the block's batch group (rows never
+ * exchange data, so only the blocks owning the same rows wait for each
+ * other), or, for single-phase cells at small batch, with no barrier at all
+ * (cuda_ll.c).  Feature-axis reductions over a value made in the step
+ * exchange per-block partial statistics through global memory (Chan's
+ * parallel mean/variance), so no block needs more than its own elements.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,38 +71,6 @@ static void emit_prelude(const cg_ctx *c, cg_text *t)
               "    if (nn == 0.f) return;\n"
               "    const float d = mb - m, f = nb / nn;\n"
               "    m += d * f;\n    q += qb + d * d * n * f;\n    n = nn;\n}\n");
-}
-
-static void emit_weights(const cg_ctx *c, cg_text *t)
-{
-    char idx[256], cond[64], src[128], dst[96];
-    for (int32_t i = 0; i < c->f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
-            continue;
-        int32_t w = c->f->nodes[i].a[1];
-        long long K = (long long)c->cols[c->f->nodes[i].a[0]];
-        long long R = (long long)slices(c, i) * c->UT;
-        if (K % 4 == 0) {
-            int q = c->kp[i] / 4;
-            snprintf(idx, sizeof idx,
-                     "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
-                     "(void)k4; (void)s; (void)gu;", q, q);
-            snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
-            snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
-                     (long long)c->off[w], K);
-            snprintf(dst, sizeof dst, "&sm_[%lld + r * %d + k4 * 4]", (long long)c->wsm[i],
-                     c->kp[i]);
-            cg_emit_copy4(t, R * q, idx, cond, src, dst, true);
-            continue;
-        }
-        cg_printf(t,
-                  "    for (int i = tid; i < %lld; i += NT) {\n"
-                  "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
-                  "        sm_[%lld + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
-                  "* %lld + kk] : 0.f;\n    }\n",
-                  R * c->kp[i], c->kp[i], c->kp[i], (long long)c->wsm[i], K, (long long)c->off[w],
-                  K);
-    }
 }
 
 /* A plain base pointer for X's row gb, when X is one contiguous vector. */
@@ -546,6 +516,9 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
 {
     c->pf = (int64_t)c->UT * c->BTP <= c->NT;
     int ex = c->cfg.exchange;
+    /* Measured on an H100 (docs/fused-kernel.md): tagged words win by far at
+     * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
+     * and the polls read twice the bytes, the barrier was as fast or faster. */
     c->ll = cg_ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
     cg_text dry = {0};
     rnnc_status st = emit_steps(c, &dry);
@@ -568,7 +541,7 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
               "(void)TB; (void)ub;\n");
     cg_emit_reg_decls(c, t);
     cg_emit_reg_loads(c, t, true);
-    emit_weights(c, t);
+    cg_emit_weights(c, t);
     if (c->ll)
         cg_emit_ll_publish(c, t);
     cg_printf(t,
