@@ -29,7 +29,6 @@
 #define HIDDEN 256
 
 static char g_self[4096];
-static char *g_dir;
 
 static rnnc_status make(rnnc_backend be, int64_t hidden, rnnc_model **out)
 {
@@ -290,8 +289,8 @@ static void test_bundle_without_nvrtc(void **state)
     const int64_t batches[] = {1, BATCH};
     const int archs[] = {sm}, other[] = {sm == 80 ? 90 : 80};
     char path[4200], path_other[4200];
-    snprintf(path, sizeof path, "%s/lstm.rnncpkg", g_dir);
-    snprintf(path_other, sizeof path_other, "%s/other.rnncpkg", g_dir);
+    snprintf(path, sizeof path, "%s/lstm.rnncpkg", tu_cache_dir());
+    snprintf(path_other, sizeof path_other, "%s/other.rnncpkg", tu_cache_dir());
     double t0 = rt_now_ms();
     assert_ok(rnnc_bundle_compile(&d, batches, 2, archs, 1, sms, path));
     print_message("bundle for sm_%d (%d SMs) compiled in %.0f ms\n", sm, sms, rt_now_ms() - t0);
@@ -311,17 +310,11 @@ int main(int argc, char **argv)
         return 1;
     g_self[len] = '\0';
     tu_require_gpu();
-    g_dir = tu_tmpdir(); /* fresh records and kernels */
-    if (!g_dir)
-        return 1;
-    setenv("RNNC_CACHE_DIR", g_dir, 1);
     setenv("RNNC_LOG", "info", 1); /* the log says what was tuned and where kernels came from */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_autotune),
         cmocka_unit_test(test_bundle_without_nvrtc),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tu_rmtree(g_dir);
-    free(g_dir);
-    return rc;
+    /* fresh records and kernels: the group's own cache directory */
+    return cmocka_run_group_tests(tests, tu_cache_dir_setup, tu_cache_dir_teardown);
 }

@@ -43,21 +43,8 @@ static void pair_make(pair *p, const char *cell, int64_t P)
     assert_int_equal(rnnc_model_backend(p->dnn), RNNC_BACKEND_CUDNN);
     int n = rnnc_model_weight_count(p->ref);
     assert_int_equal(n, rnnc_model_weight_count(p->dnn));
-    for (int i = 0; i < n; i++) {
-        const char *name;
-        int64_t shape[RNNC_MAX_RANK];
-        int rank = 0;
-        assert_ok(rnnc_model_weight_info(p->ref, i, &name, RNNC_MAX_RANK, shape, &rank));
-        int64_t count = 1;
-        for (int k = 0; k < rank; k++)
-            count *= shape[k];
-        float *w = malloc((size_t)count * sizeof *w);
-        assert_non_null(w);
-        tu_fill_f32(w, (size_t)count, &rng, -0.4, 0.4);
-        assert_ok(rnnc_model_set_weight(p->ref, name, w, count));
-        assert_ok(rnnc_model_set_weight(p->dnn, name, w, count));
-        free(w);
-    }
+    rnnc_model *const both[] = {p->ref, p->dnn};
+    tu_set_random_weights_on(both, 2, &rng, -0.4, 0.4);
 }
 
 static void pair_free(pair *p)

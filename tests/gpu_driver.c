@@ -50,7 +50,6 @@ static const char k_coop_src[] =
     "}\n";
 static const char *const k_names[] = {"shift_twice", "reverse_smem"};
 static uint64_t g_rng;
-static char *g_dir;
 
 static rt_kernel_req make_req(void)
 {
@@ -231,7 +230,7 @@ static void test_bundle_without_nvrtc(void **state)
     assert_ok(rt_bundle_create(&b));
     assert_ok(rt_bundle_add(b, &r, cubin, size));
     char path[4200];
-    snprintf(path, sizeof path, "%s/driver.rnncpkg", g_dir);
+    snprintf(path, sizeof path, "%s/driver.rnncpkg", tu_cache_dir());
     assert_ok(rt_bundle_save(b, path));
     rt_bundle_destroy(b);
     free(cubin);
@@ -263,10 +262,6 @@ int main(int argc, char **argv)
         return TU_SKIP;
     }
     g_rng = tu_seed();
-    g_dir = tu_tmpdir(); /* a fresh disk cache, so the first get must compile */
-    if (!g_dir)
-        return 1;
-    setenv("RNNC_CACHE_DIR", g_dir, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_primary_context),
         cmocka_unit_test(test_levels),
@@ -274,10 +269,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_large_shared_memory),
         cmocka_unit_test(test_bundle_without_nvrtc),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    /* a fresh disk cache, so the first get must compile */
+    int rc = cmocka_run_group_tests(tests, tu_cache_dir_setup, tu_cache_dir_teardown);
     rt_kernel_cache_clear();
-    tu_rmtree(g_dir);
-    free(g_dir);
     return rc;
 }
 #endif /* RT_HAVE_CUDA_H */

@@ -11,7 +11,6 @@
 
 #include "api/api.h"
 
-static char *g_dir;
 
 static void desc(rnnc_model_desc *d, rnnc_cell *cell)
 {
@@ -60,7 +59,7 @@ static void test_round_trip(void **state)
     const int64_t batches[] = {1, 8};
     const int archs[] = {80, 90};
     char path[4200];
-    snprintf(path, sizeof path, "%s/lstm.rnncpkg", g_dir);
+    snprintf(path, sizeof path, "%s/lstm.rnncpkg", tu_cache_dir());
     assert_ok(rnnc_bundle_compile(&d, batches, 2, archs, 2, 0, path));
     rt_bundle *b = NULL;
     assert_ok(rt_bundle_load(&b, path));
@@ -118,7 +117,7 @@ static void test_record_carried(void **state)
     const int64_t batches[] = {8, 2};
     const int archs[] = {90};
     char path[4200];
-    snprintf(path, sizeof path, "%s/gru.rnncpkg", g_dir);
+    snprintf(path, sizeof path, "%s/gru.rnncpkg", tu_cache_dir());
     assert_ok(rnnc_bundle_compile(&d, batches, 2, archs, 1, 114, path));
     rt_bundle *b = NULL;
     assert_ok(rt_bundle_load(&b, path));
@@ -133,8 +132,8 @@ static void test_load_unload(void **state)
 {
     (void)state;
     char path[4200], bad[4200];
-    snprintf(path, sizeof path, "%s/lstm.rnncpkg", g_dir); /* from test_round_trip */
-    snprintf(bad, sizeof bad, "%s/bad.rnncpkg", g_dir);
+    snprintf(path, sizeof path, "%s/lstm.rnncpkg", tu_cache_dir()); /* from test_round_trip */
+    snprintf(bad, sizeof bad, "%s/bad.rnncpkg", tu_cache_dir());
     assert_int_equal(tu_write_file(bad, "RNNCPKG", 7), 0);
     assert_int_equal(rt_bundle_registered(), 0);
     assert_ok(rnnc_bundle_load(path));
@@ -159,7 +158,7 @@ static void test_refused(void **state)
     const int64_t batches[] = {4};
     const int archs[] = {90}, old[] = {75};
     char path[4200];
-    snprintf(path, sizeof path, "%s/refused.rnncpkg", g_dir);
+    snprintf(path, sizeof path, "%s/refused.rnncpkg", tu_cache_dir());
     assert_status(rnnc_bundle_compile(&d, batches, 1, old, 1, 0, path), RNNC_ERR_INVALID_ARG);
     assert_non_null(strstr(rnnc_last_error(), "sm-count"));
     assert_status(rnnc_bundle_compile(&d, NULL, 0, archs, 1, 0, path), RNNC_ERR_INVALID_ARG);
@@ -175,10 +174,6 @@ static void test_refused(void **state)
 
 int main(void)
 {
-    g_dir = tu_tmpdir();
-    if (!g_dir)
-        return 1;
-    setenv("RNNC_CACHE_DIR", g_dir, 1); /* records of this test only */
     unsetenv("RNNC_FUSED_TILE");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
@@ -186,8 +181,6 @@ int main(void)
         cmocka_unit_test(test_load_unload),
         cmocka_unit_test(test_refused),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tu_rmtree(g_dir);
-    free(g_dir);
-    return rc;
+    /* fresh records and kernels: the group's own cache directory */
+    return cmocka_run_group_tests(tests, tu_cache_dir_setup, tu_cache_dir_teardown);
 }

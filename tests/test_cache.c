@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -354,8 +355,13 @@ static void test_eviction_lru(void **state)
     char val[64];
     snprintf(val, sizeof val, "%.9f", mb);
     setenv("RNNC_CACHE_MAX_MB", val, 1);
+    /* File times tick at the kernel's coarse clock (a few ms): pause so each
+     * use below gets an mtime of its own. */
+    const struct timespec tick = {0, 20 * 1000 * 1000};
     assert_int_equal(get_free("e1"), RT_FROM_COMPILE);
+    nanosleep(&tick, NULL);
     assert_int_equal(get_free("e0"), RT_FROM_DISK); /* e0 is now more recent than e1 */
+    nanosleep(&tick, NULL);
     assert_int_equal(get_free("e2"), RT_FROM_COMPILE);
     assert_true(exists(entry_path("e0")));
     assert_false(exists(entry_path("e1")));

@@ -48,19 +48,8 @@ static rnnc_model *make(const rnnc_cell *cell, const cfg *c, rnnc_backend be)
 /* Random weights, the same for both models. */
 static void set_weights(rnnc_model *a, rnnc_model *b)
 {
-    for (int i = 0; i < rnnc_model_weight_count(a); i++) {
-        const char *name;
-        int64_t shape[2] = {1, 1};
-        int rank;
-        assert_ok(rnnc_model_weight_info(a, i, &name, 2, shape, &rank));
-        int64_t n = rank == 2 ? shape[0] * shape[1] : shape[0];
-        float *w = malloc((size_t)n * sizeof(float));
-        assert_non_null(w);
-        tu_fill_f32(w, (size_t)n, &g_rng, -0.6, 0.6);
-        assert_ok(rnnc_model_set_weight(a, name, w, n));
-        assert_ok(rnnc_model_set_weight(b, name, w, n));
-        free(w);
-    }
+    rnnc_model *const both[] = {a, b};
+    tu_set_random_weights_on(both, 2, &g_rng, -0.6, 0.6);
 }
 
 static int64_t state_width(const rnnc_cell *cell, int k, const cfg *c)

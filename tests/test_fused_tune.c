@@ -11,7 +11,6 @@
 
 #include "api/api.h"
 
-static char *g_dir;
 
 /* An interpreter model gives the spec a fused model of the same desc gets. */
 static rnnc_model *model(const char *cell_name, int64_t I, int64_t H, rnnc_hoist hoist)
@@ -218,10 +217,6 @@ static void test_lookup_order(void **state)
 
 int main(void)
 {
-    g_dir = tu_tmpdir();
-    if (!g_dir)
-        return 1;
-    setenv("RNNC_CACHE_DIR", g_dir, 1); /* records of this test only */
     unsetenv("RNNC_FUSED_TILE");
     unsetenv("RNNC_AUTOTUNE");
     const struct CMUnitTest tests[] = {
@@ -231,8 +226,6 @@ int main(void)
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_lookup_order),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tu_rmtree(g_dir);
-    free(g_dir);
-    return rc;
+    /* fresh records and kernels: the group's own cache directory */
+    return cmocka_run_group_tests(tests, tu_cache_dir_setup, tu_cache_dir_teardown);
 }

@@ -220,17 +220,12 @@ static rnnc_cell *build_cell(int mode)
 
 static double *rnd(uint64_t *rng, int64_t n)
 {
-    double *p = malloc((size_t)n * sizeof(double));
-    tu_fill_f64(p, (size_t)n, rng, -0.6, 0.6);
-    return p;
+    return tu_random_f64((size_t)n, rng, -0.6, 0.6);
 }
 
 static double *nans(int64_t n)
 {
-    double *p = malloc((size_t)n * sizeof(double));
-    for (int64_t i = 0; i < n; i++)
-        p[i] = NAN;
-    return p;
+    return tu_nan_f64((size_t)n);
 }
 
 static void run_init(run *r, const cfg *c, uint64_t *rng)

@@ -67,17 +67,12 @@ static rnnc_cell *lstm_cell(double cell_p)
 
 static double *rnd(uint64_t *rng, int64_t n)
 {
-    double *p = malloc((size_t)n * sizeof(double));
-    tu_fill_f64(p, (size_t)n, rng, -0.7, 0.7);
-    return p;
+    return tu_random_f64((size_t)n, rng, -0.7, 0.7);
 }
 
 static double *nans(int64_t n)
 {
-    double *p = malloc((size_t)n * sizeof(double));
-    for (int64_t i = 0; i < n; i++)
-        p[i] = NAN;
-    return p;
+    return tu_nan_f64((size_t)n);
 }
 
 static ir_sizes sizes_of(const model *m, int layer)

@@ -79,18 +79,7 @@ static void test_weight_errors(void **st)
     rnnc_tensors *ts;
     assert_ok(rnnc_tensors_create(&ts));
     uint64_t seed = tu_seed();
-    for (int i = 0; i < rnnc_model_weight_count(m); i++) {
-        const char *name;
-        int64_t shape[2];
-        int rank;
-        assert_ok(rnnc_model_weight_info(m, i, &name, 2, shape, &rank));
-        int64_t n = rank == 2 ? shape[0] * shape[1] : shape[0];
-        float *buf = malloc(sizeof(float) * (size_t)n);
-        tu_fill_f32(buf, (size_t)n, &seed, -0.3, 0.3);
-        if (strcmp(name, "bias_hh_l0") != 0)
-            assert_ok(rnnc_tensors_add(ts, name, RNNC_F32, rank, shape, buf));
-        free(buf);
-    }
+    tu_add_random_weights(m, ts, &seed, -0.3, 0.3, "bias_hh_l0");
     assert_status(rnnc_model_set_weights(m, ts), RNNC_ERR_NOT_FOUND);
     assert_non_null(strstr(rnnc_last_error(), "bias_hh_l0"));
     int64_t shp[1] = {21};

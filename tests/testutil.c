@@ -115,18 +115,92 @@ int tu_write_file(const char *path, const void *data, size_t len)
     return (fclose(f) == 0 && w == len) ? 0 : -1;
 }
 
+static char *cache_dir;
+
+int tu_cache_dir_setup(void **state)
+{
+    (void)state;
+    cache_dir = tu_tmpdir();
+    if (!cache_dir)
+        return -1;
+    return setenv("RNNC_CACHE_DIR", cache_dir, 1);
+}
+
+int tu_cache_dir_teardown(void **state)
+{
+    (void)state;
+    tu_rmtree(cache_dir);
+    free(cache_dir);
+    cache_dir = NULL;
+    return 0;
+}
+
+const char *tu_cache_dir(void)
+{
+    return cache_dir;
+}
+
+double *tu_random_f64(size_t n, uint64_t *state, double lo, double hi)
+{
+    double *p = malloc(n * sizeof *p);
+    assert_non_null(p);
+    tu_fill_f64(p, n, state, lo, hi);
+    return p;
+}
+
+double *tu_nan_f64(size_t n)
+{
+    double *p = malloc(n * sizeof *p);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+    return p;
+}
+
+/* Weight i of m as a malloc'd buffer of random values, with its name and shape. */
+static float *random_weight(const rnnc_model *m, int i, uint64_t *state, double lo, double hi,
+                            const char **name, int *rank, int64_t shape[RNNC_MAX_RANK],
+                            int64_t *n)
+{
+    assert_ok(rnnc_model_weight_info(m, i, name, RNNC_MAX_RANK, shape, rank));
+    *n = 1;
+    for (int k = 0; k < *rank; k++)
+        *n *= shape[k];
+    float *w = malloc(sizeof(float) * (size_t)*n);
+    assert_non_null(w);
+    tu_fill_f32(w, (size_t)*n, state, lo, hi);
+    return w;
+}
+
+void tu_set_random_weights_on(rnnc_model *const *models, int n, uint64_t *state, double lo,
+                              double hi)
+{
+    for (int i = 0; i < rnnc_model_weight_count(models[0]); i++) {
+        const char *name;
+        int64_t shape[RNNC_MAX_RANK], count;
+        int rank;
+        float *w = random_weight(models[0], i, state, lo, hi, &name, &rank, shape, &count);
+        for (int k = 0; k < n; k++)
+            assert_ok(rnnc_model_set_weight(models[k], name, w, count));
+        free(w);
+    }
+}
+
 void tu_set_random_weights(rnnc_model *m, uint64_t *state, double lo, double hi)
+{
+    tu_set_random_weights_on(&m, 1, state, lo, hi);
+}
+
+void tu_add_random_weights(const rnnc_model *m, rnnc_tensors *ts, uint64_t *state, double lo,
+                           double hi, const char *skip)
 {
     for (int i = 0; i < rnnc_model_weight_count(m); i++) {
         const char *name;
-        int64_t shape[2];
+        int64_t shape[RNNC_MAX_RANK], count;
         int rank;
-        assert_ok(rnnc_model_weight_info(m, i, &name, 2, shape, &rank));
-        int64_t n = rank == 2 ? shape[0] * shape[1] : shape[0];
-        float *w = malloc(sizeof(float) * (size_t)n);
-        assert_non_null(w);
-        tu_fill_f32(w, (size_t)n, state, lo, hi);
-        assert_ok(rnnc_model_set_weight(m, name, w, n));
+        float *w = random_weight(m, i, state, lo, hi, &name, &rank, shape, &count);
+        if (!skip || strcmp(name, skip) != 0)
+            assert_ok(rnnc_tensors_add(ts, name, RNNC_F32, rank, shape, w));
         free(w);
     }
 }

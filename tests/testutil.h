@@ -26,8 +26,17 @@ void tu_poison_f32(float *p, size_t n);
 /* max |out - ref| / max |ref|; +inf if any output is NaN. */
 double tu_rel_err_f32(const float *out, const double *ref, size_t n);
 double tu_rel_err_f64(const double *out, const double *ref, size_t n);
+/* malloc'd n doubles: uniform in [lo, hi), or NaN (free with free). */
+double *tu_random_f64(size_t n, uint64_t *state, double lo, double hi);
+double *tu_nan_f64(size_t n);
 /* Gives every weight of m uniform random values in [lo, hi). */
 void tu_set_random_weights(rnnc_model *m, uint64_t *state, double lo, double hi);
+/* The same random values on each of n models of one layout. */
+void tu_set_random_weights_on(rnnc_model *const *models, int n, uint64_t *state, double lo,
+                              double hi);
+/* Random weights of m (all but `skip`, if not NULL) added to ts by name. */
+void tu_add_random_weights(const rnnc_model *m, rnnc_tensors *ts, uint64_t *state, double lo,
+                           double hi, const char *skip);
 /* Exits 77 unless a CUDA device is usable (for gpu_*.c tests). */
 void tu_require_gpu(void);
 /* A fresh temporary directory (removed by tu_rmtree). */
@@ -35,6 +44,11 @@ char *tu_tmpdir(void);
 void tu_rmtree(const char *dir);
 /* Writes `len` bytes to `path`; 0 on success. */
 int tu_write_file(const char *path, const void *data, size_t len);
+/* Group setup and teardown: RNNC_CACHE_DIR is a fresh temporary directory,
+ * tu_cache_dir(), while the group runs, so it sees only its own records. */
+int tu_cache_dir_setup(void **state);
+int tu_cache_dir_teardown(void **state);
+const char *tu_cache_dir(void);
 
 #define assert_ok(expr)                                                                        \
     do {                                                                                       \

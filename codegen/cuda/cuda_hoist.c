@@ -62,14 +62,17 @@ static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t 
         return true;
     }
     const char *uf = unary_fmt(nd->op), *bo = binary_op(nd->op);
-    if (uf && epi_expr(c, nd->a[0], lin, a, sizeof a)) {
-        snprintf(buf, n, uf, a);
+    /* An expression too long for buf fails cleanly rather than as cut-off CUDA. */
+    int k = -1;
+    if (uf && epi_expr(c, nd->a[0], lin, a, sizeof a))
+        k = snprintf(buf, n, uf, a);
+    else if (bo && epi_expr(c, nd->a[0], lin, a, sizeof a) &&
+             epi_expr(c, nd->a[1], lin, b, sizeof b))
+        k = snprintf(buf, n, "(%s) %s (%s)", a, bo, b);
+    if (k >= 0 && (size_t)k < n)
         return true;
-    }
-    if (bo && epi_expr(c, nd->a[0], lin, a, sizeof a) && epi_expr(c, nd->a[1], lin, b, sizeof b)) {
-        snprintf(buf, n, "(%s) %s (%s)", a, bo, b);
-        return true;
-    }
+    if (k >= 0)
+        return emit_fail(c, v, "GEMM epilogue expression too long");
     return emit_fail(c, v, "no GEMM epilogue for this value");
 }
 
