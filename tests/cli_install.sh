@@ -58,8 +58,9 @@ cmake --build "$tmp/consumer" -j 2 >"$tmp/build.log" 2>&1 ||
     { cat "$tmp/build.log" >&2; fail "the consumer does not build"; }
 check_app "$tmp/consumer/app"
 check_app "$tmp/consumer/app_static"
-LD_LIBRARY_PATH="$prefix/$libdir" ldd "$tmp/consumer/app" | grep -q "$prefix/$libdir/librnnc.so" ||
-    fail "app does not use the installed librnnc.so"
+LD_LIBRARY_PATH="$prefix/$libdir" ldd "$tmp/consumer/app" >"$tmp/ldd.out" 2>&1
+grep -q "$prefix/$libdir/librnnc.so" "$tmp/ldd.out" ||
+    { cat "$tmp/ldd.out" >&2; fail "app does not use the installed librnnc.so"; }
 if ldd "$tmp/consumer/app_static" | grep -q librnnc; then fail "app_static uses librnnc.so"; fi
 
 # pkg-config, with the package where it was installed and after a move.
