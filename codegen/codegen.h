@@ -195,6 +195,10 @@ void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
 void cg_emit_weights(const cg_ctx *c, cg_text *t);
 const char *cg_float_lit(double v, char *buf, size_t n);
+/* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
+ * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
+const char *cg_unary_fmt(int op);
+const char *cg_binary_op(int op);
 
 /* ================================================================ 2. LLVM */
 

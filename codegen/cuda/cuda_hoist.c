@@ -19,33 +19,6 @@ static bool emit_fail(const cg_ctx *c, int32_t v, const char *why)
     return false;
 }
 
-static const char *unary_fmt(int op)
-{
-    switch (op) {
-    case IR_NEG: return "-(%s)";
-    case IR_SIGMOID: return "1.f / (1.f + expf(-(%s)))";
-    case IR_TANH: return "tanhf(%s)";
-    case IR_RELU: return "fmaxf(%s, 0.f)";
-    case IR_EXP: return "expf(%s)";
-    case IR_LOG: return "logf(%s)";
-    case IR_SQRT: return "sqrtf(%s)";
-    case IR_RSQRT: return "rsqrtf(%s)";
-    case IR_DROPOUT: return "(%s)";
-    default: return NULL;
-    }
-}
-
-static const char *binary_op(int op)
-{
-    switch (op) {
-    case IR_ADD: return "+";
-    case IR_SUB: return "-";
-    case IR_MUL: return "*";
-    case IR_DIV: return "/";
-    default: return NULL;
-    }
-}
-
 /* Value of hoisted/fold node v at column `col` of the GEMM epilogue of lin. */
 static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t n)
 {
@@ -61,7 +34,7 @@ static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t 
         snprintf(buf, n, c->cols[v] == 1 ? "fold[%lld]" : "fold[%lld + col]", (long long)c->off[v]);
         return true;
     }
-    const char *uf = unary_fmt(nd->op), *bo = binary_op(nd->op);
+    const char *uf = cg_unary_fmt(nd->op), *bo = cg_binary_op(nd->op);
     /* An expression too long for buf fails cleanly rather than as cut-off CUDA. */
     int k = -1;
     if (uf && epi_expr(c, nd->a[0], lin, a, sizeof a))
@@ -308,7 +281,7 @@ static bool row_node(cg_ctx *c, int32_t v, cg_text *t)
     const ir_node *nd = &c->f->nodes[v];
     long long cols = (long long)c->cols[v], s = (long long)c->sm[v];
     char a[2048], b[2048], g[2048], be[2048], e[8192];
-    const char *uf = unary_fmt(nd->op), *bo = binary_op(nd->op);
+    const char *uf = cg_unary_fmt(nd->op), *bo = cg_binary_op(nd->op);
     if (ir_ops[nd->op].flags & IR_F_REDUCE) {
         long long K = (long long)c->cols[nd->a[0]];
         if (!row_expr(c, nd->a[0], "cx", a, sizeof a))

@@ -271,33 +271,6 @@ static bool opnd(const cg_ctx *c, int32_t o, int sl, int p, char *buf, size_t n)
     return cg_elem_expr(c, o, sl, p, buf, n);
 }
 
-static const char *unary_fmt(int op)
-{
-    switch (op) {
-    case IR_NEG: return "-(%s)";
-    case IR_SIGMOID: return "1.f / (1.f + expf(-(%s)))";
-    case IR_TANH: return "tanhf(%s)";
-    case IR_RELU: return "fmaxf(%s, 0.f)";
-    case IR_EXP: return "expf(%s)";
-    case IR_LOG: return "logf(%s)";
-    case IR_SQRT: return "sqrtf(%s)";
-    case IR_RSQRT: return "rsqrtf(%s)";
-    case IR_DROPOUT: return "(%s)"; /* inference: identity */
-    default: return NULL;
-    }
-}
-
-static const char *binary_op(int op)
-{
-    switch (op) {
-    case IR_ADD: return "+";
-    case IR_SUB: return "-";
-    case IR_MUL: return "*";
-    case IR_DIV: return "/";
-    default: return NULL;
-    }
-}
-
 static rnnc_status node_fail(const cg_ctx *c, int32_t v, const char *why)
 {
     return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
@@ -309,7 +282,7 @@ static rnnc_status slice_expr(const cg_ctx *c, int32_t v, int sl, int p, char *o
 {
     const ir_node *nd = &c->f->nodes[v];
     char a[1024], b[1024], g[1024], be[1024];
-    const char *uf = unary_fmt(nd->op), *bo = binary_op(nd->op);
+    const char *uf = cg_unary_fmt(nd->op), *bo = cg_binary_op(nd->op);
     if (uf) {
         if (!opnd(c, nd->a[0], sl, p, a, sizeof a))
             return RNNC_ERR_UNSUPPORTED;

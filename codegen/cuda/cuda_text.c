@@ -51,3 +51,30 @@ const char *cg_float_lit(double v, char *buf, size_t n)
         snprintf(buf, n, "(%.9ef)", (double)(float)v);
     return buf;
 }
+
+const char *cg_unary_fmt(int op)
+{
+    switch (op) {
+    case IR_NEG: return "-(%s)";
+    case IR_SIGMOID: return "1.f / (1.f + expf(-(%s)))";
+    case IR_TANH: return "tanhf(%s)";
+    case IR_RELU: return "fmaxf(%s, 0.f)";
+    case IR_EXP: return "expf(%s)";
+    case IR_LOG: return "logf(%s)";
+    case IR_SQRT: return "sqrtf(%s)";
+    case IR_RSQRT: return "rsqrtf(%s)";
+    case IR_DROPOUT: return "(%s)"; /* inference: identity */
+    default: return NULL;
+    }
+}
+
+const char *cg_binary_op(int op)
+{
+    switch (op) {
+    case IR_ADD: return "+";
+    case IR_SUB: return "-";
+    case IR_MUL: return "*";
+    case IR_DIV: return "/";
+    default: return NULL;
+    }
+}
