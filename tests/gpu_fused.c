@@ -18,7 +18,7 @@ typedef struct run_case {
     int64_t T, B, I, H;
     rnnc_hoist hoist;
     bool batch_first, device_ptrs;
-    bool unit_gains; /* diagnostic: report, do not check */
+    bool unit_gains; /* gains near 1: the drift is checked loosely (docs/interpreter.md) */
 } run_case;
 
 typedef struct pair {
@@ -159,22 +159,31 @@ static void run_one(const run_case *rc, uint64_t *rng)
            rc->cell, (long long)rc->T, (long long)rc->B, (long long)rc->I, (long long)rc->H,
            rc->hoist, rc->batch_first, rc->device_ptrs, err, ferr);
     if (rc->unit_gains) {
-        /* error of y at a few steps: geometric growth from ~1e-7 is drift */
+        /* Gains near 1 amplify fp32 rounding geometrically (any fp32
+         * implementation drifts from the double oracle): the first step
+         * must still be exact to fp32, and the drift finite and bounded. */
         size_t per = (size_t)(rc->B * rc->H);
-        for (int64_t t = 0; t < rc->T; t += rc->T / 8 > 0 ? rc->T / 8 : 1) {
-            double *r1 = malloc(per * sizeof *r1);
+        double first = 0, worst = 0;
+        for (int64_t t = 0; t < rc->T; t++) {
             for (size_t i = 0; i < per; i++)
-                r1[i] = yr[(size_t)t * per + i];
-            printf("    step %4lld: rel err %.2e\n", (long long)t,
-                   tu_rel_err_f32(y + (size_t)t * per, r1, per));
-            free(r1);
+                ref[i] = yr[(size_t)t * per + i];
+            double e = tu_rel_err_f32(y + (size_t)t * per, ref, per);
+            if (t == 0)
+                first = e;
+            worst = e > worst || e != e ? e : worst;
+            if (t % (rc->T / 8 > 0 ? rc->T / 8 : 1) == 0)
+                printf("    step %4lld: rel err %.2e\n", (long long)t, e);
         }
-    }
-    fflush(stdout);
-    if (!rc->unit_gains && (!(err <= TOL) || !(ferr <= TOL)))
+        fflush(stdout);
+        if (!(first <= TOL) || !(worst <= 0.1))
+            fail_msg("%s with unit gains: step 0 err %.3g (<= %g), worst %.3g (<= 0.1)", rc->cell,
+                     first, TOL, worst);
+    } else if (!(err <= TOL) || !(ferr <= TOL)) {
         fail_msg("%s T=%lld B=%lld I=%lld H=%lld: rel err y %.3g final %.3g > %g", rc->cell,
                  (long long)rc->T, (long long)rc->B, (long long)rc->I, (long long)rc->H, err, ferr,
                  TOL);
+    }
+    fflush(stdout);
     free(ref);
     free(x);
     free(y);
@@ -213,20 +222,20 @@ static void test_every_cell(void **state)
         }
 }
 
-/* The fastrnns default shape in full for the cells the benchmark reports. */
+/* The fastrnns default shape (T=100, B=64, I=H=512) in full, every built-in cell. */
 static void test_fastrnns_shape(void **state)
 {
     (void)state;
     uint64_t rng = tu_seed();
-    const char *cells[] = {"lstm", "layernorm_lstm", "gru"};
-    for (size_t i = 0; i < 3; i++) {
-        run_case rc = {cells[i], 100, 64, 512, 512, RNNC_HOIST_ALL, false, false, false};
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int c = 0; names[c]; c++) {
+        run_case rc = {names[c], 100, 64, 512, 512, RNNC_HOIST_ALL, false, false, false};
         run_one(&rc, &rng);
     }
 }
 
-/* Not a check: how far fp32 drifts from the double oracle when the
- * layernorm gains are near 1 (printed per step). */
+/* How far fp32 drifts from the double oracle when the layernorm gains are
+ * near 1 (printed per step; checked loosely, see run_one). */
 static void test_layernorm_drift(void **state)
 {
     (void)state;
