@@ -76,7 +76,7 @@ rnnc_status rnnc_cell_input(rnnc_cell *c, const char *name, const char *dim, rnn
         return s;
     }
     c->inputs[c->n_inputs++] = (ir_input){*out, copy};
-    return RNNC_OK;
+    return ir_index_decl(c, *out);
 }
 
 rnnc_status rnnc_cell_state(rnnc_cell *c, const char *name, const char *dim, rnnc_value *out)
@@ -96,7 +96,7 @@ rnnc_status rnnc_cell_state(rnnc_cell *c, const char *name, const char *dim, rnn
         return s;
     }
     c->states[c->n_states++] = (ir_state){*out, -1, copy};
-    return RNNC_OK;
+    return ir_index_decl(c, *out);
 }
 
 static rnnc_status declare_param(rnnc_cell *c, const char *name, const char *rows,
@@ -118,7 +118,7 @@ static rnnc_status declare_param(rnnc_cell *c, const char *name, const char *row
         return s;
     }
     c->params[c->n_params++] = (ir_param){*out, optional, copy};
-    return RNNC_OK;
+    return ir_index_decl(c, *out);
 }
 
 rnnc_status rnnc_cell_param(rnnc_cell *c, const char *name, const char *rows, const char *cols,

@@ -58,6 +58,7 @@ void rnnc_cell_destroy(rnnc_cell *c)
     free(c->params);
     free(c->nodes);
     free(c->htab);
+    free(c->ntab);
     free(c->name);
     free(c);
 }
@@ -97,9 +98,19 @@ static void htab_insert(rnnc_cell *c, int32_t idx)
     }
 }
 
+/* The smallest power of two that keeps `count` entries at most half full,
+ * and is larger than `at_least`. */
+static int32_t table_size(int32_t count, int32_t at_least)
+{
+    int32_t cap = 32;
+    while (cap <= at_least || cap < 2 * (count + 1))
+        cap *= 2;
+    return cap;
+}
+
 static rnnc_status htab_grow(rnnc_cell *c)
 {
-    int32_t cap = c->hcap ? c->hcap * 2 : 64;
+    int32_t cap = table_size(c->n, c->hcap);
     int32_t *t = malloc(sizeof(int32_t) * (size_t)cap);
     if (!t)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", c->name);
@@ -114,7 +125,7 @@ static rnnc_status htab_grow(rnnc_cell *c)
 
 rnnc_status ir_rehash(ir_fn *f)
 {
-    f->hcap = f->hcap > 0 ? f->hcap / 2 : 0;
+    f->hcap = 0; /* rebuilt at the size the node count needs */
     return htab_grow(f);
 }
 
@@ -184,18 +195,71 @@ int ir_param_of(const ir_fn *f, int32_t node)
     return -1;
 }
 
+/* The name a leaf was declared with (NULL for other nodes). */
+static const char *decl_name(const rnnc_cell *c, int32_t node)
+{
+    const ir_node *n = &c->nodes[node];
+    switch (n->op) {
+    case IR_INPUT: return c->inputs[n->i0].name;
+    case IR_STATE: return c->states[n->i0].name;
+    case IR_PARAM: return c->params[n->i0].name;
+    default: return NULL;
+    }
+}
+
+static void ntab_insert(rnnc_cell *c, int32_t node)
+{
+    const char *name = decl_name(c, node);
+    uint64_t mask = (uint64_t)c->ncap - 1;
+    for (uint64_t h = XXH3_64bits(name, strlen(name)) & mask;; h = (h + 1) & mask)
+        if (c->ntab[h] < 0) {
+            c->ntab[h] = node;
+            return;
+        }
+}
+
+/* Rebuilds the name index at twice the room (declarations are few, so a
+ * rebuild from the three lists is cheap and keeps one code path). */
+static rnnc_status ntab_grow(rnnc_cell *c)
+{
+    int32_t cap = table_size(c->n_inputs + c->n_states + c->n_params, c->ncap);
+    int32_t *t = malloc(sizeof(int32_t) * (size_t)cap);
+    if (!t)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", c->name);
+    free(c->ntab);
+    c->ntab = t;
+    c->ncap = cap;
+    memset(t, 0xff, sizeof(int32_t) * (size_t)cap);
+    for (int i = 0; i < c->n_inputs; i++)
+        ntab_insert(c, c->inputs[i].node);
+    for (int i = 0; i < c->n_states; i++)
+        ntab_insert(c, c->states[i].node);
+    for (int i = 0; i < c->n_params; i++)
+        ntab_insert(c, c->params[i].node);
+    return RNNC_OK;
+}
+
+rnnc_status ir_index_decl(ir_fn *f, int32_t node)
+{
+    int32_t n_decl = f->n_inputs + f->n_states + f->n_params;
+    if (n_decl * 2 > f->ncap)
+        return ntab_grow(f); /* the rebuild indexes the new declaration too */
+    ntab_insert(f, node);
+    return RNNC_OK;
+}
+
 int32_t ir_find_decl(const ir_fn *f, const char *name)
 {
-    for (int i = 0; i < f->n_inputs; i++)
-        if (strcmp(f->inputs[i].name, name) == 0)
-            return f->inputs[i].node;
-    for (int i = 0; i < f->n_states; i++)
-        if (strcmp(f->states[i].name, name) == 0)
-            return f->states[i].node;
-    for (int i = 0; i < f->n_params; i++)
-        if (strcmp(f->params[i].name, name) == 0)
-            return f->params[i].node;
-    return -1;
+    if (!f->ncap)
+        return -1;
+    uint64_t mask = (uint64_t)f->ncap - 1;
+    for (uint64_t h = XXH3_64bits(name, strlen(name)) & mask;; h = (h + 1) & mask) {
+        int32_t node = f->ntab[h];
+        if (node < 0)
+            return -1;
+        if (strcmp(decl_name(f, node), name) == 0)
+            return node;
+    }
 }
 
 int rnnc_cell_state_count(const rnnc_cell *c)
@@ -263,6 +327,7 @@ rnnc_status rnnc_cell_clone(rnnc_cell **out, const rnnc_cell *c)
     bool ok = true;
     *d = *c;
     d->nodes = NULL, d->htab = NULL, d->inputs = NULL, d->states = NULL, d->params = NULL;
+    d->ntab = NULL, d->ncap = 0;
     d->name = dup_or_null(c->name, &ok);
     d->nodes = malloc(sizeof(ir_node) * (size_t)(c->cap ? c->cap : 1));
     d->inputs = calloc((size_t)c->cap_inputs + 1, sizeof *d->inputs);
@@ -280,7 +345,7 @@ rnnc_status rnnc_cell_clone(rnnc_cell **out, const rnnc_cell *c)
     for (int i = 0; i < c->n_params; i++)
         d->params[i] = (ir_param){c->params[i].node, c->params[i].optional,
                                   dup_or_null(c->params[i].name, &ok)};
-    if (!ok || htab_grow(d) != RNNC_OK)
+    if (!ok || htab_grow(d) != RNNC_OK || ntab_grow(d) != RNNC_OK)
         goto fail;
     *out = d;
     return RNNC_OK;

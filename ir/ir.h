@@ -153,6 +153,9 @@ struct rnnc_cell {
     int32_t n_params, cap_params;
     int32_t output; /* -1 until set */
     int32_t n_dropout;
+    /* declared names: open addressing over leaf node indices, -1 empty */
+    int32_t *ntab;
+    int32_t ncap;
 };
 
 typedef struct rnnc_cell ir_fn;
@@ -167,6 +170,8 @@ int ir_state_of(const ir_fn *f, int32_t node);
 int ir_param_of(const ir_fn *f, int32_t node);
 /* Finds a declared name among inputs, states and params: its node or -1. */
 int32_t ir_find_decl(const ir_fn *f, const char *name);
+/* Indexes the name of a just-declared leaf for ir_find_decl. */
+rnnc_status ir_index_decl(ir_fn *f, int32_t node);
 
 /* ---------------------------------------------------------------- shapes (shape.c) */
 

@@ -1,4 +1,5 @@
 /* test_ir.c: the builder, hash-consing, shapes, verifier, printer and passes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,28 @@ static void test_simplify(void **st)
     rnnc_cell_destroy(c);
 }
 
+/* Declarations are found by a hash of their names: many of them stay cheap,
+ * and a repeated name is still refused. */
+static void test_many_declarations(void **st)
+{
+    (void)st;
+    rnnc_cell *c, *d;
+    rnnc_value v;
+    char name[32];
+    assert_ok(rnnc_cell_create(&c, "wide"));
+    for (int i = 0; i < 20000; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        assert_ok(rnnc_cell_param(c, name, NULL, "H", &v));
+    }
+    assert_status(rnnc_cell_param(c, "p12345", NULL, "H", &v), RNNC_ERR_INVALID_ARG);
+    assert_int_equal(ir_find_decl(c, "p19999"), c->params[19999].node);
+    assert_int_equal(ir_find_decl(c, "q"), -1);
+    assert_ok(rnnc_cell_clone(&d, c));
+    assert_int_equal(ir_find_decl(d, "p7"), d->params[7].node);
+    rnnc_cell_destroy(d);
+    rnnc_cell_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_optimise_and_schedule),
         cmocka_unit_test(test_print_clone_equal),
         cmocka_unit_test(test_simplify),
+        cmocka_unit_test(test_many_declarations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
