@@ -61,7 +61,10 @@ check_app "$tmp/consumer/app_static"
 LD_LIBRARY_PATH="$prefix/$libdir" ldd "$tmp/consumer/app" >"$tmp/ldd.out" 2>&1
 grep -q "$prefix/$libdir/librnnc.so" "$tmp/ldd.out" ||
     { cat "$tmp/ldd.out" >&2; fail "app does not use the installed librnnc.so"; }
-if ldd "$tmp/consumer/app_static" | grep -q librnnc; then fail "app_static uses librnnc.so"; fi
+# (ldd's output goes to a file first: under pipefail, grep -q closing the pipe
+# early can kill ldd with SIGPIPE and fail the pipeline at random.)
+ldd "$tmp/consumer/app_static" >"$tmp/ldd_static.out" 2>&1
+if grep -q librnnc "$tmp/ldd_static.out"; then fail "app_static uses librnnc.so"; fi
 
 # pkg-config, with the package where it was installed and after a move.
 pc_build() {
