@@ -7,7 +7,7 @@ rnnc_install_deps() {
     if [ "${RNNC_WITH_BENCH_DEPS:-OFF}" = ON ]; then pkgs+=(libdnnl-dev); fi
     local missing=()
     for p in "${pkgs[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+        [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "installing: ${missing[*]}"
