@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 rnnc_install_deps
-rnnc_build build
+RNNC_TARGET=rnnc_cli rnnc_build build
 exec build/rnnc demo "$@"

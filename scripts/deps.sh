@@ -17,11 +17,12 @@ rnnc_install_deps() {
     $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# Configures and builds into $1 (default build/) with extra CMake options after it.
+# Configures and builds into $1 (default build/) with extra CMake options
+# after it; RNNC_TARGET names one target to build (default: everything).
 rnnc_build() {
     local dir=${1:-build}; shift || true
     local cuda_opts=()
     [ -d /usr/local/cuda ] && cuda_opts+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
     cmake -S . -B "$dir" -DRNNC_WITH_LLVM="${RNNC_WITH_LLVM:-ON}" "${cuda_opts[@]}" "$@" >/dev/null
-    cmake --build "$dir" -j "$(nproc)"
+    cmake --build "$dir" -j "$(nproc)" ${RNNC_TARGET:+--target "$RNNC_TARGET"}
 }
