@@ -141,10 +141,7 @@ static rnnc_status run(const rnnc_cell *built, const rnnc_cell *builtin, float *
     ex_fill(x, SEQ * BATCH * INPUT, 1.0f, &seed);
     TRY(make_model(&m[0], built, RNNC_BACKEND_AUTO));
     TRY(make_model(&m[1], builtin, RNNC_BACKEND_INTERP));
-    TRY(ex_random_weights(m, 2, HIDDEN, 42));
-    TRY(ex_forward(m[0], SEQ, BATCH, x, y));
-    TRY(ex_forward(m[1], SEQ, BATCH, x, ref));
-    printf("backend: %s\n", rnnc_backend_name(rnnc_model_backend(m[0])));
+    TRY(ex_run_pair(m, HIDDEN, 42, SEQ, BATCH, x, y, ref));
 fail:
     rnnc_model_destroy(m[1]);
     rnnc_model_destroy(m[0]);

@@ -74,10 +74,7 @@ static rnnc_status run(const rnnc_cell *cell, float *y, float *ref, int64_t n_y)
         TRY(rnnc_model_weight_info(m[0], i, &name, 0, NULL, NULL));
         printf("weight %s\n", name);
     }
-    TRY(ex_random_weights(m, 2, HIDDEN, 7));
-    TRY(ex_forward(m[0], SEQ, BATCH, x, y));
-    TRY(ex_forward(m[1], SEQ, BATCH, x, ref));
-    printf("backend: %s\n", rnnc_backend_name(rnnc_model_backend(m[0])));
+    TRY(ex_run_pair(m, HIDDEN, 7, SEQ, BATCH, x, y, ref));
 fail:
     rnnc_model_destroy(m[1]);
     rnnc_model_destroy(m[0]);

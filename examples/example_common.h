@@ -82,6 +82,23 @@ static inline rnnc_status ex_forward(rnnc_model *m, int64_t seq_len, int64_t bat
     return rnnc_model_forward(m, &a);
 }
 
+/* Gives both models the same random weights (from `seed`), runs both on x,
+ * and says which backend the first one ran on: the examples' comparison of
+ * a backend (m[0]) with the reference interpreter (m[1]). */
+static inline rnnc_status ex_run_pair(rnnc_model *const m[2], int64_t hidden, uint64_t seed,
+                                      int64_t seq_len, int64_t batch, const float *x, float *y,
+                                      float *ref)
+{
+    rnnc_status s = ex_random_weights(m, 2, hidden, seed);
+    if (s == RNNC_OK)
+        s = ex_forward(m[0], seq_len, batch, x, y);
+    if (s == RNNC_OK)
+        s = ex_forward(m[1], seq_len, batch, x, ref);
+    if (s == RNNC_OK)
+        printf("backend: %s\n", rnnc_backend_name(rnnc_model_backend(m[0])));
+    return s;
+}
+
 /* max |a - b| / max |b|: how the project's tests compare with the interpreter.
  * A NaN or an infinity anywhere counts as an infinite difference. */
 static inline double ex_rel_diff(const float *a, const float *b, int64_t n)
