@@ -453,8 +453,14 @@ static void test_info_list_clear(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "--child") == 0)
-        return child_main(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "--child") == 0) {
+        /* The parent checks leaks of the same code; LeakSanitizer's exit scan
+         * in eight children racing beside NVRTC's threads at once crashed
+         * its tracer (signal 11) on a loaded machine, so children skip it. */
+        int rc = child_main(argv[2], argv[3]);
+        fflush(NULL);
+        _exit(rc);
+    }
     ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
     if (n <= 0)
         return 1;
