@@ -216,7 +216,6 @@ static double dnnl_time(shape s, const lstm_w *w, const float *x, float *y, int 
     free(t), free(wl), free(wi), free(bias), free(zeros), free(hT), free(cT);
     return ms;
 }
-#endif
 
 static double max_rel_diff(const float *a, const float *b, size_t n)
 {
@@ -227,6 +226,7 @@ static double max_rel_diff(const float *a, const float *b, size_t n)
     }
     return mr > 0 ? md / mr : md;
 }
+#endif
 
 static cJSON *bench_shape(shape s, int iters)
 {

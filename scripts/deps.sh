@@ -2,7 +2,7 @@
 # deps.sh: installs the Debian packages rnnc builds with, only those missing.
 # Sourced by demo.sh and test.sh.  Needs root (or sudo) only when something is missing.
 rnnc_install_deps() {
-    local pkgs=(cmake make gcc pkg-config libcjson-dev libxxhash-dev libcmocka-dev)
+    local pkgs=(cmake make gcc pkg-config ccache libcjson-dev libxxhash-dev libcmocka-dev)
     if [ "${RNNC_WITH_LLVM:-ON}" = ON ]; then pkgs+=(llvm-14-dev); fi
     if [ "${RNNC_WITH_BENCH_DEPS:-OFF}" = ON ]; then pkgs+=(libdnnl-dev); fi
     local missing=()
@@ -23,6 +23,8 @@ rnnc_build() {
     local dir=${1:-build}; shift || true
     local cuda_opts=()
     [ -d /usr/local/cuda ] && cuda_opts+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
-    cmake -S . -B "$dir" -DRNNC_WITH_LLVM="${RNNC_WITH_LLVM:-ON}" "${cuda_opts[@]}" "$@" >/dev/null
+    local launcher=()
+    command -v ccache >/dev/null && launcher+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    cmake -S . -B "$dir" -DRNNC_WITH_LLVM="${RNNC_WITH_LLVM:-ON}" "${cuda_opts[@]}" "${launcher[@]}" "$@" >/dev/null
     cmake --build "$dir" -j "$(nproc)" ${RNNC_TARGET:+--target "$RNNC_TARGET"}
 }
