@@ -2,7 +2,7 @@
 # deps.sh: installs the Debian packages rnnc builds with, only those missing.
 # Sourced by demo.sh and test.sh.  Needs root (or sudo) only when something is missing.
 rnnc_install_deps() {
-    local pkgs=(cmake make gcc pkg-config ccache libcjson-dev libxxhash-dev libcmocka-dev)
+    local pkgs=(cmake make gcc pkg-config ccache libcjson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest)
     if [ "${RNNC_WITH_LLVM:-ON}" = ON ]; then pkgs+=(llvm-14-dev); fi
     if [ "${RNNC_WITH_BENCH_DEPS:-OFF}" = ON ]; then pkgs+=(libdnnl-dev); fi
     local missing=()

@@ -1,0 +1,296 @@
+"""Modules shaped like torch.nn.LSTM / GRU / RNN, for any cell.
+
+With PyTorch importable they are torch.nn.Modules (parameters, state_dict,
+.to(), optimisers and autograd work as usual); without it they hold NumPy
+arrays and take and return NumPy arrays."""
+from collections import OrderedDict
+
+from . import _arrays as A
+from .cell import Cell
+from .errors import InvalidArgumentError, NotFoundError, ShapeError, UnsupportedError
+from .model import Model, backend_available
+
+try:
+    import torch
+    from torch import nn
+    from ._autograd import RnncFunction
+    _Base = nn.Module
+except ImportError:  # NumPy only
+    torch = nn = RnncFunction = None
+
+    class _Base:
+        def __init__(self):
+            self.training = True
+
+        def train(self, mode=True):
+            self.training = bool(mode)
+            return self
+
+        def eval(self):
+            return self.train(False)
+
+        def __call__(self, *args, **kwargs):
+            return self.forward(*args, **kwargs)
+
+
+class CellRNN(_Base):
+    """A recurrent layer stack running `cell` (a built-in name, a .cell path,
+    .cell text, an rnnc.Cell or an rnnc.CellBuilder).
+
+    Arguments as torch.nn.LSTM's, plus:
+      backend  "auto", "fused", "cudnn", "cpu" or "interp"; None (default)
+               follows the data: CUDA tensors run on "auto" on their device,
+               host data on "cpu" where it is built, else "interp";
+      dtype    of inputs and outputs: float32, or float16 on cudnn (the
+               parameters stay float32);
+      attrs, cell_name  as rnnc_cell_load ("eps=0"; a cell of a file holding several);
+      hoist, math, seed as rnnc_model_desc ("all"/"matmul"/"none", "ffma"/"tf32").
+    Parameters are named as nn.LSTM's (weight_ih_l0, ..._reverse) from the
+    cell's parameter names; each starts uniform in [-1/sqrt(H), 1/sqrt(H)] as
+    in nn.LSTM.  bias=False drops the parameters whose names start with
+    "bias" (they run as zeros)."""
+
+    def __init__(self, cell, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None, backend=None, attrs=None, cell_name=None,
+                 hoist="all", math="ffma", seed=0):
+        super().__init__()
+        self.cell = Cell.get(cell, attrs=attrs, cell_name=cell_name)
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional, self.proj_size = bidirectional, proj_size
+        self.backend, self.dtype = backend, A.rnnc_dtype(dtype)
+        self._opts = dict(hoist=hoist, math=math, seed=seed)
+        self._models = {}
+        probe = self._model((backend or "interp", _device_index(device)))
+        self._states = probe.states
+        self._names = [n for n, _ in probe.weights]
+        self._zeros = {}
+        k = 1.0 / hidden_size ** 0.5
+        for name, shape in probe.weights:
+            if not bias and name.startswith("bias"):
+                self._zeros[name] = A.numpy().zeros(shape, dtype="float32") if torch is None \
+                    else torch.zeros(shape)
+            else:
+                self._add_param(name, shape, k, device)
+
+    # ------------------------------------------------------------ parameters
+    def _add_param(self, name, shape, k, device):
+        if torch is not None:
+            p = torch.empty(shape, dtype=torch.float32, device=device).uniform_(-k, k)
+            self.register_parameter(name, nn.Parameter(p))
+        else:
+            np = A.numpy()
+            if not hasattr(self, "_params"):
+                self._params = OrderedDict()
+            a = np.random.default_rng().uniform(-k, k, shape).astype(np.float32)
+            a.flags.writeable = False
+            self._params[name] = a
+
+    def _weight(self, name):
+        if name in self._zeros:
+            return self._zeros[name]
+        return getattr(self, name) if torch is not None else self._params[name]
+
+    if torch is None:
+        def state_dict(self):
+            """name -> read-only float32 array, named as nn.LSTM's state_dict."""
+            return OrderedDict(self._params)
+
+        def load_state_dict(self, state_dict, strict=True):
+            np = A.numpy()
+            missing = [n for n in self._params if n not in state_dict]
+            extra = [n for n in state_dict if n not in self._params]
+            if strict and (missing or extra):
+                raise NotFoundError(f"load_state_dict: missing {missing}, unexpected {extra}")
+            for n, v in state_dict.items():
+                if n not in self._params:
+                    continue
+                a = np.array(v, dtype=np.float32)
+                if a.shape != self._params[n].shape:
+                    raise ShapeError(f"load_state_dict: '{n}' has shape {list(a.shape)}, "
+                                     f"expected {list(self._params[n].shape)}")
+                a.flags.writeable = False
+                self._params[n] = a
+            return missing, extra
+
+        def parameters(self):
+            return iter(self._params.values())
+
+    def flatten_parameters(self):
+        """nn.LSTM's; rnnc keeps its own copy of the weights, so nothing to do."""
+
+    # ------------------------------------------------------------ models
+    def _model(self, key):
+        m = self._models.get(key)
+        if m is None:
+            backend, device = key
+            m = Model(self.cell, self.input_size, self.hidden_size, self.proj_size,
+                      self.num_layers, self.bidirectional, self.batch_first, self.dropout,
+                      dtype=self.dtype, backend=backend, device=device, **self._opts)
+            m._uploaded = {}
+            self._models[key] = m
+        return m
+
+    def _model_for(self, x):
+        cuda = A.is_torch(x) and x.is_cuda
+        device = x.device.index if cuda else 0
+        if self.backend is not None:
+            return self._model((self.backend, device))
+        if cuda:
+            return self._model(("auto", device))
+        if backend_available("cpu"):
+            try:
+                return self._model(("cpu", 0))
+            except UnsupportedError:
+                pass
+        return self._model(("interp", 0))
+
+    def _sync(self, m):
+        """Hands the model the weights that changed since it last saw them."""
+        up = m._uploaded
+        for name in self._names:
+            w = self._weight(name)
+            # torch bumps _version on in-place updates (optimiser steps, copy_);
+            # NumPy parameters are read-only arrays, replaced rather than changed.
+            key = (w._version, w.data_ptr()) if torch is not None else None
+            old = up.get(name)
+            if old is None or old[0] is not w or old[1] != key:
+                m.set_weight(name, w)
+                up[name] = (w, key)
+
+    @property
+    def backend_name(self):
+        """The backend of the last model used (or None before a forward)."""
+        return next(reversed(self._models.values())).backend if self._models else None
+
+    # ------------------------------------------------------------ forward
+    def _init_list(self, hx):
+        if hx is None:
+            return None
+        n = len(self._states)
+        if n == 1 and not isinstance(hx, (tuple, list)):
+            return [hx]
+        if not isinstance(hx, (tuple, list)) or len(hx) != n:
+            raise InvalidArgumentError(f"hx: expected {'a tensor' if n == 1 else 'a tuple'} of "
+                                       f"{n} initial states ({', '.join(self._states)})")
+        return list(hx)
+
+    def _needs_grad(self, x, init):
+        if torch is None or not A.is_torch(x) or not torch.is_grad_enabled():
+            return False
+        if x.requires_grad or any(i is not None and i.requires_grad for i in init or ()):
+            return True
+        return any(self._weight(n).requires_grad for n in self._names if n not in self._zeros)
+
+    def forward(self, input, hx=None, lengths=None):
+        """(output, h_n) or (output, (h_n, c_n)) exactly as nn.LSTM / nn.GRU
+        return; input may be a PackedSequence, an unbatched [T, I] tensor, or
+        padded with `lengths` ([B] sequence lengths)."""
+        packed = None
+        if nn is not None and isinstance(input, nn.utils.rnn.PackedSequence):
+            if lengths is not None:
+                raise InvalidArgumentError("a PackedSequence carries its own lengths")
+            packed = input
+            input, lengths = nn.utils.rnn.pad_packed_sequence(input, batch_first=self.batch_first)
+        init = self._init_list(hx)
+        batched = len(input.shape) == 3
+        if not batched:
+            if len(input.shape) != 2:
+                raise ShapeError(f"input: expected 2 or 3 dims, got shape {list(input.shape)}")
+            input = _unsqueeze(input, 0 if self.batch_first else 1)
+            init = None if init is None else [None if i is None else _unsqueeze(i, 1)
+                                              for i in init]
+        m = self._model_for(input)
+        self._sync(m)
+        if self._needs_grad(input, init):
+            names = [n for n in self._names if n not in self._zeros]
+            outs = RnncFunction.apply(m, lengths, self.training, names,
+                                      len(self._states), input,
+                                      *(init or [None] * len(self._states)),
+                                      *[self._weight(n) for n in names])
+            y, finals = outs[0], list(outs[1:])
+        else:
+            y, finals = m.forward(input, init, lengths, training=self.training)
+        if not batched:
+            y = _squeeze(y, 0 if self.batch_first else 1)
+            finals = [_squeeze(f, 1) for f in finals]
+        if packed is not None:
+            y = _repack(y, lengths, packed, self.batch_first)
+        return y, finals[0] if len(finals) == 1 else tuple(finals)
+
+    def extra_repr(self):
+        s = f"{self.cell.name}, {self.input_size}, {self.hidden_size}"
+        for k, default in (("num_layers", 1), ("bias", True), ("batch_first", False),
+                           ("dropout", 0.0), ("bidirectional", False), ("proj_size", 0),
+                           ("backend", None)):
+            if getattr(self, k) != default:
+                s += f", {k}={getattr(self, k)!r}"
+        return s
+
+    if torch is None:
+        def __repr__(self):
+            return f"{type(self).__name__}({self.extra_repr()})"
+
+
+class LSTM(CellRNN):
+    """torch.nn.LSTM on rnnc (the built-in lstm cell)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None,
+                 backend=None, **kw):
+        super().__init__("lstm", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size, device, dtype, backend, **kw)
+
+
+class GRU(CellRNN):
+    """torch.nn.GRU on rnnc (the built-in gru cell)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, backend=None,
+                 proj_size=0, **kw):
+        if proj_size:
+            raise InvalidArgumentError("proj_size is an LSTM option")
+        super().__init__("gru", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, 0, device, dtype, backend, **kw)
+
+
+class RNN(CellRNN):
+    """torch.nn.RNN on rnnc (the built-in rnn_tanh or rnn_relu cell)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None,
+                 backend=None, proj_size=0, **kw):
+        if nonlinearity not in ("tanh", "relu"):
+            raise InvalidArgumentError(f"nonlinearity must be tanh or relu, not {nonlinearity!r}")
+        if proj_size:
+            raise InvalidArgumentError("proj_size is an LSTM option")
+        super().__init__("rnn_" + nonlinearity, input_size, hidden_size, num_layers, bias,
+                         batch_first, dropout, bidirectional, 0, device, dtype, backend, **kw)
+        self.nonlinearity = nonlinearity
+
+
+def _device_index(device):
+    if device is None or torch is None:
+        return 0
+    d = torch.device(device)
+    return d.index or 0 if d.type == "cuda" else 0
+
+
+def _unsqueeze(t, dim):
+    return t.unsqueeze(dim) if A.is_torch(t) else A.numpy().expand_dims(t, dim)
+
+
+def _squeeze(t, dim):
+    return t.squeeze(dim) if A.is_torch(t) else A.numpy().squeeze(t, dim)
+
+
+def _repack(y, lengths, like, batch_first):
+    """y padded (original batch order) as a PackedSequence laid out as `like`."""
+    rnn = nn.utils.rnn
+    bdim = 0 if batch_first else 1
+    if like.sorted_indices is not None:
+        y = y.index_select(bdim, like.sorted_indices)
+        lengths = lengths.index_select(0, like.sorted_indices.cpu())
+    data = rnn.pack_padded_sequence(y, lengths.cpu(), batch_first=batch_first).data
+    return rnn.PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)

@@ -1,0 +1,144 @@
+"""rnnc.LSTM / GRU against torch.nn.LSTM / GRU on the same state_dict, on CUDA
+tensors, for the fused and cudnn backends: outputs to 1e-5 and, where the
+backend has a backward, gradients of the input, the initial states and every
+weight to 1e-4 (through loss.backward()).  Also: a non-default stream,
+PackedSequence input, and torch CPU tensors on the interpreter.
+
+Exits 77 without PyTorch (run_gpu.sh) or without a GPU."""
+import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
+
+import rnnc
+from torch_checks import Checks, need_gpu, skip
+
+torch = need_gpu()
+checks = Checks()
+dev = torch.device("cuda", torch.cuda.current_device())
+gpu_backends = [b for b in ("fused", "cudnn") if rnnc.backend_available(b)]
+if not gpu_backends:
+    skip("librnnc has neither the fused nor the cudnn backend usable here")
+
+CONFIGS = [
+    # name, nn class, rnnc class, kwargs, T, B
+    ("lstm", "LSTM", dict(input_size=32, hidden_size=64), 20, 8),
+    ("lstm_2l_bi", "LSTM", dict(input_size=16, hidden_size=32, num_layers=2, bidirectional=True),
+     12, 4),
+    ("lstm_bf", "LSTM", dict(input_size=16, hidden_size=32, batch_first=True), 10, 5),
+    ("lstm_b1", "LSTM", dict(input_size=64, hidden_size=64), 30, 1),
+    ("gru_2l", "GRU", dict(input_size=16, hidden_size=32, num_layers=2), 12, 4),
+]
+
+
+def make(kind, kw, backend):
+    ref = getattr(torch.nn, kind)(**kw).to(dev)
+    mine = getattr(rnnc, kind)(**kw, backend=backend).to(dev)
+    mine.load_state_dict(ref.state_dict())
+    return ref, mine
+
+
+def inputs(kind, kw, T, B, grad):
+    D = 2 if kw.get("bidirectional") else 1
+    L, H = kw.get("num_layers", 1), kw["hidden_size"]
+    shape = (B, T, kw["input_size"]) if kw.get("batch_first") else (T, B, kw["input_size"])
+    x = torch.randn(shape, device=dev, requires_grad=grad)
+    h0 = torch.randn(L * D, B, H, device=dev, requires_grad=grad)
+    if kind == "LSTM":
+        return x, (h0, torch.randn(L * D, B, H, device=dev, requires_grad=grad))
+    return x, h0
+
+
+def flat(h):
+    return list(h) if isinstance(h, tuple) else [h]
+
+
+def check_forward(name, backend, kind, kw, T, B):
+    ref, mine = make(kind, kw, backend)
+    x, hx = inputs(kind, kw, T, B, grad=False)
+    with torch.no_grad():
+        yr, hr = ref(x, hx)
+        y, h = mine(x, hx)
+    checks.true(f"{backend} {name}: ran on {mine.backend_name}", mine.backend_name == backend)
+    checks.true(f"{backend} {name}: outputs are CUDA tensors",
+                y.is_cuda and all(t.is_cuda for t in flat(h)))
+    checks.close(f"{backend} {name} y", y, yr, 1e-5)
+    for i, (a, b) in enumerate(zip(flat(h), flat(hr))):
+        checks.close(f"{backend} {name} final state {i}", a, b, 1e-5)
+
+
+def check_gradients(name, backend, kind, kw, T, B):
+    ref, mine = make(kind, kw, backend)
+    x, hx = inputs(kind, kw, T, B, grad=True)
+    gy = None
+    outs = {}
+    for tag, mod in (("ref", ref), ("rnnc", mine)):
+        y, h = mod(x, hx)
+        if gy is None:
+            gy = torch.randn_like(y)
+            gh = [torch.randn_like(t) for t in flat(h)]
+        loss = (y * gy).sum() + sum((t * g).sum() for t, g in zip(flat(h), gh))
+        x.grad = None
+        for t in flat(hx):
+            t.grad = None
+        mod.zero_grad()
+        try:
+            loss.backward()
+        except rnnc.UnsupportedError as e:
+            print(f"--   {backend} {name}: no backward on this backend ({e.detail})")
+            return
+        outs[tag] = [x.grad.clone()] + [t.grad.clone() for t in flat(hx)] + \
+                    [p.grad.clone() for _, p in sorted(mod.named_parameters())]
+    names = ["dx"] + [f"dh{i}" for i in range(len(flat(hx)))] + \
+            [n for n, _ in sorted(ref.named_parameters())]
+    for n, a, b in zip(names, outs["rnnc"], outs["ref"]):
+        checks.close(f"{backend} {name} grad {n}", a, b, 1e-4)
+
+
+for backend in gpu_backends:
+    for name, kind, kw, T, B in CONFIGS:
+        check_forward(name, backend, kind, kw, T, B)
+        check_gradients(name, backend, kind, kw, T, B)
+
+# Work is queued on torch's current stream: a side stream gives the same numbers.
+for backend in gpu_backends:
+    ref, mine = make("LSTM", dict(input_size=16, hidden_size=32), backend)
+    s = torch.cuda.Stream()
+    x = torch.randn(15, 3, 16, device=dev)
+    with torch.no_grad():
+        yr, _ = ref(x)
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            y, _ = mine(x)
+        torch.cuda.current_stream().wait_stream(s)
+    checks.close(f"{backend} on a side stream", y, yr, 1e-5)
+
+# PackedSequence in, PackedSequence out, as nn.LSTM.
+pack = torch.nn.utils.rnn.pack_padded_sequence
+ref, mine = make("LSTM", dict(input_size=8, hidden_size=16, num_layers=2, bidirectional=True),
+                 gpu_backends[-1])
+x = torch.randn(9, 4, 8, device=dev)
+lengths = torch.tensor([5, 9, 2, 7])
+with torch.no_grad():
+    pr, (hr, cr) = ref(pack(x, lengths, enforce_sorted=False))
+    p, (h, c) = mine(pack(x, lengths, enforce_sorted=False))
+checks.true("packed: a PackedSequence comes back", isinstance(p, type(pr)))
+checks.close("packed y", p.data, pr.data, 1e-5)
+checks.close("packed h", h, hr, 1e-5)
+checks.close("packed c", c, cr, 1e-5)
+
+# torch CPU tensors on the interpreter, and a CUDA module on a host backend.
+ref = torch.nn.LSTM(8, 12, num_layers=2).double()
+mine = rnnc.LSTM(8, 12, num_layers=2, backend="interp")
+mine.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
+x = torch.randn(6, 3, 8)
+with torch.no_grad():
+    y, (h, c) = mine(x)
+    yr, (hr, cr) = ref(x.double())
+checks.true("cpu tensors: CPU float32 tensors come back", y.device.type == "cpu" and
+            y.dtype == torch.float32)
+checks.close("cpu tensors on interp y", y, yr, 1e-6)
+checks.close("cpu tensors on interp c", c, cr, 1e-6)
+with torch.no_grad():
+    y2, _ = mine.to(dev)(x.to(dev))
+checks.true("interp with CUDA tensors returns CUDA tensors", y2.is_cuda)
+checks.close("interp with CUDA tensors y", y2, yr, 1e-6)
+
+checks.exit()

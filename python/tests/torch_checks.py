@@ -1,0 +1,55 @@
+"""What the GPU tests of the package share (they run without pytest: the
+Python that has PyTorch on the GPU machine need not have it)."""
+import sys
+
+SKIP = 77
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+def need_gpu():
+    import torch
+    if not torch.cuda.is_available():
+        skip("PyTorch sees no GPU")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def rel_err(out, ref):
+    """max|out - ref| / max|ref| in float64."""
+    out, ref = out.detach().double().cpu(), ref.detach().double().cpu()
+    assert out.shape == ref.shape, (tuple(out.shape), tuple(ref.shape))
+    assert bool(out.isfinite().all())
+    scale = ref.abs().max().item()
+    assert scale > 0, "a zero reference checks nothing"
+    return (out - ref).abs().max().item() / scale
+
+
+class Checks:
+    """Collects named comparisons; main() exits 1 if any failed."""
+
+    def __init__(self):
+        self.failed = []
+
+    def close(self, name, out, ref, tol):
+        e = rel_err(out, ref)
+        ok = e <= tol
+        print(f"{'ok  ' if ok else 'FAIL'} {name:<52} rel err {e:.3g} (tol {tol:g})")
+        if not ok:
+            self.failed.append(name)
+
+    def true(self, name, cond):
+        print(f"{'ok  ' if cond else 'FAIL'} {name}")
+        if not cond:
+            self.failed.append(name)
+
+    def exit(self):
+        if self.failed:
+            print(f"{len(self.failed)} check(s) failed: {', '.join(self.failed)}")
+            sys.exit(1)
+        print("all checks passed")
+        sys.exit(0)
