@@ -5,6 +5,8 @@ rnnc_install_deps() {
     local pkgs=(cmake make gcc pkg-config ccache libcjson-dev libxxhash-dev libcmocka-dev python3 python3-numpy python3-pytest)
     if [ "${RNNC_WITH_LLVM:-ON}" = ON ]; then pkgs+=(llvm-14-dev); fi
     if [ "${RNNC_WITH_BENCH_DEPS:-OFF}" = ON ]; then pkgs+=(libdnnl-dev); fi
+    # PyTorch (CPU) for the Python package's torch tests off the GPU machine; optional.
+    if [ "${RNNC_WITH_TORCH:-OFF}" = ON ]; then pkgs+=(python3-torch); fi
     local missing=()
     for p in "${pkgs[@]}"; do
         [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")

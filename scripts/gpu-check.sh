@@ -55,4 +55,10 @@ if [ "${BENCH:-1}" != 0 ]; then
     timeout 300 "$b" --json "$OUT/$n.json" > "$OUT/$n.txt" 2>&1
     echo "== $n rc=$?"; tail -25 "$OUT/$n.txt"
   done
+  # What the Python package adds per call (needs a Python with PyTorch).
+  if [[ python_overhead =~ ${BENCHES:-.} ]]; then
+    PYTHONPATH=build-gpu/python timeout 300 python3 bench/python_overhead.py \
+      --json "$OUT/python_overhead.json" > "$OUT/python_overhead.txt" 2>&1
+    echo "== python_overhead rc=$?"; tail -5 "$OUT/python_overhead.txt"
+  fi
 fi

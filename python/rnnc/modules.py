@@ -3,6 +3,7 @@
 With PyTorch importable they are torch.nn.Modules (parameters, state_dict,
 .to(), optimisers and autograd work as usual); without it they hold NumPy
 arrays and take and return NumPy arrays."""
+import os
 from collections import OrderedDict
 
 from . import _arrays as A
@@ -11,6 +12,8 @@ from .errors import InvalidArgumentError, NotFoundError, ShapeError, Unsupported
 from .model import Model, backend_available
 
 try:
+    if os.environ.get("RNNC_NO_TORCH"):
+        raise ImportError("RNNC_NO_TORCH is set")
     import torch
     from torch import nn
     from ._autograd import RnncFunction
@@ -62,6 +65,7 @@ class CellRNN(_Base):
         self.backend, self.dtype = backend, A.rnnc_dtype(dtype)
         self._opts = dict(hoist=hoist, math=math, seed=seed)
         self._models = {}
+        self._host_key = None
         probe = self._model((backend or "interp", _device_index(device)))
         self._states = probe.states
         self._names = [n for n, _ in probe.weights]
@@ -92,7 +96,13 @@ class CellRNN(_Base):
             return self._zeros[name]
         return getattr(self, name) if torch is not None else self._params[name]
 
-    if torch is None:
+    if torch is not None:
+        def load_state_dict(self, state_dict, strict=True):
+            """nn.Module's, also taking NumPy arrays (as rnnc.load_file gives)."""
+            sd = {k: v if isinstance(v, torch.Tensor) else torch.as_tensor(v)
+                  for k, v in state_dict.items()}
+            return super().load_state_dict(sd, strict)
+    else:
         def state_dict(self):
             """name -> read-only float32 array, named as nn.LSTM's state_dict."""
             return OrderedDict(self._params)
@@ -133,18 +143,19 @@ class CellRNN(_Base):
         return m
 
     def _model_for(self, x):
-        cuda = A.is_torch(x) and x.is_cuda
-        device = x.device.index if cuda else 0
+        if A.is_torch(x) and x.is_cuda:
+            return self._model((self.backend or "auto", x.device.index))
         if self.backend is not None:
-            return self._model((self.backend, device))
-        if cuda:
-            return self._model(("auto", device))
-        if backend_available("cpu"):
-            try:
-                return self._model(("cpu", 0))
-            except UnsupportedError:
-                pass
-        return self._model(("interp", 0))
+            return self._model((self.backend, 0))
+        if self._host_key is None:  # cpu where built and able, else the interpreter
+            self._host_key = ("interp", 0)
+            if backend_available("cpu"):
+                try:
+                    self._model(("cpu", 0))
+                    self._host_key = ("cpu", 0)
+                except UnsupportedError:
+                    pass
+        return self._model(self._host_key)
 
     def _sync(self, m):
         """Hands the model the weights that changed since it last saw them."""

@@ -1,0 +1,139 @@
+"""The modules as torch.nn.Modules on CPU tensors, where PyTorch is installed
+(Debian's python3-torch: scripts/deps.sh with RNNC_WITH_TORCH=ON); skipped
+otherwise.  The GPU side is gpu_torch_lstm.py."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import rnnc
+from conftest import HOST_BACKENDS, tol
+
+torch = pytest.importorskip("torch")
+if rnnc.modules.torch is None:
+    pytest.skip("rnnc was imported without torch (RNNC_NO_TORCH)", allow_module_level=True)
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python")
+
+
+def rel(out, ref):
+    out, ref = out.detach().double(), ref.detach().double()
+    assert out.shape == ref.shape and bool(out.isfinite().all())
+    return ((out - ref).abs().max() / ref.abs().max()).item()
+
+
+def pair(kind, backend, **kw):
+    torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
+    ref = getattr(torch.nn, kind)(**kw).double()
+    mine = getattr(rnnc, kind)(**kw, backend=backend)
+    mine.load_state_dict(ref.state_dict())  # float64 tensors, converted when bound
+    return ref, mine
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+@pytest.mark.parametrize("kind,kw", [
+    ("LSTM", dict(input_size=5, hidden_size=6, num_layers=2, bidirectional=True, proj_size=4)),
+    ("GRU", dict(input_size=5, hidden_size=6, batch_first=True)),
+    ("RNN", dict(input_size=5, hidden_size=6, nonlinearity="relu", num_layers=2)),
+])
+def test_equals_torch_module(backend, kind, kw):
+    ref, mine = pair(kind, backend, **kw)
+    assert isinstance(mine, torch.nn.Module)
+    assert list(mine.state_dict()) == list(ref.state_dict())
+    x = torch.randn((3, 7, 5) if kw.get("batch_first") else (7, 3, 5))
+    with torch.no_grad():
+        y, h = mine(x)
+        yr, hr = ref(x.double())
+    assert y.dtype == torch.float32 and isinstance(h, tuple) == (kind == "LSTM")
+    assert rel(y, yr) <= tol(backend)
+    for a, b in zip(h if kind == "LSTM" else [h], hr if kind == "LSTM" else [hr]):
+        assert rel(a, b) <= tol(backend)
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_packed_sequence(backend):
+    ref, mine = pair("LSTM", backend, input_size=4, hidden_size=5, num_layers=2,
+                     bidirectional=True)
+    x = torch.randn(8, 4, 4)
+    lengths = torch.tensor([3, 8, 5, 5])
+    pack = torch.nn.utils.rnn.pack_padded_sequence
+    with torch.no_grad():
+        p, (h, c) = mine(pack(x, lengths, enforce_sorted=False))
+        pr, (hr, cr) = ref(pack(x.double(), lengths, enforce_sorted=False))
+    assert isinstance(p, torch.nn.utils.rnn.PackedSequence)
+    assert torch.equal(p.batch_sizes, pr.batch_sizes)
+    assert torch.equal(p.sorted_indices, pr.sorted_indices)
+    assert rel(p.data, pr.data) <= tol(backend)
+    assert rel(h, hr) <= tol(backend) and rel(c, cr) <= tol(backend)
+
+
+def test_in_place_weight_updates_reach_the_library():
+    _, mine = pair("GRU", "interp", input_size=3, hidden_size=4)
+    x = torch.randn(5, 2, 3)
+    with torch.no_grad():
+        y0, _ = mine(x)
+        mine.weight_hh_l0.mul_(1.5)  # what an optimiser step does
+        y1, _ = mine(x)
+    fresh = rnnc.GRU(3, 4, backend="interp")
+    fresh.load_state_dict(mine.state_dict())
+    with torch.no_grad():
+        y2, _ = fresh(x)
+    assert not torch.equal(y0, y1) and torch.equal(y1, y2)
+
+
+def test_autograd_matches_torch_or_says_unsupported():
+    """Gradients through rnnc_model_backward where the interpreter has one;
+    until then loss.backward() raises UnsupportedError, naming the backend."""
+    ref, mine = pair("LSTM", "interp", input_size=3, hidden_size=4, num_layers=2)
+    x = torch.randn(6, 2, 3, requires_grad=True)
+    xd = x.detach().double().requires_grad_()
+    y, (h, c) = mine(x)
+    assert y.requires_grad and y.grad_fn is not None
+    yr, (hr, cr) = ref(xd)
+    gy, gc = torch.randn_like(yr), torch.randn_like(cr)
+    ((yr * gy).sum() + (cr * gc).sum()).backward()
+    try:
+        ((y * gy.float()).sum() + (c * gc.float()).sum()).backward()
+    except rnnc.UnsupportedError as e:
+        assert "backward" in e.detail
+        pytest.skip(f"interp has no backward yet: {e.detail}")
+    assert rel(x.grad, xd.grad) <= 1e-4
+    for (n, p), (_, pr) in zip(mine.named_parameters(), ref.named_parameters()):
+        assert rel(p.grad, pr.grad) <= 1e-4, n
+    # A graph whose forward is no longer the model's last is refused, not wrong.
+    y1, _ = mine(x)
+    y2, _ = mine(x)
+    with pytest.raises(rnnc.StateError):
+        y1.sum().backward()
+
+
+def test_eval_mode_no_grad_and_numpy_in_torch_mode():
+    _, mine = pair("RNN", "interp", input_size=3, hidden_size=4)
+    mine.eval()
+    with torch.no_grad():
+        y, h = mine(torch.randn(4, 2, 3))
+    assert not y.requires_grad
+    yn, hn = mine(np.ones((4, 2, 3), np.float32))  # NumPy in, NumPy out
+    assert isinstance(yn, np.ndarray) and yn.shape == (4, 2, 4)
+
+
+def test_load_file_as_torch(tmp_path):
+    t = {"a": torch.randn(3, 2), "b": torch.arange(5), "c": torch.randn(4).bfloat16()}
+    rnnc.save_file(t, tmp_path / "t.safetensors")
+    back = rnnc.load_file(tmp_path / "t.safetensors", framework="torch")
+    assert all(torch.equal(back[k], t[k]) and back[k].dtype == t[k].dtype for k in t)
+    npb = rnnc.load_file(tmp_path / "t.safetensors")["c"]  # NumPy has no bfloat16: float32
+    assert npb.dtype == np.float32 and np.array_equal(npb, t["c"].float().numpy())
+
+
+def test_layernorm_lstm_training_example():
+    sys.path.insert(0, EXAMPLES)
+    try:
+        import train_layernorm_lstm as ex
+    finally:
+        sys.path.pop(0)
+    rc = ex.main(["--device", "cpu"])
+    if rc == 77:
+        pytest.skip("no host backend has a backward for layernorm_lstm yet")
+    assert rc == 0
