@@ -2,6 +2,9 @@
 """rnnc from NumPy: an LSTM and a custom cell built in Python, no PyTorch needed.
 
     PYTHONPATH=build/python python3 examples/python/numpy_lstm.py"""
+import os
+import tempfile
+
 import numpy as np
 
 import rnnc
@@ -32,5 +35,7 @@ print(cell.text)
 rnn = rnnc.CellRNN(cell, I, H)
 y, h = rnn(x)
 print("custom cell: y", y.shape, "h", h.shape)
-rnnc.save_file(rnn.state_dict(), "/tmp/gated_rnn.safetensors")
-print("saved", list(rnnc.load_file("/tmp/gated_rnn.safetensors")))
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "gated_rnn.safetensors")
+    rnnc.save_file(rnn.state_dict(), path)  # the state_dict as a safetensors file
+    print("saved", list(rnnc.load_file(path)))
