@@ -47,13 +47,11 @@ if(RNNC_WITH_CUDNN)
   endif()
   find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include
             PATH_SUFFIXES include)
-  find_library(CUDNN_LIBRARY NAMES cudnn HINTS ${CUDAToolkit_LIBRARY_DIR}
-               /usr/lib/x86_64-linux-gnu PATH_SUFFIXES ${_libsuffix})
-  if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)
-    message(FATAL_ERROR "cuDNN not found (or -DRNNC_WITH_CUDNN=OFF)")
+  # Only the header: libcudnn is opened with dlopen (cudnn_fallback/cudnn_load.c).
+  if(NOT CUDNN_INCLUDE_DIR)
+    message(FATAL_ERROR "cudnn.h not found (or -DRNNC_WITH_CUDNN=OFF)")
   endif()
   target_include_directories(rnnc_deps INTERFACE ${CUDNN_INCLUDE_DIR})
-  target_link_libraries(rnnc_deps INTERFACE ${CUDNN_LIBRARY})
 endif()
 
 if(RNNC_WITH_LLVM)

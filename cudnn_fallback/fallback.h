@@ -86,8 +86,16 @@ rnnc_status fb_rnn_state_slots(const ir_fn *fn, fb_rnn_mode m, int *h, int *c);
 /* ================================================================ 3. cuDNN helpers */
 
 /* True when the library was built with cuDNN and a device and cuDNN >= 9
- * are usable now (for rnnc_backend_available). */
+ * are usable now (for rnnc_backend_available).  Sets no error text. */
 bool fb_cudnn_available(void);
+/*
+ * Opens libcudnn (once, thread-safe; $RNNC_CUDNN_PATH, else libcudnn.so.9,
+ * else libcudnn.so) and fills the function table.  RNNC_ERR_NO_DEVICE with
+ * the reason (dlerror's text, a missing symbol, a version below 9) when it
+ * cannot.  Every entry point into cuDNN calls this before its first cuDNN
+ * call; nothing else may run before it succeeds.
+ */
+rnnc_status fb_cudnn_load(void);
 
 /* fp32 <-> IEEE half, round to nearest even (host-side weight conversion). */
 uint16_t fb_f32_to_f16(float f);
@@ -101,6 +109,47 @@ float fb_f16_to_f32(uint16_t h);
 
 #ifdef FB_HAVE_CUDNN_H
 #include <cudnn.h>
+
+/* The loaded cuDNN (cudnn_load.c): one pointer per line of cudnn_api.def,
+ * typed from cudnn.h's own declarations. */
+typedef struct fb_dnn_api {
+#define FB_DNN_FN(name) __typeof__(name) *p_##name;
+#include "cudnn_fallback/cudnn_api.def"
+#undef FB_DNN_FN
+} fb_dnn_api;
+extern fb_dnn_api fb_dnn;
+
+/* From here on each cuDNN name is its table entry, so calls read as plain
+ * cuDNN and libcudnn is never linked.  Keep in step with cudnn_api.def. */
+#define cudnnGetVersion (fb_dnn.p_cudnnGetVersion)
+#define cudnnGetErrorString (fb_dnn.p_cudnnGetErrorString)
+#define cudnnGetLastErrorString (fb_dnn.p_cudnnGetLastErrorString)
+#define cudnnCreate (fb_dnn.p_cudnnCreate)
+#define cudnnDestroy (fb_dnn.p_cudnnDestroy)
+#define cudnnSetStream (fb_dnn.p_cudnnSetStream)
+#define cudnnCreateTensorDescriptor (fb_dnn.p_cudnnCreateTensorDescriptor)
+#define cudnnDestroyTensorDescriptor (fb_dnn.p_cudnnDestroyTensorDescriptor)
+#define cudnnSetTensorNdDescriptor (fb_dnn.p_cudnnSetTensorNdDescriptor)
+#define cudnnGetTensorNdDescriptor (fb_dnn.p_cudnnGetTensorNdDescriptor)
+/* RNN */
+#define cudnnCreateDropoutDescriptor (fb_dnn.p_cudnnCreateDropoutDescriptor)
+#define cudnnDestroyDropoutDescriptor (fb_dnn.p_cudnnDestroyDropoutDescriptor)
+#define cudnnDropoutGetStatesSize (fb_dnn.p_cudnnDropoutGetStatesSize)
+#define cudnnSetDropoutDescriptor (fb_dnn.p_cudnnSetDropoutDescriptor)
+#define cudnnRestoreDropoutDescriptor (fb_dnn.p_cudnnRestoreDropoutDescriptor)
+#define cudnnCreateRNNDescriptor (fb_dnn.p_cudnnCreateRNNDescriptor)
+#define cudnnDestroyRNNDescriptor (fb_dnn.p_cudnnDestroyRNNDescriptor)
+#define cudnnSetRNNDescriptor_v8 (fb_dnn.p_cudnnSetRNNDescriptor_v8)
+#define cudnnCreateRNNDataDescriptor (fb_dnn.p_cudnnCreateRNNDataDescriptor)
+#define cudnnDestroyRNNDataDescriptor (fb_dnn.p_cudnnDestroyRNNDataDescriptor)
+#define cudnnSetRNNDataDescriptor (fb_dnn.p_cudnnSetRNNDataDescriptor)
+#define cudnnGetRNNWeightSpaceSize (fb_dnn.p_cudnnGetRNNWeightSpaceSize)
+#define cudnnGetRNNWeightParams (fb_dnn.p_cudnnGetRNNWeightParams)
+#define cudnnGetRNNTempSpaceSizes (fb_dnn.p_cudnnGetRNNTempSpaceSizes)
+#define cudnnRNNForward (fb_dnn.p_cudnnRNNForward)
+#define cudnnRNNBackwardData_v8 (fb_dnn.p_cudnnRNNBackwardData_v8)
+#define cudnnRNNBackwardWeights_v8 (fb_dnn.p_cudnnRNNBackwardWeights_v8)
+/* convolution */
 
 /* RNNC_OK for success, else RNNC_ERR_CUDNN (OUT_OF_MEMORY for an allocation
  * failure) with "what: <cuDNN's status and last error text>". */
