@@ -63,7 +63,7 @@ static rnnc_status check_kinds(const rnnc_conv_desc *d)
     if (d->layout != RNNC_CONV_NCHW && d->layout != RNNC_CONV_NHWC)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: unknown layout %d", (int)d->layout);
     if (d->dtype != RNNC_F32 && d->dtype != RNNC_F16 && d->dtype != RNNC_BF16)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "conv: dtype %s is not supported (f32, f16, bf16)",
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "conv: dtype %s is not supported (F32, F16, BF16)",
                          rnnc_dtype_name(d->dtype));
     if (d->math != RNNC_MATH_FFMA && d->math != RNNC_MATH_TF32)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: unknown math mode %d", (int)d->math);
