@@ -19,6 +19,12 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility: what this header declares is
+ * its whole exported surface, and nothing internal leaks into librnnc.so. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define RNNC_VERSION_MAJOR 0
 #define RNNC_VERSION_MINOR 1
 #define RNNC_VERSION_PATCH 0
@@ -340,6 +346,10 @@ void rnnc_bundle_unload_all(void);
 /* Philox4x32-10: the four 32-bit words of block `counter` under key `seed`.
  * Dropout draws its uniforms from this stream (docs/dropout.md). */
 void rnnc_philox4x32_10(uint64_t seed, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
