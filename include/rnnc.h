@@ -19,6 +19,12 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility: what this header declares is
+ * its whole exported surface, and nothing internal leaks into librnnc.so. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define RNNC_VERSION_MAJOR 0
 #define RNNC_VERSION_MINOR 1
 #define RNNC_VERSION_PATCH 0
@@ -193,7 +199,7 @@ const char *rnnc_tensors_name(const rnnc_tensors *ts, int i);
 /* ---------------------------------------------------------------- models */
 
 typedef enum rnnc_backend {
-    RNNC_BACKEND_AUTO = 0, /* fused on a GPU, else cpu, else interp */
+    RNNC_BACKEND_AUTO = 0, /* per call: the first of fused, cudnn, cpu, interp that can run it */
     RNNC_BACKEND_INTERP = 1,
     RNNC_BACKEND_CPU = 2,
     RNNC_BACKEND_FUSED = 3,
@@ -204,6 +210,9 @@ const char *rnnc_backend_name(rnnc_backend b);
 rnnc_status rnnc_backend_from_name(const char *name, rnnc_backend *out);
 /* Built into this library and usable on this machine now (device present). */
 bool rnnc_backend_available(rnnc_backend b);
+/* Whether this build of rnnc holds backend `b` at all (CMake's RNNC_WITH_*
+ * options), whether or not this machine can run it. */
+bool rnnc_backend_built(rnnc_backend b);
 
 /* How much of the state-independent work leaves the time loop. */
 typedef enum rnnc_hoist {
@@ -241,7 +250,9 @@ void rnnc_model_desc_init(rnnc_model_desc *d);
 
 rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d);
 void rnnc_model_destroy(rnnc_model *m);
-/* The backend the model runs on (AUTO resolved). */
+/* The backend that ran the model's last call; before the first call, the one
+ * AUTO opened first.  An AUTO model picks per call (lengths, training, a shape
+ * one backend refuses), so this can change from call to call. */
 rnnc_backend rnnc_model_backend(const rnnc_model *m);
 
 /* Weights, by PyTorch's state_dict names: `<param>_l<k>` and `<param>_l<k>_reverse`.
@@ -470,6 +481,10 @@ rnnc_status rnnc_device_sync(void *stream);
 /* Philox4x32-10: the four 32-bit words of block `counter` under key `seed`.
  * Dropout draws its uniforms from this stream (docs/dropout.md). */
 void rnnc_philox4x32_10(uint64_t seed, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
