@@ -96,8 +96,7 @@ void rnnc_model_destroy(rnnc_model *m)
 {
     if (!m)
         return;
-    if (m->be)
-        m->be->destroy(m->be_state);
+    api_backend_close_all(m);
     api_weights_free(m);
     rnnc_cell_destroy(m->fn);
     free(m);
@@ -114,7 +113,7 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
 {
     if (!a->device_pointers)
         return RNNC_OK;
-    if (m->kind != RNNC_BACKEND_FUSED && m->kind != RNNC_BACKEND_CUDNN)
+    if (!m->auto_pick && m->kind != RNNC_BACKEND_FUSED && m->kind != RNNC_BACKEND_CUDNN)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' takes host pointers only",
                          rnnc_backend_name(m->kind));
 #ifdef RNNC_HAVE_CUDA
@@ -133,6 +132,12 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
 #endif
 }
 
+static rnnc_status call_forward(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
+{
+    (void)ctx;
+    return m->be->forward(m->be_state, a);
+}
+
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
 {
     if (!m)
@@ -140,9 +145,7 @@ rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
     rnnc_status s = rt_check_forward(&m->spec, a);
     if (s == RNNC_OK)
         s = check_device_pointers(m, a);
-    if (s == RNNC_OK)
-        s = api_weights_sync(m);
-    return s != RNNC_OK ? s : m->be->forward(m->be_state, a);
+    return s != RNNC_OK ? s : api_backend_run(m, a, call_forward, NULL);
 }
 
 rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
@@ -174,6 +177,19 @@ rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, 
     return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s'", name);
 }
 
+typedef struct time_ctx {
+    int warmup, iters;
+    double *median_ms;
+} time_ctx;
+
+static rnnc_status call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
+{
+    const time_ctx *t = ctx;
+    if (m->be->time_forward)
+        return m->be->time_forward(m->be_state, a, t->warmup, t->iters, t->median_ms);
+    return rt_time_host(m->be, m->be_state, a, t->warmup, t->iters, t->median_ms);
+}
+
 rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, int warmup,
                                     int iters, double *median_ms)
 {
@@ -182,11 +198,8 @@ rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, i
     rnnc_status s = rt_check_forward(&m->spec, a);
     if (s == RNNC_OK)
         s = check_device_pointers(m, a);
-    if (s == RNNC_OK)
-        s = api_weights_sync(m);
     if (s != RNNC_OK)
         return s;
-    if (m->be->time_forward)
-        return m->be->time_forward(m->be_state, a, warmup, iters, median_ms);
-    return rt_time_host(m->be, m->be_state, a, warmup, iters, median_ms);
+    time_ctx t = {warmup, iters, median_ms};
+    return api_backend_run(m, a, call_time, &t);
 }

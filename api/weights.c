@@ -20,7 +20,7 @@ rnnc_status api_weights_init(rnnc_model *m)
 {
     int np = m->fn->n_params, pl = m->spec.layers * m->spec.dirs;
     m->n_weights = np * pl;
-    m->dirty = true; /* nothing bound yet: the first forward must find every weight set */
+    m->weights_gen = 1; /* backends start at 0: the first forward binds */
     m->weights = calloc((size_t)m->n_weights + 1, sizeof *m->weights);
     m->wptr = calloc((size_t)m->n_weights + 1, sizeof *m->wptr);
     if (!m->weights || !m->wptr)
@@ -75,7 +75,7 @@ rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *
                          (long long)w->count, (long long)count);
     memcpy(w->data, data, sizeof(float) * (size_t)count);
     w->set = true;
-    m->dirty = true;
+    m->weights_gen++;
     return RNNC_OK;
 }
 
@@ -118,7 +118,7 @@ rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts)
             return s;
         w->set = true;
     }
-    m->dirty = true;
+    m->weights_gen++;
     return RNNC_OK;
 }
 
@@ -159,15 +159,16 @@ rnnc_status rnnc_model_weight_info(const rnnc_model *m, int i, const char **name
 
 rnnc_status api_weights_sync(rnnc_model *m)
 {
-    if (!m->dirty)
+    api_slot *slot = &m->slot[m->kind];
+    if (slot->bound_gen == m->weights_gen)
         return RNNC_OK;
     for (int i = 0; i < m->n_weights; i++)
         if (!m->weights[i].set)
             return rnnc_fail(RNNC_ERR_STATE, "weight '%s' is not set (load weights first)",
                              m->weights[i].name);
     rt_weights w = {m->wptr, m->fn->n_params, m->spec.layers * m->spec.dirs};
-    rnnc_status s = m->be->bind(m->be_state, &w);
+    rnnc_status s = slot->be->bind(slot->state, &w);
     if (s == RNNC_OK)
-        m->dirty = false;
+        slot->bound_gen = m->weights_gen;
     return s;
 }
