@@ -105,6 +105,10 @@ class Cell:
     def clone(self):
         return Cell._make(lib.rnnc_cell_clone, self._h)
 
+    def __reduce__(self):
+        """Copies and pickles go through the .cell text (the handle is never shared)."""
+        return (Cell.parse, (self.text, self.name))
+
     def __eq__(self, other):
         return isinstance(other, Cell) and bool(lib.rnnc_cell_equal(self._h, other._h))
 

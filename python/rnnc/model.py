@@ -32,6 +32,14 @@ def version():
     return text(lib.rnnc_version_string())
 
 
+def _current_stream(torch, device):
+    """torch's current CUDA stream of `device` as a CUstream (an int)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
+    if raw is not None:
+        return raw(device.index)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 class _Buffers:
     """Allocation and pointers in the framework of the caller's input."""
 
@@ -45,7 +53,7 @@ class _Buffers:
                 raise InvalidArgumentError(f"input is on {x.device}, the model on cuda:{device}")
             self.work = self.home if (self.dev or not x.is_cuda) else torch.device("cpu")
             self.dt = A.torch_dtype(dtype)
-            self.stream = torch.cuda.current_stream(self.home).cuda_stream if self.dev else None
+            self.stream = _current_stream(torch, self.home) if self.dev else None
         else:
             self.dev, self.stream = False, None
             self.dt = A.np_dtype(dtype)
@@ -121,6 +129,9 @@ class Model:
         if getattr(self, "_h", None):
             lib.rnnc_model_destroy(self._h)
             self._h = None
+
+    def __reduce__(self):
+        raise TypeError("an rnnc.Model holds a library handle and cannot be copied or pickled")
 
     def _weight_list(self):
         out = []

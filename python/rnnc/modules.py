@@ -127,6 +127,18 @@ class CellRNN(_Base):
         def parameters(self):
             return iter(self._params.values())
 
+    def __getstate__(self):
+        """Copies and pickles leave the library's models behind: they are made again."""
+        state = dict(super().__getstate__() if torch is not None else self.__dict__)
+        state["_models"], state["_host_key"] = {}, None
+        return state
+
+    def __setstate__(self, state):
+        if torch is not None:
+            super().__setstate__(state)
+        else:
+            self.__dict__.update(state)
+
     def flatten_parameters(self):
         """nn.LSTM's; rnnc keeps its own copy of the weights, so nothing to do."""
 

@@ -168,3 +168,17 @@ def test_model_level_api(rng):
     y, (h,) = m.forward(rng.standard_normal((2, 1, 3)).astype(np.float32))
     assert y.shape == (2, 1, 4) and np.array_equal(y[-1], h[0])
     assert m.time_forward(rng.standard_normal((2, 1, 3)).astype(np.float32), 0, 2) >= 0
+
+
+def test_copies_and_pickles(rng):
+    import copy
+    import pickle
+    m = rnnc.CellRNN("layernorm_lstm", 3, 4, backend="interp")
+    m.load_state_dict(random_state_dict(m, rng))
+    x = rng.standard_normal((5, 2, 3)).astype(np.float32)
+    y = m(x)[0]
+    for c in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert c.cell == m.cell and c.cell._h.value != m.cell._h.value
+        assert np.array_equal(c(x)[0], y)
+    with pytest.raises(TypeError):
+        copy.deepcopy(m._models[("interp", 0)])
