@@ -62,7 +62,7 @@ bool rnnc_backend_available(rnnc_backend b)
         return rt_cuda_available() && (rt_nvrtc_available() || rt_bundle_registered() > 0);
 #endif
 #ifdef RNNC_HAVE_CUDNN
-    case RNNC_BACKEND_CUDNN: return rt_cuda_available();
+    case RNNC_BACKEND_CUDNN: return fb_cudnn_available();
 #endif
     default: return false;
     }

@@ -84,13 +84,11 @@ if(_want_CUDNN AND NOT RNNC_HAVE_CUDA)
 elseif(_want_CUDNN)
   find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include
             PATH_SUFFIXES include)
-  find_library(CUDNN_LIBRARY NAMES cudnn HINTS ${CUDAToolkit_LIBRARY_DIR}
-               /usr/lib/x86_64-linux-gnu PATH_SUFFIXES ${_libsuffix})
-  set(_cudnn_why "cudnn.h or libcudnn was not found")
-  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+  # Only the header: libcudnn is opened with dlopen (cudnn_fallback/cudnn_load.c).
+  set(_cudnn_why "cudnn.h was not found")
+  if(CUDNN_INCLUDE_DIR)
     set(_cudnn_found ON)
     target_include_directories(rnnc_deps INTERFACE ${CUDNN_INCLUDE_DIR})
-    target_link_libraries(rnnc_deps INTERFACE ${CUDNN_LIBRARY})
   endif()
 endif()
 rnnc_optional_end(CUDNN _cudnn_found "${_cudnn_why}" "cudnn backend, cudnn.h in ${CUDNN_INCLUDE_DIR}")

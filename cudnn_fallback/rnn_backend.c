@@ -201,7 +201,9 @@ static rnnc_status rnn_create(const rt_spec *s, void **state)
     rnnc_status st = describe(s, r);
     if (st != RNNC_OK)
         goto fail_state;
-    st = rt_cuda_context(s->device);
+    st = fb_cudnn_load();
+    if (st == RNNC_OK)
+        st = rt_cuda_context(s->device);
     if (st != RNNC_OK)
         goto fail_state;
     st = create_descriptors(r);

@@ -341,6 +341,141 @@ rnnc_status rnnc_bundle_load(const char *path);
 /* Forgets every loaded bundle (kernels already loaded by models stay usable). */
 void rnnc_bundle_unload_all(void);
 
+/* ---------------------------------------------------------------- convolution (rnnc_conv) */
+
+/*
+ * Convolution on cuDNN 9 (docs/conv.md): forward, backward data, backward
+ * filter, transposed, and y = act(alpha1 * conv(x) + alpha2 * z + bias)
+ * fused through cuDNN's graph API.  1, 2 or 3 spatial dims; stride,
+ * padding, dilation, groups; NCHW or NHWC; f32, f16, bf16 (computing in
+ * fp32).  Buffers are device pointers on the caller's stream (NULL: the
+ * default stream).  Needs a build with cuDNN (RNNC_ERR_NOT_BUILT) and a GPU
+ * with cuDNN 9 loadable at run time (RNNC_ERR_NO_DEVICE, with the reason).
+ *
+ * Shapes (rnnc_conv_shapes) in the layout's order, S = spatial sizes:
+ *   NCHW: x [N, C, S...], w [K, C/groups, R...], y [N, K, P...]
+ *   NHWC: x [N, S..., C], w [K, R..., C/groups], y [N, P..., K]
+ * with P = (S + 2*pad - dilation*(R-1) - 1) / stride + 1.
+ */
+typedef enum rnnc_conv_layout {
+    RNNC_CONV_NCHW = 0, /* channels first */
+    RNNC_CONV_NHWC = 1  /* channels last */
+} rnnc_conv_layout;
+
+typedef enum rnnc_conv_algo_mode {
+    RNNC_CONV_HEURISTIC = 0, /* cuDNN's heuristic order; the first candidate that runs */
+    RNNC_CONV_BENCHMARK = 1  /* every candidate timed on the real buffers, once per key */
+} rnnc_conv_algo_mode;
+
+typedef enum rnnc_conv_pass {
+    RNNC_CONV_FORWARD = 0,
+    RNNC_CONV_BACKWARD_DATA = 1,   /* also the transposed convolution's forward */
+    RNNC_CONV_BACKWARD_FILTER = 2,
+    RNNC_CONV_FUSED = 3
+} rnnc_conv_pass;
+
+#define RNNC_CONV_MAX_DIMS 3
+
+typedef struct rnnc_conv_desc {
+    int spatial_dims;              /* 1, 2 or 3 */
+    int64_t batch;                 /* N */
+    int64_t in_channels;           /* C */
+    int64_t out_channels;          /* K */
+    int64_t input[RNNC_CONV_MAX_DIMS];  /* spatial sizes, outermost first (D, H, W) */
+    int64_t kernel[RNNC_CONV_MAX_DIMS];
+    int64_t stride[RNNC_CONV_MAX_DIMS];
+    int64_t padding[RNNC_CONV_MAX_DIMS]; /* the same on both sides */
+    int64_t dilation[RNNC_CONV_MAX_DIMS];
+    int64_t groups;                /* divides C and K; C for depthwise */
+    rnnc_conv_layout layout;       /* of x, w and y alike */
+    rnnc_dtype dtype;              /* RNNC_F32, RNNC_F16, RNNC_BF16 */
+    rnnc_math math;                /* f32: FFMA only, or TF32 tensor cores allowed */
+    rnnc_conv_algo_mode algo_mode;
+    bool deterministic;            /* only algorithms cuDNN marks deterministic */
+    int device;
+} rnnc_conv_desc;
+
+/* Defaults: 2-D, stride 1, padding 0, dilation 1, groups 1, NCHW, F32,
+ * FFMA, heuristic, not deterministic, device 0; sizes 0 (to be set). */
+void rnnc_conv_desc_init(rnnc_conv_desc *d);
+
+/* A checked convolution (host only: no device is needed to create one).
+ * Bad sizes are RNNC_ERR_INVALID_ARG or RNNC_ERR_SHAPE naming them. */
+typedef struct rnnc_conv rnnc_conv;
+rnnc_status rnnc_conv_create(rnnc_conv **out, const rnnc_conv_desc *d);
+void rnnc_conv_destroy(rnnc_conv *c);
+const rnnc_conv_desc *rnnc_conv_get_desc(const rnnc_conv *c);
+/* Shapes of x, w and y as above; *rank = 2 + spatial_dims. */
+void rnnc_conv_shapes(const rnnc_conv *c, int64_t x[5], int64_t w[5], int64_t y[5], int *rank);
+/* Element counts of x, w and y (any may be NULL). */
+void rnnc_conv_numels(const rnnc_conv *c, int64_t *x, int64_t *w, int64_t *y);
+
+/* One cuDNN handle on one device with its workspace and the fused path's
+ * execution plans (an LRU).  Use a handle from one thread at a time. */
+typedef struct rnnc_conv_handle rnnc_conv_handle;
+rnnc_status rnnc_conv_handle_create(rnnc_conv_handle **out, int device);
+void rnnc_conv_handle_destroy(rnnc_conv_handle *h);
+/* Execution plans kept (default 64); the least recently used is dropped. */
+rnnc_status rnnc_conv_handle_set_plan_cache(rnnc_conv_handle *h, int capacity);
+int rnnc_conv_handle_plan_count(const rnnc_conv_handle *h);
+/* What the last call on h ran, e.g. "fwd IMPLICIT_PRECOMP_GEMM (fma, ws 0 B)". */
+const char *rnnc_conv_handle_last_algo(const rnnc_conv_handle *h);
+
+rnnc_status rnnc_conv_forward(rnnc_conv_handle *h, const rnnc_conv *c, const void *x,
+                              const void *w, void *y, void *stream);
+/* dx from dy (shape of y) and w. */
+rnnc_status rnnc_conv_backward_data(rnnc_conv_handle *h, const rnnc_conv *c, const void *dy,
+                                    const void *w, void *dx, void *stream);
+/* dw from x and dy (overwritten, not accumulated). */
+rnnc_status rnnc_conv_backward_filter(rnnc_conv_handle *h, const rnnc_conv *c, const void *x,
+                                      const void *dy, void *dw, void *stream);
+/* The transposed convolution of c: in has c's y shape, out has c's x shape
+ * (backward data run as a forward; w as for c). */
+rnnc_status rnnc_conv_transposed(rnnc_conv_handle *h, const rnnc_conv *c, const void *in,
+                                 const void *w, void *out, void *stream);
+
+/* y = act(alpha1 * conv(x) + alpha2 * z + bias); z (y's shape) and bias ([K])
+ * may be NULL; act is ReLU or identity. */
+typedef struct rnnc_conv_epilogue {
+    float alpha1, alpha2;
+    const void *z;
+    const void *bias;
+    bool relu;
+    bool unfused; /* run conv, add, add, relu as separate cuDNN calls */
+} rnnc_conv_epilogue;
+void rnnc_conv_epilogue_init(rnnc_conv_epilogue *e); /* alpha1 1, alpha2 1, relu, fused */
+/* The graph path first; where no engine supports the graph, the unfused
+ * calls (rnnc_conv_handle_last_algo says which ran). */
+rnnc_status rnnc_conv_fused(rnnc_conv_handle *h, const rnnc_conv *c, const rnnc_conv_epilogue *e,
+                            const void *x, const void *w, void *y, void *stream);
+
+/* Every algorithm cuDNN offers for a pass, timed once on the given buffers
+ * (as for forward: a = x, b = w, out = y; backward data: dy, w, dx;
+ * backward filter: x, dy, dw).  Fills up to max entries, fastest first. */
+typedef struct rnnc_conv_algo_perf {
+    char name[48];
+    float ms;
+    size_t workspace;
+    bool deterministic;
+    bool tensor_cores;
+} rnnc_conv_algo_perf;
+rnnc_status rnnc_conv_time_algos(rnnc_conv_handle *h, const rnnc_conv *c, rnnc_conv_pass pass,
+                                 const void *a, const void *b, void *out,
+                                 rnnc_conv_algo_perf *perf, int max, int *count);
+
+/* The process-wide algorithm cache (keyed by every parameter that changes
+ * the choice): its entry count, and emptying it. */
+size_t rnnc_conv_algo_cache_size(void);
+void rnnc_conv_algo_cache_clear(void);
+
+/* Device memory for callers with no CUDA runtime of their own (examples,
+ * the rnnc command).  rnnc_device_free accepts NULL. */
+rnnc_status rnnc_device_alloc(int device, size_t bytes, void **ptr);
+void rnnc_device_free(void *ptr);
+rnnc_status rnnc_device_upload(void *dst, const void *src, size_t bytes);
+rnnc_status rnnc_device_download(void *dst, const void *src, size_t bytes);
+rnnc_status rnnc_device_sync(void *stream);
+
 /* ---------------------------------------------------------------- Philox */
 
 /* Philox4x32-10: the four 32-bit words of block `counter` under key `seed`.
