@@ -1,17 +1,26 @@
 /*
  * pass_drop_absent: decides a cell's optional parameters for one model.
- * Requires: a verified cell; whether the model has a projection (P).
+ * Requires: a verified cell; whether the model has a projection (P) and
+ * biases (bias=False drops every optional param named `bias` or `bias_*`,
+ * PyTorch's names, so a user's own cell opts in by declaring them optional).
  * Keeps: every node not touching an absent param.  An absent param acts as
  * the identity of the op using it (linear(x, W) = x, x + b = x, x - b = x,
  * x * g = x, x / g = x, a missing layernorm gamma or beta), and leaves the
  * parameter list.  Any other use is an error naming the param.
  */
+#include <string.h>
+
 #include "ir/ir.h"
 
 typedef struct ctx {
     bool present[1024];
     bool has_proj;
 } ctx;
+
+static bool is_bias_name(const char *name)
+{
+    return strcmp(name, "bias") == 0 || strncmp(name, "bias_", 5) == 0;
+}
 
 static bool absent(const ir_fn *src, const ctx *c, int32_t node)
 {
@@ -60,8 +69,31 @@ static rnnc_status drop_cb(ir_fn *dst, const ir_fn *src, int32_t i, ir_node *n,
                      src->name, src->params[src->nodes[p].i0].name, ir_ops[old->op].name);
 }
 
+/* Only cells whose biases can be absent take bias=False: silently keeping
+ * a mandatory bias would compute another model than the one asked for. */
+static rnnc_status check_has_bias(const ir_fn *f)
+{
+    for (int i = 0; i < f->n_params; i++)
+        if (f->params[i].optional && is_bias_name(f->params[i].name))
+            return RNNC_OK;
+    return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                     "cell '%s' has no optional bias parameter, so it cannot be built without "
+                     "biases (declare them `param bias_ih[...] optional`)",
+                     f->name);
+}
+
 rnnc_status pass_drop_absent(ir_fn *f, bool has_proj)
 {
+    return pass_drop_absent_bias(f, has_proj, false);
+}
+
+rnnc_status pass_drop_absent_bias(ir_fn *f, bool has_proj, bool no_bias)
+{
+    if (no_bias) {
+        rnnc_status s = check_has_bias(f);
+        if (s != RNNC_OK)
+            return s;
+    }
     ctx c = {.has_proj = has_proj};
     if (f->n_params > (int32_t)(sizeof c.present / sizeof c.present[0]))
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cell '%s' has over %zu parameters", f->name,
@@ -69,7 +101,8 @@ rnnc_status pass_drop_absent(ir_fn *f, bool has_proj)
     for (int i = 0; i < f->n_params; i++) {
         const ir_node *p = &f->nodes[f->params[i].node];
         bool uses_p = ir_dim_uses_p(p->rows) || ir_dim_uses_p(p->cols);
-        c.present[i] = !f->params[i].optional || !uses_p || has_proj;
+        bool dropped_bias = no_bias && is_bias_name(f->params[i].name);
+        c.present[i] = !f->params[i].optional || ((!uses_p || has_proj) && !dropped_bias);
     }
     return ir_rewrite(f, drop_cb, &c);
 }
