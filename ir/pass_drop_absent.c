@@ -8,6 +8,7 @@
  * x * g = x, x / g = x, a missing layernorm gamma or beta), and leaves the
  * parameter list.  Any other use is an error naming the param.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -15,6 +16,7 @@
 typedef struct ctx {
     bool present[1024];
     bool has_proj;
+    uint8_t *gone; /* [src->n]: a node made of absent params only (bias_ih + bias_hh) */
 } ctx;
 
 static bool is_bias_name(const char *name)
@@ -24,16 +26,18 @@ static bool is_bias_name(const char *name)
 
 static bool absent(const ir_fn *src, const ctx *c, int32_t node)
 {
-    if (node < 0 || src->nodes[node].op != IR_PARAM)
+    if (node < 0)
         return false;
-    return !c->present[src->nodes[node].i0];
+    if (c->gone[node])
+        return true;
+    return src->nodes[node].op == IR_PARAM && !c->present[src->nodes[node].i0];
 }
 
 static rnnc_status drop_cb(ir_fn *dst, const ir_fn *src, int32_t i, ir_node *n,
                            const int32_t *map, void *vctx, int32_t *out)
 {
     (void)map;
-    const ctx *c = vctx;
+    ctx *c = vctx;
     const ir_node *old = &src->nodes[i];
     if (ir_ops[old->op].flags & IR_F_LEAF && old->op != IR_CONST) {
         if (old->op == IR_PARAM && !c->present[old->i0])
@@ -63,10 +67,18 @@ static rnnc_status drop_cb(ir_fn *dst, const ir_fn *src, int32_t i, ir_node *n,
         *out = n->a[1];
         return RNNC_OK;
     }
+    /* identity op identity is the identity: absent as well */
+    if ((old->op == IR_ADD || old->op == IR_SUB || old->op == IR_MUL) && a0 && a1) {
+        c->gone[i] = 1;
+        *out = -1;
+        return RNNC_OK;
+    }
     int32_t p = a0 ? old->a[0] : old->a[1];
+    const char *name = src->nodes[p].op == IR_PARAM ? src->params[src->nodes[p].i0].name
+                                                    : "(a sum or product of absent parameters)";
     return rnnc_fail(RNNC_ERR_SHAPE,
                      "cell '%s': optional parameter '%s' is absent but %s cannot do without it",
-                     src->name, src->params[src->nodes[p].i0].name, ir_ops[old->op].name);
+                     src->name, name, ir_ops[old->op].name);
 }
 
 /* Only cells whose biases can be absent take bias=False: silently keeping
@@ -104,5 +116,10 @@ rnnc_status pass_drop_absent_bias(ir_fn *f, bool has_proj, bool no_bias)
         bool dropped_bias = no_bias && is_bias_name(f->params[i].name);
         c.present[i] = !f->params[i].optional || ((!uses_p || has_proj) && !dropped_bias);
     }
-    return ir_rewrite(f, drop_cb, &c);
+    c.gone = calloc((size_t)f->n + 1, 1);
+    if (!c.gone)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
+    rnnc_status s = ir_rewrite(f, drop_cb, &c);
+    free(c.gone);
+    return s;
 }
