@@ -387,7 +387,9 @@ rnnc_status rnnc_conv_handle_create(rnnc_conv_handle **out, int device)
 void rnnc_conv_handle_destroy(rnnc_conv_handle *h) { (void)h; }
 rnnc_status rnnc_conv_handle_set_plan_cache(rnnc_conv_handle *h, int capacity)
 {
-    (void)h, (void)capacity;
+    if (!h || capacity < 1)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: plan cache capacity %d (at least 1)",
+                         capacity);
     return not_built();
 }
 int rnnc_conv_handle_plan_count(const rnnc_conv_handle *h) { (void)h; return 0; }

@@ -60,7 +60,26 @@ if [ "${BENCH:-1}" != 0 ]; then
     n=$(basename "$b")
     [ "$n" = bench_cudnn_algo_bench ] && continue # run above
     [[ "$n" =~ ${BENCHES:-.} ]] || continue
+    [ "$n" = bench_conv_bench ] && continue # run by the convolution block below
     timeout 300 "$b" --json "$OUT/$n.json" > "$OUT/$n.txt" 2>&1
     echo "== $n rc=$?"; tail -25 "$OUT/$n.txt"
   done
+fi
+
+# ---- convolution (issue 13): its gpu test, rnnc's benchmark, PyTorch's on the same shapes.
+#   CONV=0 skips this block.
+if [ "${CONV:-1}" != 0 ]; then
+  if [ "${BENCH_ONLY:-0}" != 1 ]; then
+    (cd build-gpu && ctest -R gpu_cudnn_conv --output-on-failure --timeout 400) > "$OUT/conv-test.log" 2>&1
+    echo "== conv test rc=$?"
+    grep -E '^(FAIL|SKIP|cuDNN|grid|plans|heuristic|benchmark)|tests passed|\[  (FAILED|PASSED)' \
+      "$OUT/conv-test.log" | head -60
+  fi
+  if [ "${BENCH:-1}" != 0 ]; then
+    timeout 400 build-gpu/bench/bench_conv_bench --json "$OUT/conv_bench.json" > "$OUT/conv_bench.txt" 2>&1
+    echo "== conv bench rc=$?"; cat "$OUT/conv_bench.txt"
+    timeout 300 python3 bench/conv_torch.py --json "$OUT/conv_torch.json" --rnnc "$OUT/conv_bench.json" \
+      > "$OUT/conv_torch.txt" 2>&1
+    echo "== conv torch rc=$?"; tail -32 "$OUT/conv_torch.txt"
+  fi
 fi
