@@ -46,6 +46,7 @@ struct rnnc_model {
     int n_weights;
     const float **wptr;      /* rt_weights.w */
     unsigned weights_gen;    /* bumped on every weight change */
+    void *ext_weights;       /* a caller's flat weight buffer (cudnn), or NULL */
 };
 
 /* ---- weights (weights.c) */
@@ -54,6 +55,26 @@ void api_weights_free(rnnc_model *m);
 /* Binds to the current backend if every weight is set and something changed
  * since it last bound. */
 rnnc_status api_weights_sync(rnnc_model *m);
+
+/* The weight `name`, or NULL. */
+api_weight *api_weight_find(rnnc_model *m, const char *name);
+/* RNNC_ERR_STATE: the model reads a caller's weight buffer (weights_device.c). */
+rnnc_status api_weights_refuse_external(const rnnc_model *m);
+
+/* ---- packed sequences (packed.c) */
+int64_t api_packed_rows(const int64_t *batch_sizes, int64_t T);
+/* lengths[b] = the steps t with batch_sizes[t] > b. */
+void api_packed_lengths(const int64_t *batch_sizes, int64_t T, int64_t B, int64_t *lengths);
+/* Packed rows [sum(batch_sizes), feat] to padded [T, B, feat] ([B, T, feat]
+ * batch_first) with zeros past each end, and back; esz bytes an element. */
+void api_unpack(const void *packed, const int64_t *batch_sizes, int64_t T, int64_t B,
+                int64_t feat, size_t esz, bool batch_first, void *padded);
+void api_pack(const void *padded, const int64_t *batch_sizes, int64_t T, int64_t B, int64_t feat,
+              size_t esz, bool batch_first, void *packed);
+/* A packed call on the current backend, which reads padded tensors:
+ * forward, or timing into *ms when ms is not NULL. */
+rnnc_status api_forward_packed(rnnc_model *m, const rnnc_forward_args *a, int warmup, int iters,
+                               double *ms);
 
 /* ---- backends (backends.c) */
 const rt_backend *api_backend_ops(rnnc_backend b);

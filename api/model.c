@@ -35,8 +35,9 @@ static rnnc_status check_desc(const rnnc_model_desc *d)
     if (!(d->dropout >= 0 && d->dropout < 1))
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: dropout must be in [0, 1)");
     if ((unsigned)d->hoist > RNNC_HOIST_NONE || (unsigned)d->math > RNNC_MATH_TF32 ||
-        (unsigned)d->backend > RNNC_BACKEND_CUDNN)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math or backend value");
+        (unsigned)d->backend > RNNC_BACKEND_CUDNN ||
+        (unsigned)d->cudnn_algo > RNNC_CUDNN_ALGO_PERSIST_DYNAMIC)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math, backend or cudnn_algo value");
     if (d->dtype != RNNC_F32 && !(d->dtype == RNNC_F16 && d->backend == RNNC_BACKEND_CUDNN))
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: dtype %s is supported only as f16 on cudnn",
                          rnnc_dtype_name(d->dtype));
@@ -63,6 +64,8 @@ static rnnc_status fill_spec(rnnc_model *m, const rnnc_model_desc *d)
     s->math = d->math;
     s->dtype = d->dtype;
     s->device = d->device;
+    s->no_bias = d->no_bias;
+    s->cudnn_algo = d->cudnn_algo;
     for (int k = 0; k < 2; k++)
         if (ir_dim_eval(m->fn->nodes[m->fn->inputs[0].node].cols, s->sizes[k]) !=
             (k ? s->sizes[1].I : d->input_size))
@@ -82,7 +85,7 @@ rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d)
     rnnc_model *m = calloc(1, sizeof *m);
     if (!m)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
-    if ((s = ir_specialise(d->cell, d->proj_size > 0, &m->fn)) || (s = fill_spec(m, d)) ||
+    if ((s = ir_specialise_bias(d->cell, d->proj_size > 0, d->no_bias, &m->fn)) || (s = fill_spec(m, d)) ||
         (s = api_weights_init(m)) || (s = api_backend_open(m, d->backend)))
         goto fail_model;
     *out = m;
@@ -135,6 +138,8 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
 static rnnc_status call_forward(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
 {
     (void)ctx;
+    if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN) /* cuDNN reads packed input itself */
+        return api_forward_packed(m, a, 0, 0, NULL);
     return m->be->forward(m->be_state, a);
 }
 
@@ -185,6 +190,8 @@ typedef struct time_ctx {
 static rnnc_status call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
 {
     const time_ctx *t = ctx;
+    if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN)
+        return api_forward_packed(m, a, t->warmup, t->iters, t->median_ms);
     if (m->be->time_forward)
         return m->be->time_forward(m->be_state, a, t->warmup, t->iters, t->median_ms);
     return rt_time_host(m->be, m->be_state, a, t->warmup, t->iters, t->median_ms);

@@ -53,7 +53,7 @@ void api_weights_free(rnnc_model *m)
     free((void *)m->wptr);
 }
 
-static api_weight *find(rnnc_model *m, const char *name)
+api_weight *api_weight_find(rnnc_model *m, const char *name)
 {
     for (int i = 0; i < m->n_weights; i++)
         if (strcmp(m->weights[i].name, name) == 0)
@@ -66,7 +66,9 @@ rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *
 {
     if (!m || !name || !data)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weight: NULL argument");
-    api_weight *w = find(m, name);
+    if (m->ext_weights)
+        return api_weights_refuse_external(m);
+    api_weight *w = api_weight_find(m, name);
     if (!w)
         return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s' (cell '%s')", name,
                          m->fn->name);
@@ -97,7 +99,7 @@ static rnnc_status check_names(rnnc_model *m, const rnnc_tensors *ts)
             return s;
     }
     for (int i = 0; i < rnnc_tensors_count(ts); i++)
-        if (!find(m, rnnc_tensors_name(ts, i)))
+        if (!api_weight_find(m, rnnc_tensors_name(ts, i)))
             return rnnc_fail(RNNC_ERR_NOT_FOUND,
                              "weights hold '%s', which cell '%s' with %d layer(s)%s does not have",
                              rnnc_tensors_name(ts, i), m->fn->name, m->spec.layers,
@@ -109,6 +111,8 @@ rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts)
 {
     if (!m || !ts)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weights: NULL argument");
+    if (m->ext_weights)
+        return api_weights_refuse_external(m);
     rnnc_status s = check_names(m, ts);
     if (s != RNNC_OK)
         return s;

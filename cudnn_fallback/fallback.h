@@ -69,6 +69,33 @@ int fb_rnn_pieces(fb_rnn_mode m, const char *name, fb_rnn_dims d, fb_rnn_piece o
 /* Elements of the whole PyTorch parameter (sum of its pieces), or -1. */
 int64_t fb_rnn_param_numel(fb_rnn_mode m, const char *name, fb_rnn_dims d);
 
+/* Where one linear layer's matrix and bias sit in cuDNN's weight space:
+ * byte offsets from its start and element counts (0: none). */
+typedef struct fb_lin_slot {
+    size_t mat_off, mat_n;
+    size_t bias_off, bias_n;
+} fb_lin_slot;
+
+/*
+ * The weight space as cuDNN 9 lays it out (and PyTorch's flatten_parameters
+ * relies on): pseudo-layers one after another, each its linear layers'
+ * matrices in id order, then their biases (none with bias=False).  d[0] are
+ * layer 0's dims, d[1] those above.  Fills slots[pseudo * n_lin + lin] when
+ * slots is not NULL and returns the size in bytes.  The backend itself uses
+ * what cuDNN reports; this is what tests compare cuDNN against.
+ */
+size_t fb_rnn_expected_slots(fb_rnn_mode m, int layers, int dirs, const fb_rnn_dims d[2],
+                             bool bias, size_t esz, fb_lin_slot *slots);
+/*
+ * Byte offset of PyTorch parameter `name` (as fb_rnn_pieces) of one
+ * pseudo-layer whose linear layers sit at slots[0 .. n_lin-1]: its pieces
+ * must follow one another in gate order, so the parameter is one contiguous
+ * tensor inside the buffer.  RNNC_ERR_NOT_FOUND for a parameter this model
+ * lacks; RNNC_ERR_UNSUPPORTED (naming the gap) when the pieces are apart.
+ */
+rnnc_status fb_rnn_param_offset(fb_rnn_mode m, const char *name, fb_rnn_dims d,
+                                const fb_lin_slot *slots, size_t esz, size_t *off);
+
 /* ================================================================ 2. mode matching */
 
 /*
@@ -82,6 +109,32 @@ rnnc_status fb_rnn_match(const rt_spec *s, fb_rnn_mode *mode, double *dropout);
 /* Index of the hidden state h in the cell's state order (the state whose
  * next value is the output), and of c (LSTM; else -1). */
 rnnc_status fb_rnn_state_slots(const ir_fn *fn, fb_rnn_mode m, int *h, int *c);
+
+/* ---- algorithms (rnn_algo.c; pure host) */
+
+/* What decides whether cuDNN runs an algorithm for one call. */
+typedef struct fb_algo_query {
+    fb_rnn_mode mode;
+    int64_t in, hidden, proj; /* proj 0: none */
+    int layers, dirs;
+    int64_t batch;
+    bool training;
+    bool ragged;  /* sequences of different lengths */
+    bool half;    /* fp16 data */
+    int sm;       /* 90 for sm_90 */
+    int sm_count;
+} fb_algo_query;
+
+/* NULL when cuDNN's documented limits allow algorithm a for q, else the
+ * reason it does not ("persistent algorithms need sequences of one length"). */
+const char *fb_algo_refusal(rnnc_cudnn_algo a, const fb_algo_query *q);
+/* The eligible algorithms, STANDARD first (every call has it); returns how many. */
+int fb_algo_candidates(const fb_algo_query *q, rnnc_cudnn_algo out[4]);
+/* The choice without timing (RNNC_AUTOTUNE=0): PERSIST_STATIC where PyTorch's
+ * heuristic takes it (fp16, one unidirectional layer, H <= 1024, H and I
+ * multiples of 128; on sm_80+ with 98+ SMs an LSTM batch that is a multiple
+ * of 8 up to 128), else STANDARD. */
+rnnc_cudnn_algo fb_algo_heuristic(const fb_algo_query *q);
 
 /* ================================================================ 3. cuDNN helpers */
 
@@ -149,6 +202,7 @@ extern fb_dnn_api fb_dnn;
 #define cudnnRNNForward (fb_dnn.p_cudnnRNNForward)
 #define cudnnRNNBackwardData_v8 (fb_dnn.p_cudnnRNNBackwardData_v8)
 #define cudnnRNNBackwardWeights_v8 (fb_dnn.p_cudnnRNNBackwardWeights_v8)
+#define cudnnBuildRNNDynamic (fb_dnn.p_cudnnBuildRNNDynamic)
 /* convolution */
 #define cudnnCreateFilterDescriptor (fb_dnn.p_cudnnCreateFilterDescriptor)
 #define cudnnDestroyFilterDescriptor (fb_dnn.p_cudnnDestroyFilterDescriptor)
@@ -211,13 +265,6 @@ typedef struct fb_buf {
 rnnc_status fb_buf_reserve(fb_buf *b, size_t n);
 void fb_buf_free(fb_buf *b);
 
-/* Where one linear layer's matrix and bias sit in cuDNN's weight space:
- * byte offsets from its start and element counts (0: none). */
-typedef struct fb_lin_slot {
-    size_t mat_off, mat_n;
-    size_t bias_off, bias_n;
-} fb_lin_slot;
-
 /* Device pointers of one forward or backward call (0 = none / zeros). */
 typedef struct fb_io {
     CUdeviceptr x, y, hx, cx, hy, cy;
@@ -240,10 +287,28 @@ typedef struct fb_rnn {
     cudnnTensorDescriptor_t hdesc, cdesc;
     size_t wsize;
     fb_buf w, dw;
+    /* The weight space and gradient buffer in use: w.p and dw.p, or the
+     * caller's (rnnc_model_bind_weight_buffer). */
+    CUdeviceptr wp, dwp;
+    bool ext_w, ext_dw;
     fb_lin_slot *slots; /* [pseudo * n_lin + lin id] */
     bool bound;
+    int sm, sm_count;
+    /* The algorithm the RNN descriptor holds now, and for PERSIST_DYNAMIC
+     * the batch its plan was built for (0: none). */
+    rnnc_cudnn_algo algo;
+    int dyn_batch;
+    /* AUTO's last choice and the shape it was made for. */
+    struct {
+        bool valid, training, ragged;
+        int T, B;
+        rnnc_cudnn_algo algo;
+    } memo;
+    int oom_retries; /* temp-space allocations that failed and were retried */
     /* The shape the data descriptors hold now, and its buffers. */
     int T, B;
+    bool packed;  /* x and y are packed (batch_sizes) */
+    int64_t rows; /* rows of x and y: sum(batch_sizes) packed, else T * B */
     int32_t *lens; /* [B] host copy of the sequence lengths */
     size_t lens_cap;
     bool training;
@@ -268,6 +333,32 @@ rnnc_status fb_rnn_time_forward(void *state, const rnnc_forward_args *a, int war
 rnnc_status fb_rnn_backward(void *state, const rnnc_backward_args *a);
 /* Bytes of state `state` (cell order) at the current batch: [L*D, B, n]. */
 size_t fb_rnn_state_bytes(const fb_rnn *r, int state);
+/* One cudnnRNNForward on the current shape, algorithm and temp space. */
+rnnc_status fb_rnn_launch_forward(fb_rnn *r, const fb_io *io);
+
+/* rnn_algo_run.c: the algorithm of each call and its temp space. */
+/* Sets the RNN descriptor to algorithm a (and the weight-space size, which
+ * must not change once weights are laid out). */
+rnnc_status fb_rnn_set_algo(fb_rnn *r, rnnc_cudnn_algo a);
+/* The algorithm for the current shape (the model's, or AUTO's choice:
+ * memo, tuning record, timing on io's buffers, or the heuristic), set in
+ * the descriptor with its temp space allocated.  A failed allocation is
+ * retried after freeing the backward's staging, then (AUTO) with the other
+ * eligible algorithms, smallest need first, then reported with the sizes. */
+rnnc_status fb_rnn_prepare_algo(fb_rnn *r, const fb_io *io, CUstream s);
+/* The query of the current shape. */
+void fb_rnn_algo_query(const fb_rnn *r, fb_algo_query *q);
+/* Tests: the next n temp-space allocations fail as if out of memory. */
+void fb_rnn_fail_allocs(int n);
+
+/* rnn_weights.c: weights in device memory (the model API's entries). */
+/* *bytes and offsets[pseudo * n_params + param] (NULL: not wanted), from
+ * cuDNN's own placement. */
+rnnc_status fb_rnn_weight_layout(const fb_rnn *r, size_t *bytes, size_t *offsets);
+/* Uses the caller's weights/grads (device memory of wsize bytes) from now
+ * on; weights 0 goes back to the backend's own buffers, copying the
+ * caller's contents into them first. */
+rnnc_status fb_rnn_bind_buffer(fb_rnn *r, CUdeviceptr weights, CUdeviceptr grads, size_t bytes);
 #endif
 
 /* ================================================================ 5. convolution */

@@ -228,6 +228,22 @@ typedef enum rnnc_math {
 
 typedef struct rnnc_model rnnc_model;
 
+/* cuDNN's RNN algorithms (the cudnn backend; docs/cudnn.md says which
+ * shapes each accepts).  AUTO times the eligible ones once per shape and
+ * records the winner like the fused autotuning (RNNC_AUTOTUNE=0: cuDNN's
+ * documented limits pick one without timing). */
+typedef enum rnnc_cudnn_algo {
+    RNNC_CUDNN_ALGO_AUTO = 0,
+    RNNC_CUDNN_ALGO_STANDARD = 1,
+    RNNC_CUDNN_ALGO_PERSIST_STATIC = 2,
+    RNNC_CUDNN_ALGO_PERSIST_STATIC_SMALL_H = 3,
+    RNNC_CUDNN_ALGO_PERSIST_DYNAMIC = 4
+} rnnc_cudnn_algo;
+
+/* "auto", "standard", "persist_static", "persist_static_small_h", "persist_dynamic". */
+const char *rnnc_cudnn_algo_name(rnnc_cudnn_algo a);
+rnnc_status rnnc_cudnn_algo_from_name(const char *name, rnnc_cudnn_algo *out);
+
 typedef struct rnnc_model_desc {
     const rnnc_cell *cell; /* copied by rnnc_model_create */
     int64_t input_size;
@@ -243,6 +259,8 @@ typedef struct rnnc_model_desc {
     rnnc_backend backend;
     rnnc_hoist hoist;
     int device; /* CUDA ordinal */
+    bool no_bias; /* PyTorch's bias=False: the cell's optional bias_* params are absent */
+    rnnc_cudnn_algo cudnn_algo; /* the cudnn backend's algorithm (AUTO by default) */
 } rnnc_model_desc;
 
 /* Fills the defaults: 1 layer, F32, FFMA, AUTO, HOIST_ALL, device 0. */
@@ -262,6 +280,28 @@ rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts);
 /* One weight from host memory (fp32), `count` elements, by state_dict name. */
 rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *data,
                                   int64_t count);
+/* The same from device memory (fp32, on the model's device; a GPU backend):
+ * read on the default stream once the call returns. */
+rnnc_status rnnc_model_set_weight_device(rnnc_model *m, const char *name, const void *data,
+                                         int64_t count);
+/*
+ * One flat device weight buffer in cuDNN's layout (cudnn backend): *bytes is
+ * its size and offsets[i] (NULL: not wanted; else rnnc_model_weight_count
+ * entries) the byte offset of weight i, which lies there contiguous, in the
+ * model's dtype and PyTorch's shape (as PyTorch's flatten_parameters makes it).
+ */
+rnnc_status rnnc_model_weight_buffer(const rnnc_model *m, size_t *bytes, size_t *offsets);
+/*
+ * Binds the model to caller-owned device buffers of that layout and size:
+ * every forward reads `weights` as it is then (an optimiser updates it in
+ * place; no copy is made), and every backward writes the weight gradients to
+ * `grads` (may be NULL: kept inside), overwriting them.  Host weights set
+ * before are ignored from now on; rnnc_model_set_weight* is refused while
+ * bound.  weights NULL unbinds (the model keeps a copy of the buffer's
+ * contents then, as if set with rnnc_model_set_weight).
+ */
+rnnc_status rnnc_model_bind_weight_buffer(rnnc_model *m, void *weights, void *grads,
+                                          size_t bytes);
 /* Name and element count of the i-th weight the model expects. */
 int rnnc_model_weight_count(const rnnc_model *m);
 rnnc_status rnnc_model_weight_info(const rnnc_model *m, int i, const char **name, int rank,
@@ -290,14 +330,22 @@ typedef struct rnnc_forward_args {
     bool training;
     bool device_pointers;
     void *stream; /* CUstream; NULL = the default stream */
+    /*
+     * Packed input (torch.nn.utils.rnn.PackedSequence), host memory: with
+     * batch_sizes [T] (non-increasing, batch_sizes[0] = B) x is
+     * [sum(batch_sizes), I] and y [sum(batch_sizes), D*Hout], step t's rows
+     * following step t-1's, batch_first ignored; lengths must be NULL.
+     */
+    const int64_t *batch_sizes;
 } rnnc_forward_args;
 
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a);
 
 /*
  * Backward (cudnn backend): after a training forward with the same shapes.
- * dy [T,B,D*Hout]; dfinal[s] gradients of the final states (NULL = zero);
- * gives dx, dinit[s] (NULL = not wanted) and weight gradients, which are
+ * dy [T,B,D*Hout] (packed like y when the forward was); dfinal[s] gradients
+ * of the final states (NULL = zero); gives dx (packed like x), dinit[s]
+ * (NULL = not wanted) and weight gradients, which are
  * read with rnnc_model_weight_grad after the call (accumulated from zero).
  */
 typedef struct rnnc_backward_args {
@@ -310,6 +358,10 @@ typedef struct rnnc_backward_args {
 rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a);
 /* Copies the gradient of a weight (by state_dict name) to host memory. */
 rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, int64_t count);
+
+/* The algorithm a cudnn model's last forward ran (AUTO resolved; AUTO before
+ * the first forward); RNNC_ERR_UNSUPPORTED for other backends. */
+rnnc_status rnnc_model_cudnn_algo(const rnnc_model *m, rnnc_cudnn_algo *out);
 
 /* Median forward time in milliseconds over `iters` runs after `warmup`
  * (CUDA events on a GPU, a monotonic clock on the CPU), on the buffers of `a`. */

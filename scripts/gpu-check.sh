@@ -48,9 +48,17 @@ if [ "${BENCH:-1}" != 0 ]; then
     cmp lnlstm_b64 --cell layernorm_lstm --batch 64 --backends fused,interp
     cmp gru_b64 --cell gru --batch 64 --backends fused,cudnn
   fi
+  # Every cuDNN algorithm against the fused path (issue 14): LSTM T=100,
+  # B 1/8/64/256, H 256/512/1024, fp32 and fp16 (cuDNN only), on its own.
+  if [ -x build-gpu/bench/bench_cudnn_algo_bench ] && [[ bench_cudnn_algo_bench =~ ${BENCHES:-.} ]]; then
+    RNNC_AUTOTUNE=1 timeout 580 build-gpu/bench/bench_cudnn_algo_bench --iters 30 \
+      --json "$OUT/bench_cudnn_algo_bench.json" > "$OUT/bench_cudnn_algo_bench.txt" 2>&1
+    echo "== bench_cudnn_algo_bench rc=$?"; cat "$OUT/bench_cudnn_algo_bench.txt"
+  fi
   for b in build-gpu/bench/bench_*; do
     [ -x "$b" ] || continue
     n=$(basename "$b")
+    [ "$n" = bench_cudnn_algo_bench ] && continue # run above
     [[ "$n" =~ ${BENCHES:-.} ]] || continue
     [ "$n" = bench_conv_bench ] && continue # run by the convolution block below
     timeout 300 "$b" --json "$OUT/$n.json" > "$OUT/$n.txt" 2>&1
