@@ -33,14 +33,14 @@ class ModelDesc(ctypes.Structure):
                 ("proj_size", c_i64), ("num_layers", c_int), ("bidirectional", c_bool),
                 ("batch_first", c_bool), ("dropout", c_double), ("seed", ctypes.c_uint64),
                 ("dtype", c_int), ("math", c_int), ("backend", c_int), ("hoist", c_int),
-                ("device", c_int)]
+                ("device", c_int), ("no_bias", c_bool), ("cudnn_algo", c_int)]
 
 
 class ForwardArgs(ctypes.Structure):
     _fields_ = [("seq_len", c_i64), ("batch", c_i64), ("x", c_void_p),
                 ("init", P(c_void_p)), ("lengths", c_void_p), ("y", c_void_p),
                 ("final", P(c_void_p)), ("training", c_bool), ("device_pointers", c_bool),
-                ("stream", c_void_p)]
+                ("stream", c_void_p), ("batch_sizes", c_void_p)]
 
 
 class BackwardArgs(ctypes.Structure):
@@ -110,6 +110,7 @@ _PROTOTYPES = {
     "rnnc_model_backend": (c_int, [c_void_p]),
     "rnnc_model_set_weights": (c_int, [c_void_p, c_void_p]),
     "rnnc_model_set_weight": (c_int, [c_void_p, c_char_p, c_void_p, c_i64]),
+    "rnnc_model_set_weight_device": (c_int, [c_void_p, c_char_p, c_void_p, c_i64]),
     "rnnc_model_weight_count": (c_int, [c_void_p]),
     "rnnc_model_weight_info": (c_int, [c_void_p, c_int, P(c_char_p), c_int, P(c_i64), P(c_int)]),
     "rnnc_model_forward": (c_int, [c_void_p, P(ForwardArgs)]),

@@ -88,3 +88,25 @@ def test_builder_ops_all_reachable():
     m = rnnc.CellRNN(cell, 3, 4, backend="interp")
     y, hy = m(np.ones((2, 1, 3), np.float32))
     assert y.shape == (2, 1, 4) and np.all(np.isfinite(y))
+
+
+def header_fields(struct):
+    """Field names of a struct of include/rnnc.h, in order."""
+    import re
+    src = os.environ.get("RNNC_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+    with open(os.path.join(src, "include", "rnnc.h")) as f:
+        text = f.read()
+    body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (struct, struct), text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    return [re.search(r"(\w+)\s*(\[[^\]]*\])?$", d.strip()).group(1)
+            for d in body.split(";") if d.strip()]
+
+
+@pytest.mark.parametrize("struct,cls", [
+    ("rnnc_tensor", "Tensor"), ("rnnc_model_desc", "ModelDesc"),
+    ("rnnc_forward_args", "ForwardArgs"), ("rnnc_backward_args", "BackwardArgs")])
+def test_ctypes_structs_follow_the_header(struct, cls):
+    """A field added to a public struct must be added to its ctypes mirror, or
+    the library reads past what Python allocated."""
+    from rnnc import _lib
+    assert [f[0] for f in getattr(_lib, cls)._fields_] == header_fields(struct)
