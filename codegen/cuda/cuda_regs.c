@@ -49,7 +49,7 @@ void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
               "            const size_t row = ROWT(gb, %s);\n"
               "            %s\n"
               "            (void)row; (void)u;\n",
-              first ? "0" : "t + 1", first && states ? "const float *cur = st;" : "");
+              first ? "TR(gb, 0)" : "TR(gb, t + 1)", first && states ? "const float *cur = st;" : "");
     char ld[1024];
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!c->pfuse[v])
