@@ -21,7 +21,7 @@ export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
 t0=$(date +%s)
 cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
       -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
-cmake --build build-gpu -j 16 --target rnnc gpu_fused gpu_fused_model gpu_fused_large \
+cmake --build build-gpu -j 16 --target rnnc_cli gpu_fused gpu_fused_model gpu_fused_large bench_fused_bench \
       >> "$OUT/build.log" 2>&1
 rc=$?
 echo "build rc=$rc in $(( $(date +%s) - t0 )) s"

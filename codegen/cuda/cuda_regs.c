@@ -67,6 +67,8 @@ void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
 void cg_emit_weights(const cg_ctx *c, cg_text *t)
 {
     char idx[256], cond[64], src[128], dst[96];
+    if (c->stream)
+        return; /* read from global memory every step */
     for (int32_t i = 0; i < c->f->n; i++) {
         if (c->role[i] != CG_STEP_LINEAR)
             continue;
