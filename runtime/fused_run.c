@@ -166,12 +166,17 @@ rnnc_status rt_fused_launch(rt_fused *m, int k, CUdeviceptr x, CUdeviceptr y, in
     return e;
 }
 
+bool rt_fused_call_supported(const rt_spec *s, const rnnc_forward_args *a)
+{
+    return !(a && a->training && s->fn[0]->n_dropout > 0);
+}
+
 static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
 {
     rnnc_status st = rt_check_forward(&m->spec, a);
     if (st)
         return st;
-    if (a->training && m->spec.fn[0]->n_dropout > 0)
+    if (!rt_fused_call_supported(&m->spec, a))
         return rnnc_fail(RNNC_ERR_UNSUPPORTED,
                          "fused backend: training with in-cell dropout is not supported yet");
     if (!m->bound)

@@ -170,7 +170,9 @@ static void try_tiles(cg_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t l
         while (c->role[i] == CG_STEP_LINEAR && c->RR > 1 && (slices(c, i) * c->UT) % c->RR)
             c->RR /= 2;
     grow_register_tiles(c);
-    c->NT = c->cfg.threads ? c->cfg.threads : 256;
+    /* streamed weights: more lanes split K, so a warp reads whole 32-byte
+     * sectors of a row */
+    c->NT = c->cfg.threads ? c->cfg.threads : c->stream ? 512 : 256;
     if (!lay_linears(c, kc))
         return;
     *fits = lay_smem(c) <= limit;
@@ -201,20 +203,30 @@ static int batch_tiles(const cg_ctx *c, int64_t *out)
     return n;
 }
 
+/* Weights on chip with x staged in chunks of at least 128 columns; else
+ * weights streamed from L2/HBM, one batch group first (each group reads
+ * all of W_hh every step); else on chip with narrower chunks.  Each chunk
+ * costs a trip through L2 and two block barriers, so at B = 256, H = 1024
+ * 32-column chunks (32 per step) cost more than reading W_hh (16.8 MB,
+ * inside L2) every step. */
 static bool search(cg_ctx *c, int sm_count, int64_t limit)
 {
-    static const int64_t kcs[] = {0, 512, 256, 128, 64, 32};
+    static const struct {
+        bool stream;
+        int64_t kc[6];
+        int n;
+    } passes[] = {{false, {0, 512, 256, 128}, 4},
+                  {true, {0, 512, 256, 128, 64, 32}, 6},
+                  {false, {64, 32}, 2}};
     int64_t bts[48];
     int nb = batch_tiles(c, bts);
-    /* Weights on chip if any tiling allows it; else streamed, one batch
-     * group first (each group reads all of W_hh every step). */
-    for (int s = 0; s < 2; s++) {
-        c->stream = s == 1;
+    for (size_t s = 0; s < sizeof passes / sizeof passes[0]; s++) {
+        c->stream = passes[s].stream;
         for (int i = 0; i < nb; i++) {
-            int64_t bt = s == 1 && c->cfg.batch_tile <= 0 ? (i == 0 ? c->B : bts[i]) : bts[i];
-            for (size_t k = 0; k < sizeof kcs / sizeof kcs[0]; k++) {
+            int64_t bt = c->stream && c->cfg.batch_tile <= 0 ? (i == 0 ? c->B : bts[i]) : bts[i];
+            for (int k = 0; k < passes[s].n; k++) {
                 bool fits;
-                try_tiles(c, bt, kcs[k], sm_count, limit, &fits);
+                try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
                 if (fits)
                     return true;
             }
