@@ -4,7 +4,8 @@
 For each case: <case>.weights.safetensors is nn.LSTM/nn.GRU's state_dict as
 safetensors.torch.save_file writes it (fp32), and <case>.io.safetensors holds
 the input x (and h0, c0, lengths) plus PyTorch's outputs y, hy, cy, computed
-in float64 from the same fp32 numbers.  The files are committed under
+in float64 from the same fp32 numbers.  The *_nobias cases are bias=False
+modules: their state_dicts hold no bias_* tensors.  The files are committed under
 tests/data; tests/test_torch_reference.c checks rnnc against them, so no test
 needs PyTorch installed.  Run where PyTorch is (the GPU machine has it).
 """
@@ -24,6 +25,13 @@ CASES = [
                               bidirectional=True), 6, 3, False, True),
     ("rnn_tanh", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="tanh"), 5, 2, False, True),
     ("rnn_relu", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="relu"), 5, 2, False, True),
+    # bias=False (tests/gpu_cudnn_paths.c; rnnc --no-bias)
+    ("lstm_nobias", "LSTM", dict(input_size=5, hidden_size=6, num_layers=2, bidirectional=True,
+                                 bias=False), 6, 3, True, True),
+    ("gru_nobias", "GRU", dict(input_size=4, hidden_size=5, num_layers=2, bias=False),
+     6, 3, False, True),
+    ("rnn_tanh_nobias", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="tanh",
+                                    bias=False), 5, 2, False, True),
 ]
 
 
