@@ -51,5 +51,7 @@ if [ "${COMPARE:-1}" != 0 ]; then
   cmp lstm_h512_b128 --cell lstm --batch 128 --input-size 512 --hidden 512
   cmp lstm_h512_b64 --cell lstm --batch 64 --input-size 512 --hidden 512
   cmp lstm_h2048_b64 --cell lstm --batch 64 --input-size 2048 --hidden 2048
+  cmp lstm_l4_b1 --cell lstm --batch 1 --input-size 512 --hidden 512 --layers 4
+  cmp gru_l2_bi_b64 --cell gru --batch 64 --input-size 512 --hidden 512 --layers 2 --bidirectional
 fi
 echo "total $(( $(date +%s) - t0 )) s"
