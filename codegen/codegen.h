@@ -20,14 +20,18 @@
  * the hoisted work is pointwise per column), a row kernel for the rest of the
  * hoisted work (layernorm, chunks), and ONE persistent step kernel for all T
  * steps.  Every kernel takes the same arguments (CG_CUDA_ARGS), so the runtime
- * launches them in order with one argument array.
+ * launches them in order with one argument array.  The step kernel runs one
+ * direction of one layer: `len` (NULL: every row T long) is each batch row's
+ * length, a per-row step limit (rows past their end keep their states and
+ * write zeros to y); `rev` walks each row from its own end.  st holds three
+ * copies of the states: two for the steps, the third the final states.
  */
 #define CG_CUDA_MAX_ITEMS 64
 #define CG_CUDA_MAX_LAUNCH 8
 #define CG_CUDA_ARGS                                                                           \
     "const float *__restrict__ x, float *__restrict__ y, float *st, float *hz, "              \
     "const float *__restrict__ fold, const float *__restrict__ wts, float *xb, float *part, " \
-    "unsigned *bar, int T"
+    "unsigned *bar, int T, const int *__restrict__ len, int rev"
 
 typedef struct cg_cuda_config {
     ir_sizes sizes;
@@ -35,6 +39,8 @@ typedef struct cg_cuda_config {
     int sm;            /* target, e.g. 90 for sm_90 */
     int sm_count;      /* SMs of the device (0: 132), bounds the persistent grid */
     bool batch_first;  /* x and y are [B, T, *] */
+    int64_t y_ld;      /* floats between rows of y (0: the output's width); a direction
+                          of a bidirectional layer writes its columns of [*, 2 * Hout] */
     /* Tuning; 0 = the generator's choice. */
     int unit_tile;     /* hidden units per block */
     int batch_tile;    /* batch rows per block */
@@ -126,7 +132,8 @@ typedef struct cg_ctx {
     const ir_fn *f;
     cg_cuda_config cfg;
     cg_cuda_plan *plan;
-    int64_t B, H, I;
+    int64_t B, I;
+    int64_t H;        /* slice width: the hidden size, or gcd(H, P) with a projection */
     int64_t *cols;    /* [n] */
     int32_t *k;       /* [n] slices of H (0: one value per row; -1: not sliceable) */
     uint8_t *role;    /* [n] CG_* */
@@ -138,11 +145,15 @@ typedef struct cg_ctx {
     int64_t *wsm;     /* [n] shared slot of a step linear's weight slice */
     int64_t *pt;      /* [n] global partial-sum slot of a reduction over a step value */
     int32_t *ks;      /* [n] step linear: K split across lanes */
-    int32_t *kp;      /* [n] step linear: padded row length in shared memory */
+    int32_t *kp;      /* [n] step linear: padded row length of its weight slice in shared memory */
+    int32_t *kc;      /* [n] step linear: columns of x staged at once (K in chunks of kc) */
+    int32_t *xkp;     /* [n] step linear: padded row length of staged x */
     uint8_t *need;    /* [n] bit flags CG_NEED_* */
     int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
     /* step tiling */
     int UT, BT, BTP, NUB, NBB, NT, RR, BB;
+    /* Weights streamed from L2/HBM every step (they do not fit on chip). */
+    bool stream;
     /* One element per thread (E <= NT): per-element leaves (folds, hoisted
      * values, x, states) live in registers r<v>_<slice>; pfuse[v] is the mask
      * of slices read, found by a dry run of the step's emission. */

@@ -20,32 +20,35 @@
 
 static rnnc_status check_spec(const rt_spec *s)
 {
-    if (s->layers != 1)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %d layers (only 1 for now; use "
-                         "the cudnn or interp backend)", s->layers);
-    if (s->dirs != 1)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: bidirectional is not supported yet");
     if (s->dtype != RNNC_F32)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: only fp32");
-    if (s->hout != s->sizes[0].H || s->sizes[0].P != s->sizes[0].H)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: proj_size is not supported yet");
+    if (s->layers < 1 || (s->dirs != 1 && s->dirs != 2))
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused backend: %d layers, %d directions",
+                         s->layers, s->dirs);
     return RNNC_OK;
 }
 
-void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)
+void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->sizes = m->spec.sizes[0];
+    cfg->sizes = m->spec.sizes[k];
     cfg->batch = batch;
     cfg->sm = m->sm;
     cfg->sm_count = m->sm_count;
     cfg->batch_first = m->spec.batch_first;
+    cfg->y_ld = m->spec.dirs * m->spec.hout;
     if (!tuned)
         return;
-    rt_fused_choose(m, batch, &m->tuning, &m->tuning_from);
     cfg->unit_tile = m->tuning.unit_tile;
     cfg->batch_tile = m->tuning.batch_tile;
     cfg->threads = m->tuning.threads;
+}
+
+void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)
+{
+    if (tuned)
+        rt_fused_choose(m, batch, &m->tuning, &m->tuning_from);
+    rt_fused_config_kind(m, 0, batch, tuned, cfg);
 }
 
 /* The cell as printed names it exactly: its hash keys the tuning records. */
@@ -60,6 +63,23 @@ static rnnc_status hash_cell(rt_fused *m)
     return RNNC_OK;
 }
 
+/* A trial generation (default tiles) of layer kind k, so that a cell the
+ * generator cannot place fails at create; it also fixes the weight and
+ * fold arena layout, which depends on neither the batch nor the tiles. */
+static rnnc_status trial(rt_fused *m, int k, const ir_schedule *sched, cg_cuda_plan *plan)
+{
+    cg_cuda_config cfg;
+    char *src = NULL;
+    rt_fused_config_kind(m, k, 1, false, &cfg);
+    rnnc_status st = cg_cuda_generate(sched, &cfg, &src, plan);
+    free(src);
+    if (st == RNNC_OK) {
+        m->arena_wts[k] = plan->wts_floats + 4;
+        m->arena_fold[k] = plan->fold_floats + 4;
+    }
+    return st;
+}
+
 rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
 {
     rnnc_status st = check_spec(s);
@@ -71,17 +91,12 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
     m->arena = ir_arena_create();
     if (!m->arena)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
-    if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)) || (st = hash_cell(m)))
+    if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)) || (st = hash_cell(m)) ||
+        (st = trial(m, 0, &m->sched, &m->plan)))
         return st;
-    /* Generate once now (default tiles), so a cell the generator cannot
-     * place fails here; this also fixes the weight and fold arena layout,
-     * which does not depend on the batch size or the tiles. */
-    cg_cuda_config cfg;
-    char *src = NULL;
-    rt_fused_config(m, 1, false, &cfg);
-    if ((st = cg_cuda_generate(&m->sched, &cfg, &src, &m->plan)))
+    if (s->layers > 1 && ((st = pass_fuse(s->fn[1], s->hoist, m->arena, &m->up.sched)) ||
+                          (st = trial(m, 1, &m->up.sched, &m->up.plan))))
         return st;
-    free(src);
     return RNNC_OK;
 }
 
@@ -145,38 +160,35 @@ void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *pl
                            .n_kernels = plan->n_launch, .sm = m->sm, .tuning = plan->tuning};
 }
 
-/* Elements of parameter i of the layer-0 cell. */
-static int64_t param_numel(const rt_fused *m, int i)
+/* Elements of parameter i of the cell of layer kind k. */
+static int64_t param_numel(const rt_fused *m, int k, int i)
 {
-    const ir_fn *f = m->spec.fn[0];
+    const ir_fn *f = m->spec.fn[k];
     int32_t node = f->params[i].node;
     if (node < 0 || node >= f->n)
         return 0;
     const ir_node *n = &f->nodes[node];
-    int64_t c = ir_dim_eval(n->cols, m->spec.sizes[0]);
-    return n->kind == IR_MAT ? c * ir_dim_eval(n->rows, m->spec.sizes[0]) : c;
+    int64_t c = ir_dim_eval(n->cols, m->spec.sizes[k]);
+    return n->kind == IR_MAT ? c * ir_dim_eval(n->rows, m->spec.sizes[k]) : c;
 }
 
-/* Host arenas for the current plan: matrices by offset, folds computed. */
-static rnnc_status fill_arenas(rt_fused *m, const rt_weights *w, float **wts, float **fold)
+/* Pseudo-layer p's matrices (by offset) and folds (computed) into the host arenas. */
+static rnnc_status fill_pseudo(rt_fused *m, const rt_weights *w, int p, float *wts, float *fold)
 {
-    const cg_cuda_plan *p = &m->plan;
-    *wts = calloc((size_t)(p->wts_floats + 4), sizeof(float));
-    *fold = calloc((size_t)(p->fold_floats + 4), sizeof(float));
-    if (!*wts || !*fold)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for weights");
-    for (int i = 0; i < p->n_wts; i++) {
-        const float *src = rt_weight(w, 0, p->wts[i].id);
+    int k = p >= m->spec.dirs;
+    const cg_cuda_plan *pl = k ? &m->up.plan : &m->plan;
+    for (int i = 0; i < pl->n_wts; i++) {
+        const float *src = rt_weight(w, p, pl->wts[i].id);
         if (!src)
-            return rnnc_fail(RNNC_ERR_STATE, "fused: weight '%s' missing",
-                             m->spec.fn[0]->params[p->wts[i].id].name);
-        if (param_numel(m, p->wts[i].id) != p->wts[i].count)
+            return rnnc_fail(RNNC_ERR_STATE, "fused: weight '%s' of pseudo-layer %d missing",
+                             m->spec.fn[k]->params[pl->wts[i].id].name, p);
+        if (param_numel(m, k, pl->wts[i].id) != pl->wts[i].count)
             return rnnc_fail(RNNC_ERR_INTERNAL, "fused: weight size mismatch");
-        memcpy(*wts + p->wts[i].offset, src, (size_t)p->wts[i].count * sizeof(float));
+        memcpy(wts + pl->wts[i].offset, src, (size_t)pl->wts[i].count * sizeof(float));
     }
-    for (int i = 0; i < p->n_fold; i++) {
-        rnnc_status st = rt_interp_fold(m->spec.fn[0], m->spec.sizes[0], w, 0, p->fold[i].id,
-                                        *fold + p->fold[i].offset);
+    for (int i = 0; i < pl->n_fold; i++) {
+        rnnc_status st = rt_interp_fold(m->spec.fn[k], m->spec.sizes[k], w, p, pl->fold[i].id,
+                                        fold + pl->fold[i].offset);
         if (st)
             return st;
     }
@@ -188,12 +200,20 @@ static rnnc_status fused_bind(void *state, const rt_weights *w)
     rt_fused *m = state;
     if (!m || !w)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused: NULL weights");
-    float *wts = NULL, *fold = NULL;
-    rnnc_status st = fill_arenas(m, w, &wts, &fold);
+    int np = m->spec.layers * m->spec.dirs;
+    if (w->pseudo_layers < np)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused: weights for %d pseudo-layers (want %d)",
+                         w->pseudo_layers, np);
+    int64_t nw = rt_fused_wts_at(m, np), nf = rt_fused_fold_at(m, np);
+    float *wts = calloc((size_t)nw, sizeof(float)), *fold = calloc((size_t)nf, sizeof(float));
+    rnnc_status st = wts && fold ? RNNC_OK
+                                 : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for weights");
+    for (int p = 0; st == RNNC_OK && p < np; p++)
+        st = fill_pseudo(m, w, p, wts + rt_fused_wts_at(m, p), fold + rt_fused_fold_at(m, p));
     if (st == RNNC_OK)
         st = rt_cuda_context(m->spec.device);
     if (st == RNNC_OK)
-        st = rt_fused_upload_weights(m, wts, fold);
+        st = rt_fused_upload_weights(m, wts, fold, nw, nf);
     free(wts);
     free(fold);
     if (st == RNNC_OK)

@@ -21,14 +21,19 @@ static rnnc_status add_set(rt_fused *m, int64_t batch, rt_bundle *b)
     void *cubin = NULL;
     size_t size = 0;
     rt_origin origin;
-    rt_fused_request(m, m->src, &m->plan, batch, names, label, &req);
-    rnnc_status st = rt_cubin_get(&req, &cubin, &size, &origin);
-    if (st)
-        return st;
-    st = rt_bundle_add(b, &req, cubin, size);
-    free(cubin);
-    if (st)
-        return st;
+    /* layer 0's kernels, and those of the layers above */
+    for (int k = 0; k < (m->spec.layers > 1 ? 2 : 1); k++) {
+        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, batch, names,
+                         label, &req);
+        rnnc_status st = rt_cubin_get(&req, &cubin, &size, &origin);
+        if (st)
+            return st;
+        st = rt_bundle_add(b, &req, cubin, size);
+        free(cubin);
+        cubin = NULL;
+        if (st)
+            return st;
+    }
     rt_fused_shape_key(m, batch, key, sizeof key);
     rt_fused_tuning_text(m->tuning, text, sizeof text);
     return rt_bundle_add_tuning(b, key, text);

@@ -18,33 +18,45 @@ rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch)
         return RNNC_OK;
     cg_cuda_config cfg;
     rt_fused_config(m, batch, true, &cfg);
-    char *src = NULL;
-    cg_cuda_plan plan;
+    char *src = NULL, *up = NULL;
+    cg_cuda_plan plan, up_plan;
     rnnc_status st = cg_cuda_generate(&m->sched, &cfg, &src, &plan);
-    if (st)
+    if (st == RNNC_OK && m->spec.layers > 1) {
+        rt_fused_config_kind(m, 1, batch, true, &cfg);
+        st = cg_cuda_generate(&m->up.sched, &cfg, &up, &up_plan);
+    }
+    if (st) {
+        free(src);
         return st;
+    }
     free(m->src);
     m->src = src;
     m->plan = plan;
     m->batch = batch;
     m->loaded = false;
+    if (up) {
+        free(m->up.src);
+        m->up.src = up;
+        m->up.plan = up_plan;
+        m->up.loaded = false;
+    }
     return RNNC_OK;
 }
 
-static rnnc_status load_kernels(rt_fused *m)
+rnnc_status rt_fused_load(rt_fused *m, int k)
 {
-    if (m->loaded)
+    bool *loaded = k ? &m->up.loaded : &m->loaded;
+    if (*loaded)
         return RNNC_OK;
     const char *names[CG_CUDA_MAX_LAUNCH];
-    for (int i = 0; i < m->plan.n_launch; i++)
-        names[i] = m->plan.launch[i].name;
     char label[64];
-    snprintf(label, sizeof label, "fused_%s_b%lld", m->spec.fn[0]->name, (long long)m->batch);
-    rt_kernel_req req = {.source = m->src, .name = label, .kernels = names,
-                         .n_kernels = m->plan.n_launch, .sm = 0, .tuning = m->plan.tuning};
-    rnnc_status st = rt_kernel_get(&req, m->spec.device, &m->kern);
+    rt_kernel_req req;
+    rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, m->batch, names,
+                     label, &req);
+    req.sm = 0;
+    rnnc_status st = rt_kernel_get(&req, m->spec.device, k ? &m->up.kern : &m->kern);
     if (st == RNNC_OK)
-        m->loaded = true;
+        *loaded = true;
     return st;
 }
 
@@ -77,9 +89,10 @@ static rnnc_status grow(CUdeviceptr *p, size_t *have, size_t n)
     return st;
 }
 
-rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold)
+rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold,
+                                    int64_t wts_floats, int64_t fold_floats)
 {
-    size_t nw = (size_t)(m->plan.wts_floats + 4) * 4, nf = (size_t)(m->plan.fold_floats + 4) * 4;
+    size_t nw = (size_t)wts_floats * 4, nf = (size_t)fold_floats * 4;
     rt_dev_free(m->wts);
     rt_dev_free(m->fold);
     m->wts = m->fold = 0;
@@ -87,93 +100,75 @@ rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *
     if ((st = rt_dev_alloc(&m->wts, nw)) || (st = rt_dev_alloc(&m->fold, nf)) ||
         (st = rt_dev_upload(m->wts, wts, nw, NULL)) || (st = rt_dev_upload(m->fold, fold, nf, NULL)))
         return st;
-    m->wts_floats = m->plan.wts_floats;
-    m->fold_floats = m->plan.fold_floats;
+    m->wts_floats = wts_floats;
+    m->fold_floats = fold_floats;
     return rt_dev_sync(NULL);
 }
 
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Scratch for every kernel set of the model: the largest need of each. */
 static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
 {
-    const cg_cuda_plan *p = &m->plan;
+    const cg_cuda_plan *p = &m->plan, *q = m->spec.layers > 1 ? &m->up.plan : &m->plan;
     size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    size_t width = (size_t)(m->spec.dirs * m->spec.hout);
     rnnc_status st;
-    if ((st = grow(&m->st, &m->st_n, (size_t)p->state_floats * 2 * 4)) ||
-        (st = grow(&m->hz, &m->hz_n, TB * (size_t)p->hz_cols * 4)) ||
-        (st = grow(&m->xb, &m->xb_n, (size_t)p->xb_floats * 4)) ||
-        (st = grow(&m->part, &m->part_n, (size_t)p->part_floats * 4)))
+    if ((st = grow(&m->st, &m->st_n, (size_t)max64(p->state_floats, q->state_floats) * 3 * 4)) ||
+        (st = grow(&m->hz, &m->hz_n, TB * (size_t)max64(p->hz_cols, q->hz_cols) * 4)) ||
+        (st = grow(&m->xb, &m->xb_n, (size_t)max64(p->xb_floats, q->xb_floats) * 4)) ||
+        (st = grow(&m->part, &m->part_n, (size_t)max64(p->part_floats, q->part_floats) * 4)))
         return st;
-    if (bar_bytes(p) > BAR_BYTES)
+    if (bar_bytes(p) > BAR_BYTES || bar_bytes(q) > BAR_BYTES)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
     if (!m->bar && (st = rt_dev_alloc(&m->bar, BAR_BYTES)))
         return st;
+    for (int i = 0; m->spec.layers > 1 && i < 2 && i < m->spec.layers - 1; i++)
+        if ((st = grow(&m->lay[i], &m->lay_n[i], TB * width * 4)))
+            return st;
+    if (a->lengths && (st = grow(&m->dlen, &m->dlen_n, (size_t)a->batch * 4)))
+        return st;
     if (!a->device_pointers &&
         ((st = grow(&m->dx, &m->dx_n, TB * (size_t)p->in_cols * 4)) ||
-         (st = grow(&m->dy, &m->dy_n, TB * (size_t)p->out_cols * 4))))
+         (st = grow(&m->dy, &m->dy_n, TB * width * 4))))
         return st;
     return RNNC_OK;
 }
 
-/* Copies between the caller's buffer (host or device) and device memory. */
-static rnnc_status move(CUdeviceptr dev, const void *user, size_t n, bool user_dev, bool in,
-                        CUstream s)
+rnnc_status rt_fused_launch(rt_fused *m, int k, CUdeviceptr x, CUdeviceptr y, int p, int T,
+                            bool rev, CUstream s)
 {
-    if (user_dev)
-        return in ? rt_dev_copy(dev, (CUdeviceptr)(uintptr_t)user, n, s)
-                  : rt_dev_copy((CUdeviceptr)(uintptr_t)user, dev, n, s);
-    return in ? rt_dev_upload(dev, user, n, s) : rt_dev_download((void *)user, dev, n, s);
-}
-
-static rnnc_status states_in(rt_fused *m, const rnnc_forward_args *a, CUstream s)
-{
-    const cg_cuda_plan *p = &m->plan;
-    for (int i = 0; i < p->n_states; i++) {
-        CUdeviceptr dst = m->st + (CUdeviceptr)p->state[i].offset * 4;
-        size_t n = (size_t)(a->batch * p->state[i].count) * 4;
-        const void *src = a->init ? a->init[i] : NULL;
-        rnnc_status st = src ? move(dst, src, n, a->device_pointers, true, s) : rt_dev_zero(dst, n, s);
-        if (st)
-            return st;
-    }
-    return RNNC_OK;
-}
-
-static rnnc_status states_out(rt_fused *m, const rnnc_forward_args *a, CUstream s)
-{
-    const cg_cuda_plan *p = &m->plan;
-    CUdeviceptr last = m->st + (CUdeviceptr)((a->seq_len & 1) * p->state_floats * 4);
-    for (int i = 0; a->final && i < p->n_states; i++) {
-        if (!a->final[i])
-            continue;
-        size_t n = (size_t)(a->batch * p->state[i].count) * 4;
-        rnnc_status st = move(last + (CUdeviceptr)p->state[i].offset * 4, a->final[i], n,
-                              a->device_pointers, false, s);
-        if (st)
-            return st;
-    }
-    return RNNC_OK;
-}
-
-static rnnc_status launch_all(rt_fused *m, CUdeviceptr x, CUdeviceptr y, int T, CUstream s)
-{
-    const cg_cuda_plan *p = &m->plan;
-    CUdeviceptr xx = x, yy = y, st = m->st, hz = m->hz, fold = m->fold, wts = m->wts,
-                xb = m->xb, part = m->part, bar = m->bar;
-    void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T};
+    const cg_cuda_plan *pl = k ? &m->up.plan : &m->plan;
+    const rt_kernel *kern = k ? &m->up.kern : &m->kern;
+    CUdeviceptr xx = x, yy = y, st = m->st, hz = m->hz, xb = m->xb, part = m->part, bar = m->bar;
+    CUdeviceptr fold = m->fold + (CUdeviceptr)rt_fused_fold_at(m, p) * 4;
+    CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, p) * 4;
+    CUdeviceptr len = m->dlen_used ? m->dlen : 0;
+    int r = rev;
+    void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r};
     /* the barrier's flags, or the tagged exchange words (a tag left by the
-     * last forward must not match this one's) */
-    rnnc_status r = p->xb_zero_floats > 0 ? rt_dev_zero(m->xb, (size_t)p->xb_zero_floats * 4, s)
-                                          : rt_dev_zero(m->bar, bar_bytes(p), s);
+     * last launch must not match this one's) */
+    rnnc_status e = pl->xb_zero_floats > 0 ? rt_dev_zero(m->xb, (size_t)pl->xb_zero_floats * 4, s)
+                                           : rt_dev_zero(m->bar, bar_bytes(pl), s);
     size_t TB = (size_t)T * (size_t)m->batch;
-    for (int i = 0; r == RNNC_OK && i < p->n_launch; i++) {
-        const cg_cuda_launch *l = &p->launch[i];
+    for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
+        const cg_cuda_launch *l = &pl->launch[i];
         unsigned grid[3] = {l->rows_per_block ? (unsigned)((TB + l->rows_per_block - 1) /
                                                            l->rows_per_block)
                                               : l->grid,
                             l->grid_y ? l->grid_y : 1, 1};
         unsigned block[3] = {l->threads, 1, 1};
-        r = rt_launch(m->kern.fn[i], grid, block, l->smem, s, args, l->cooperative);
+        e = rt_launch(kern->fn[i], grid, block, l->smem, s, args, l->cooperative);
     }
-    return r;
+    return e;
+}
+
+bool rt_fused_call_supported(const rt_spec *s, const rnnc_forward_args *a)
+{
+    return !(a && a->training && s->fn[0]->n_dropout > 0);
 }
 
 static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
@@ -181,10 +176,7 @@ static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
     rnnc_status st = rt_check_forward(&m->spec, a);
     if (st)
         return st;
-    if (a->lengths)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "fused backend: variable lengths are not supported yet (pad, or use cudnn)");
-    if (a->training && m->spec.fn[0]->n_dropout > 0)
+    if (!rt_fused_call_supported(&m->spec, a))
         return rnnc_fail(RNNC_ERR_UNSUPPORTED,
                          "fused backend: training with in-cell dropout is not supported yet");
     if (!m->bound)
@@ -200,19 +192,19 @@ rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a)
     rnnc_status st = check_call(m, a);
     CUstream s = a ? (CUstream)a->stream : NULL;
     if (st || (st = rt_cuda_context(m->spec.device)) || (st = rt_fused_prepare(m, a->batch)) ||
-        (st = load_kernels(m)) || (st = ensure_scratch(m, a)))
+        (st = rt_fused_load(m, 0)) || (m->spec.layers > 1 && (st = rt_fused_load(m, 1))) ||
+        (st = ensure_scratch(m, a)))
         return st;
-    const cg_cuda_plan *p = &m->plan;
     size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    size_t ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * 4;
     CUdeviceptr x = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->x : m->dx;
     CUdeviceptr y = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->y : m->dy;
-    if (!a->device_pointers && (st = rt_dev_upload(x, a->x, TB * (size_t)p->in_cols * 4, s)))
+    if (!a->device_pointers && (st = rt_dev_upload(x, a->x, TB * (size_t)m->plan.in_cols * 4, s)))
         return st;
-    if ((st = states_in(m, a, s)) || (st = launch_all(m, x, y, (int)a->seq_len, s)) ||
-        (st = states_out(m, a, s)))
+    if ((st = rt_fused_run_model(m, a, x, y, s)))
         return st;
     if (!a->device_pointers) {
-        if ((st = rt_dev_download(a->y, y, TB * (size_t)p->out_cols * 4, s)))
+        if ((st = rt_dev_download(a->y, y, ny, s)))
             return st;
         return rt_dev_sync(s);
     }
@@ -259,13 +251,16 @@ void rt_fused_free(rt_fused *m)
     if (!m)
         return;
     if (m->wts || m->st) {
-        CUdeviceptr *bufs[] = {&m->wts, &m->fold, &m->st, &m->hz, &m->xb,
-                               &m->part, &m->bar, &m->dx, &m->dy, &m->dfin};
+        CUdeviceptr *bufs[] = {&m->wts, &m->fold, &m->st,     &m->hz,     &m->xb,
+                               &m->part, &m->bar, &m->dx,     &m->dy,     &m->dfin,
+                               &m->dlen, &m->lay[0], &m->lay[1]};
         if (rt_cuda_context(m->spec.device) == RNNC_OK)
             for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
                 rt_dev_free(*bufs[i]);
     }
     free(m->src);
+    free(m->up.src);
+    free(m->hlen);
     ir_arena_destroy(m->arena);
     free(m);
 }

@@ -248,6 +248,7 @@ static rt_fused *timing_clone(const rt_fused *m, rt_fused_tuning t)
     if (!c)
         return NULL;
     c->spec = m->spec;
+    c->spec.layers = 1; /* layer 0's kernels decide the tuning */
     c->sched = m->sched;
     c->sm = m->sm;
     c->sm_count = m->sm_count;
@@ -258,6 +259,8 @@ static rt_fused *timing_clone(const rt_fused *m, rt_fused_tuning t)
     c->fold = m->fold;
     c->wts_floats = m->wts_floats;
     c->fold_floats = m->fold_floats;
+    c->arena_wts[0] = m->arena_wts[0];
+    c->arena_fold[0] = m->arena_fold[0];
     c->tune_forced = true;
     c->tune_force = t;
     return c;
@@ -282,7 +285,7 @@ static int64_t timing_steps(const rt_fused *m, int64_t batch)
 static void time_all(rt_fused *m, int64_t batch, cand *c, int n, double end)
 {
     int64_t T = timing_steps(m, batch);
-    size_t nx = (size_t)(T * batch * m->spec.sizes[0].I), ny = (size_t)(T * batch * m->spec.hout);
+    size_t nx = (size_t)(T * batch * m->spec.sizes[0].I), ny = (size_t)(T * batch * m->spec.dirs * m->spec.hout);
     float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
     uint64_t r = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; x && i < nx; i++) {

@@ -265,7 +265,7 @@ const char *const *rt_nvrtc_base_options(void);
  */
 
 /* Bump whenever the code generators change what they emit for a given input. */
-#define RT_CODEGEN_VERSION 2
+#define RT_CODEGEN_VERSION 3
 #define RT_MAX_KERNELS 16
 
 typedef enum rt_origin {
@@ -484,10 +484,12 @@ rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
 /*
  * rt_backend_fused (fused.c, fused_run.c; docs/fused-kernel.md): the
  * schedule goes through the CUDA generator (codegen/cuda) once per batch
- * size; the kernels come from the kernel cache; a forward is the hoisted
- * GEMMs, the row kernel and ONE cooperative persistent step kernel.
- * Single layer, unidirectional, fp32, full-length sequences; the rest is
- * RNNC_ERR_UNSUPPORTED with the reason.  The step kernel's tuning for a
+ * size; the kernels come from the kernel cache; one direction of one layer
+ * is the hoisted GEMMs, the row kernel and ONE cooperative persistent step
+ * kernel.  A forward runs the (layer, direction) pairs one after another
+ * (fused_model.c): layer l+1 reads layer l's output, directions write
+ * their columns of it, lengths are a per-row step limit, dropout between
+ * layers is a Philox kernel.  fp32 only.  The step kernel's tuning for a
  * batch size (fused_tune.c; docs/cache.md): RNNC_FUSED_TILE="ut,bt,threads"
  * (0 = the generator's choice), else a registered bundle's record, else the
  * disk record, else autotuning on the device (RNNC_AUTOTUNE=0: the
@@ -500,6 +502,15 @@ rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
 typedef struct rt_fused_tuning {
     int unit_tile, batch_tile, threads;
 } rt_fused_tuning;
+
+/* The kernels of layers > 0 (their input is D * Hout wide). */
+typedef struct rt_fused_upper {
+    ir_schedule sched;
+    char *src;
+    cg_cuda_plan plan;
+    rt_kernel kern;
+    bool loaded;
+} rt_fused_upper;
 
 typedef struct rt_fused {
     rt_spec spec;
@@ -523,6 +534,18 @@ typedef struct rt_fused {
     int64_t wts_floats, fold_floats;
     CUdeviceptr st, hz, xb, part, bar, dx, dy, dfin;
     size_t st_n, hz_n, xb_n, part_n, dx_n, dy_n, dfin_n;
+    /* whole models (fused_model.c): kernels of layers > 0, the floats of
+     * one pseudo-layer's arenas per layer kind (0: layer 0, 1: above),
+     * layer outputs, lengths, the dropout kernel */
+    rt_fused_upper up;
+    int64_t arena_wts[2], arena_fold[2];
+    CUdeviceptr lay[2], dlen;
+    size_t lay_n[2], dlen_n;
+    int *hlen;
+    int64_t hlen_n;
+    bool dlen_used; /* this forward has lengths (in dlen) */
+    rt_kernel drop;
+    bool drop_loaded;
 } rt_fused;
 
 /* Generates (not compiles) the kernel set for `batch` into m->plan/m->src. */
@@ -531,6 +554,9 @@ rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch);
  * the tuning (rt_fused_choose; may autotune), else the defaults (the check
  * at create time). */
 void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg);
+/* The same for layer kind k (0: layer 0, 1: layers above), with the
+ * tuning of the last rt_fused_config(tuned). */
+void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda_config *cfg);
 /* Everything of create that needs no GPU: checks, schedule, a trial
  * generation, for target sm with sm_count SMs (rnnc compile uses it). */
 rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count);
@@ -564,7 +590,27 @@ void rt_fused_tune_reset(void);
  * adds the cubin and its tuning record to b.  *from: where the tuning came from. */
 rnnc_status rt_fused_aot_add(const rt_spec *s, int64_t batch, int sm, int sm_count,
                              rt_bundle *b, const char **from);
-rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold);
+rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold,
+                                    int64_t wts_floats, int64_t fold_floats);
+/* Whether the fused backend runs this call of a model it created (for the
+ * auto backend).  Everything else it refuses at create: a dtype other than
+ * fp32, a cell the generator cannot place, a projection whose slices
+ * (gcd(H, P)) would be under H/16. */
+bool rt_fused_call_supported(const rt_spec *s, const rnnc_forward_args *a);
+/* ---- whole models (fused_model.c) */
+/* Offsets in floats of pseudo-layer p's weight and fold arenas. */
+int64_t rt_fused_wts_at(const rt_fused *m, int p);
+int64_t rt_fused_fold_at(const rt_fused *m, int p);
+/* Loads the kernel set of layer kind k (0 or 1) from the kernel cache. */
+rnnc_status rt_fused_load(rt_fused *m, int k);
+/* Runs layer kind k's kernels for one direction of one layer: x in, y the
+ * layer's output (its direction's columns), pseudo-layer p's weights and
+ * states in st (copy 0 in, FIN out). */
+rnnc_status rt_fused_launch(rt_fused *m, int k, CUdeviceptr x, CUdeviceptr y, int p, int T,
+                            bool rev, CUstream s);
+/* Every (layer, direction) of a forward whose buffers are on the device. */
+rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
+                               CUdeviceptr y, CUstream s);
 rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a);
 rnnc_status rt_fused_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
                                   double *median_ms);

@@ -54,8 +54,8 @@ expect 2 "are all needed" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 
     -o x.rnncpkg
 expect 1 "sm-count" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 --batch 1 \
     --arch sm_75 -o x.rnncpkg
-expect 1 "layers" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 --batch 1 \
-    --arch sm_90 --layers 2 -o x.rnncpkg
+expect 1 "proj_size" "$RNNC" compile --cell lstm --input-size 4 --hidden 64 --proj-size 63 \
+    --batch 1 --arch sm_90 -o x.rnncpkg
 [ -e x.rnncpkg ] && fail "a failed compile left a file"
 # a file that is not a bundle, and a bundle of another format, are refused by run
 echo "not a bundle" > bad.rnncpkg

@@ -246,52 +246,10 @@ static void test_layernorm_drift(void **state)
     run_one(&rl, &rng);
 }
 
-static void test_refusals(void **state)
-{
-    (void)state;
-    rnnc_cell *cell = NULL;
-    assert_ok(rnnc_cell_builtin(&cell, "lstm", NULL));
-    rnnc_model_desc d;
-    rnnc_model_desc_init(&d);
-    d.cell = cell;
-    d.input_size = 8;
-    d.hidden_size = 8;
-    d.backend = RNNC_BACKEND_FUSED;
-    rnnc_model *m = NULL;
-    d.num_layers = 2;
-    assert_status(rnnc_model_create(&m, &d), RNNC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(rnnc_last_error(), "layers"));
-    d.num_layers = 1;
-    d.bidirectional = true;
-    assert_status(rnnc_model_create(&m, &d), RNNC_ERR_UNSUPPORTED);
-    d.bidirectional = false;
-    assert_ok(rnnc_model_create(&m, &d));
-    rnnc_cell_destroy(cell);
-    uint64_t rng = tu_seed();
-    for (int i = 0; i < rnnc_model_weight_count(m); i++) {
-        const char *name;
-        int64_t shape[RNNC_MAX_RANK];
-        int rank;
-        assert_ok(rnnc_model_weight_info(m, i, &name, RNNC_MAX_RANK, shape, &rank));
-        int64_t count = rank == 2 ? shape[0] * shape[1] : shape[0];
-        float w[256];
-        tu_fill_f32(w, (size_t)count, &rng, -0.3, 0.3);
-        assert_ok(rnnc_model_set_weight(m, name, w, count));
-    }
-    float x[3 * 2 * 8], y[3 * 2 * 8];
-    tu_fill_f32(x, 48, &rng, -1, 1);
-    int64_t lengths[2] = {3, 2};
-    rnnc_forward_args a = {.seq_len = 3, .batch = 2, .x = x, .y = y, .lengths = lengths};
-    assert_status(rnnc_model_forward(m, &a), RNNC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(rnnc_last_error(), "lengths"));
-    rnnc_model_destroy(m);
-}
-
 int main(void)
 {
     tu_require_gpu();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_every_cell),
         cmocka_unit_test(test_fastrnns_shape),
         cmocka_unit_test(test_layernorm_drift),

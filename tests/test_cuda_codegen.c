@@ -92,6 +92,66 @@ static void test_builtins_compile(void **state)
     }
 }
 
+/* Every shape cuDNN runs has kernels: LSTM and GRU at H = 1024 (W_hh on
+ * chip, x staged in chunks) and H = 2048 (W_hh streamed every step), B in
+ * {1, 64, 256}, for an H100 (132 SMs) and an A100 (108); and an LSTM with a
+ * projection writing one direction of a bidirectional layer. */
+static void test_large_shapes_compile(void **state)
+{
+    (void)state;
+    if (!rt_nvrtc_available()) {
+        skip();
+        return;
+    }
+    static const char *cells[] = {"lstm", "gru"};
+    static const int64_t Hs[] = {1024, 2048}, Bs[] = {1, 64, 256};
+    static const int sms[][2] = {{90, 132}, {80, 108}};
+    for (int c = 0; c < 2; c++) {
+        rnnc_cell *cell = NULL;
+        assert_ok(rnnc_cell_builtin(&cell, cells[c], NULL));
+        assert_ok(ir_optimise(cell, false));
+        ir_arena *a = ir_arena_create();
+        ir_schedule s;
+        assert_ok(pass_fuse(cell, RNNC_HOIST_ALL, a, &s));
+        for (int h = 0; h < 2; h++)
+            for (int b = 0; b < 3; b++)
+                for (int k = 0; k < 2; k++) {
+                    cg_cuda_config cfg = {.sizes = {512, Hs[h], Hs[h]}, .batch = Bs[b],
+                                          .sm = sms[k][0], .sm_count = sms[k][1]};
+                    char *src = NULL, label[200];
+                    cg_cuda_plan plan;
+                    if (cg_cuda_generate(&s, &cfg, &src, &plan) != RNNC_OK)
+                        fail_msg("%s H=%lld B=%lld sm_%d: %s", cells[c], (long long)Hs[h],
+                                 (long long)Bs[b], sms[k][0], rnnc_last_error());
+                    assert_true(plan.launch[plan.n_launch - 1].grid <= (unsigned)sms[k][1]);
+                    snprintf(label, sizeof label, "%s_H%lld_B%lld_sm%d (%s)", cells[c],
+                             (long long)Hs[h], (long long)Bs[b], sms[k][0], plan.tuning);
+                    compile_clean(src, label, sms[k][0]);
+                    free(src);
+                }
+        ir_arena_destroy(a);
+        rnnc_cell_destroy(cell);
+    }
+    rnnc_cell *cell = NULL;
+    assert_ok(rnnc_cell_builtin(&cell, "lstm", NULL));
+    assert_ok(ir_optimise(cell, true));
+    ir_arena *a = ir_arena_create();
+    ir_schedule s;
+    assert_ok(pass_fuse(cell, RNNC_HOIST_ALL, a, &s));
+    cg_cuda_config cfg = {.sizes = {2 * 128, 512, 128}, .batch = 64, .sm = 90, .sm_count = 132,
+                          .y_ld = 256};
+    char *src = NULL;
+    cg_cuda_plan plan;
+    if (cg_cuda_generate(&s, &cfg, &src, &plan) != RNNC_OK)
+        fail_msg("lstm P=128: %s", rnnc_last_error());
+    assert_int_equal(plan.out_cols, 128);
+    assert_non_null(strstr(src, "#define YLD 256"));
+    compile_clean(src, "lstm_proj", 90);
+    free(src);
+    ir_arena_destroy(a);
+    rnnc_cell_destroy(cell);
+}
+
 /* The hoisted GEMM epilogue takes the folded bias, so LSTM with hoist ALL has
  * no row kernel, and layernorm_lstm (layernorm over 4H of the hoisted
  * product) has one; MATMUL and NONE keep the bias in the step. */
@@ -165,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_unsupported_names_op),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_builtins_compile),
+        cmocka_unit_test(test_large_shapes_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,8 @@ bool cg_ll_possible(const cg_ctx *c)
             continue;
         int32_t xv = f->nodes[i].a[0];
         int r = c->role[xv];
+        if (c->kc[i] < (c->cols[xv] + 3) / 4 * 4)
+            return false; /* x staged in chunks */
         if (r == CG_LEAF_STATE && c->cols[xv] % 4)
             return false;
         if (r != CG_LEAF_STATE && r != CG_LEAF_INPUT && r != CG_HOIST_BUF)

@@ -49,7 +49,7 @@ void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
               "            const size_t row = ROWT(gb, %s);\n"
               "            %s\n"
               "            (void)row; (void)u;\n",
-              first ? "0" : "t + 1", first && states ? "const float *cur = st;" : "");
+              first ? "TR(gb, 0)" : "TR(gb, t + 1)", first && states ? "const float *cur = st;" : "");
     char ld[1024];
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!c->pfuse[v])
@@ -67,6 +67,8 @@ void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
 void cg_emit_weights(const cg_ctx *c, cg_text *t)
 {
     char idx[256], cond[64], src[128], dst[96];
+    if (c->stream)
+        return; /* read from global memory every step */
     for (int32_t i = 0; i < c->f->n; i++) {
         if (c->role[i] != CG_STEP_LINEAR)
             continue;

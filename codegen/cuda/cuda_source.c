@@ -10,7 +10,7 @@
 #include "codegen/codegen.h"
 
 typedef struct ctx_mem {
-    void *blocks[16];
+    void *blocks[24];
     int n;
 } ctx_mem;
 
@@ -36,13 +36,30 @@ static rnnc_status check_config(const ir_schedule *s, const cg_cuda_config *cfg)
     if (cfg->batch < 1 || cfg->sizes.H < 1 || cfg->sizes.I < 1)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: B=%lld I=%lld H=%lld must be >= 1",
                          (long long)cfg->batch, (long long)cfg->sizes.I, (long long)cfg->sizes.H);
-    if (cfg->sizes.P != cfg->sizes.H)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: proj_size is not supported yet");
+    if (cfg->sizes.P < 1 || cfg->sizes.P > cfg->sizes.H)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: P=%lld not in [1, H=%lld]",
+                         (long long)cfg->sizes.P, (long long)cfg->sizes.H);
     if (cfg->threads % 32 || cfg->threads > 1024 || cfg->unit_tile < 0 || cfg->batch_tile < 0)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: bad tuning (threads %d, tiles %d x %d)",
                          cfg->threads, cfg->unit_tile, cfg->batch_tile);
     return RNNC_OK;
 }
+
+static int64_t gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Blocks own units of the slice width: every value of the step (4H gates,
+ * H cells, P projections) is a whole number of slices, so with a
+ * projection the slice is gcd(H, P) wide.  Few slices per value keep the
+ * per-element code short. */
+#define MAX_SLICES_PER_H 16
 
 static rnnc_status init_ctx(cg_ctx *c, ctx_mem *m, const ir_schedule *s,
                             const cg_cuda_config *cfg, cg_cuda_plan *plan)
@@ -55,7 +72,13 @@ static rnnc_status init_ctx(cg_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->cfg = *cfg;
     c->plan = plan;
     c->B = cfg->batch;
-    c->H = cfg->sizes.H;
+    c->H = gcd(cfg->sizes.H, cfg->sizes.P);
+    if (cfg->sizes.H / c->H > MAX_SLICES_PER_H)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "fused backend: proj_size %lld with hidden size %lld: their greatest "
+                         "common divisor %lld is under H/%d (use the cudnn backend)",
+                         (long long)cfg->sizes.P, (long long)cfg->sizes.H, (long long)c->H,
+                         MAX_SLICES_PER_H);
     c->I = cfg->sizes.I;
     c->cols = take(m, n, sizeof *c->cols);
     c->k = take(m, n, sizeof *c->k);
@@ -69,10 +92,12 @@ static rnnc_status init_ctx(cg_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->pt = take(m, n, sizeof *c->pt);
     c->ks = take(m, n, sizeof *c->ks);
     c->kp = take(m, n, sizeof *c->kp);
+    c->kc = take(m, n, sizeof *c->kc);
+    c->xkp = take(m, n, sizeof *c->xkp);
     c->need = take(m, n, 1);
     c->gemm = take(m, n, sizeof *c->gemm);
     c->pfuse = take(m, n, sizeof *c->pfuse);
-    if (m->n != 15)
+    if (m->n != 17)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }
@@ -92,8 +117,9 @@ rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, ch
     if ((st = init_ctx(&c, &m, s, cfg, plan)) || (st = cg_analyse(&c)))
         goto fail;
     cg_printf(&t,
-              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld, sm_%d, hoist %d, %s */\n",
-              c.f->name, (long long)c.B, (long long)c.I, (long long)c.H, cfg->sm, (int)s->setting,
+              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, hoist %d, %s */\n",
+              c.f->name, (long long)c.B, (long long)c.I, (long long)cfg->sizes.H,
+              (long long)cfg->sizes.P, cfg->sm, (int)s->setting,
               plan->tuning);
     if ((st = cg_emit_hoist(&c, &t)) || (st = cg_emit_step(&c, &t)))
         goto fail;

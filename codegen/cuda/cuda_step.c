@@ -40,8 +40,16 @@ static void emit_prelude(const cg_ctx *c, cg_text *t)
               "#define NUB %d\n#define NT %d\n#define E (UT * BTP)\n#define STF %lld\n",
               (long long)c->B, (long long)c->H, c->UT, c->BT, c->BTP, c->NUB, c->NT,
               (long long)c->plan->state_floats);
-    cg_printf(t, "#define ROWT(gb, tt) (%s)\n#define ROW(gb) ROWT(gb, t)\n",
-              c->cfg.batch_first ? "(size_t)(gb) * T + (tt)" : "(size_t)(tt) * B + (gb)");
+    /* Row gb at step s reads and writes time TR(gb, s): s forward; from its
+     * own end backward (rev), and past its end (s >= LEN) time s, so every
+     * time of every row is written once (zeros past the end). */
+    cg_printf(t,
+              "#define ROWT(gb, tt) (%s)\n#define LEN(gb) (len ? len[gb] : T)\n"
+              "#define TR(gb, s) ((rev && (s) < LEN(gb)) ? LEN(gb) - 1 - (s) : (s))\n"
+              "#define ROW(gb) ROWT(gb, TR(gb, t))\n#define YLD %lld\n"
+              "#define FIN (st + 2 * (size_t)STF)\n",
+              c->cfg.batch_first ? "(size_t)(gb) * T + (tt)" : "(size_t)(tt) * B + (gb)",
+              (long long)(c->cfg.y_ld > 0 ? c->cfg.y_ld : c->cols[c->f->output]));
     /* The barrier of a batch group (the NUB blocks that own its rows: rows
      * never exchange data): one flag word per block, written with a release
      * store by one thread; warp 0 polls the group's flags with relaxed loads
@@ -98,59 +106,112 @@ static bool plain_base(const cg_ctx *c, int32_t v, char *buf, size_t n)
     }
 }
 
-static rnnc_status emit_stage(const cg_ctx *c, int32_t lin, cg_text *t)
+/* Stages columns [ch*kc, ch*kc + kc) of linear lin's x (ch a variable of
+ * the generated code, 0 when unchunked) for the block's batch rows. */
+static rnnc_status emit_stage(const cg_ctx *c, int32_t lin, bool chunked, cg_text *t)
 {
     int32_t xv = c->f->nodes[lin].a[0];
-    long long K = (long long)c->cols[xv], K4 = (K + 3) / 4 * 4;
-    char base[256], g[4096];
-    if (c->ll && c->role[xv] == CG_LEAF_STATE && c->xb[xv] >= 0) {
+    long long K = (long long)c->cols[xv], KC = c->kc[lin];
+    char base[256], g[4096], col[64];
+    if (c->ll && c->role[xv] == CG_LEAF_STATE && c->xb[xv] >= 0 && !chunked) {
         cg_emit_ll_stage(c, lin, t);
         return RNNC_OK;
     }
+    const char *c0 = chunked ? "ch_ * " : "0 * ";
     if (K % 4 == 0 && plain_base(c, xv, base, sizeof base)) {
-        char idx[160], src[320], dst[64];
+        char idx[200], src[320], dst[64], cond[96];
         snprintf(idx, sizeof idx,
-                 "const int b = i / %lld, c4 = i %% %lld, gb = b0 + b; (void)gb; (void)c4;", K / 4,
-                 K / 4);
-        snprintf(src, sizeof src, "%s + c4 * 4", base);
-        snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->kp[lin]);
-        cg_emit_copy4(t, c->BTP * (K / 4), idx, "b < BT && gb < B", src, dst, false);
+                 "const int b = i / %lld, c4 = i %% %lld, gb = b0 + b, cc = %s%lld + c4 * 4; "
+                 "(void)gb; (void)cc;", KC / 4, KC / 4, c0, KC);
+        snprintf(src, sizeof src, "%s + cc", base);
+        snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->xkp[lin]);
+        snprintf(cond, sizeof cond, "b < BT && gb < B && cc < %lld", K);
+        cg_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
     } else {
-        if (!cg_gather_expr(c, xv, "cx", g, sizeof g))
+        snprintf(col, sizeof col, "cc");
+        if (!cg_gather_expr(c, xv, col, g, sizeof g))
             return RNNC_ERR_UNSUPPORTED;
         cg_printf(t,
                   "    for (int i = tid; i < BTP * %lld; i += NT) {\n"
-                  "        const int b = i / %lld, cx = i %% %lld, gb = b0 + b;\n"
+                  "        const int b = i / %lld, cx = i %% %lld, gb = b0 + b, cc = %s%lld + cx;\n"
                   "        float v = 0.f;\n"
-                  "        if (b < BT && gb < B && cx < %lld) { const size_t row = ROW(gb); "
+                  "        if (b < BT && gb < B && cc < %lld) { const size_t row = ROW(gb); "
                   "(void)row; v = %s; }\n"
                   "        sm_[b * %d + cx] = v;\n    }\n",
-                  K4, K4, K4, K, g, c->kp[lin]);
+                  KC, KC, KC, c0, KC, K, g, c->xkp[lin]);
     }
     cg_printf(t, "    __syncthreads();\n");
     return RNNC_OK;
 }
 
-static void emit_mma(const cg_ctx *c, int32_t lin, cg_text *t)
+/* The weights of row i of the lane's register tile: shared memory, or
+ * (streamed) a pointer to the matrix row in global memory. */
+static void emit_wrows(const cg_ctx *c, int32_t lin, cg_text *t)
 {
-    long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4;
+    if (!c->stream)
+        return;
+    int32_t w = c->f->nodes[lin].a[1];
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    for (int i = 0; i < c->RR; i++)
+        cg_printf(t,
+                  "        const float *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
+                  "* H + min(u0 + (tr + %d) %% UT, H - 1)) * %lld;\n",
+                  i, (long long)c->off[w], i * NTR, i * NTR, K);
+}
+
+static void emit_wload(const cg_ctx *c, int32_t lin, int i, cg_text *t)
+{
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    if (!c->stream) {
+        cg_printf(t, "            const float4 w%d = *(const float4 *)&sm_[%lld + (tr + %d) * %d + kk];\n",
+                  i, (long long)c->wsm[lin], i * NTR, c->kp[lin]);
+    } else if (K % 4 == 0) {
+        cg_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
+    } else {
+        cg_printf(t,
+                  "            const float4 w%d = make_float4(kk < %lld ? __ldg(wg%d + kk) : 0.f, "
+                  "kk + 1 < %lld ? __ldg(wg%d + kk + 1) : 0.f, kk + 2 < %lld ? __ldg(wg%d + kk + 2) "
+                  ": 0.f, kk + 3 < %lld ? __ldg(wg%d + kk + 3) : 0.f);\n",
+                  i, K, i, K, i, K, i, K, i);
+    }
+}
+
+/* Stage and multiply: the lane's RR x BB accumulators over all of K, x
+ * staged in chunks of kc columns when it does not fit at once. */
+static rnnc_status emit_linear(const cg_ctx *c, int32_t lin, cg_text *t)
+{
+    long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
     int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
-    int KP = c->kp[lin];
+    bool chunked = KC < K4;
+    rnnc_status st;
     cg_printf(t,
               "    {\n        const int ks = tid %% %d, cell = tid / %d, tb = cell %% %d, tr0 = "
               "cell / %d;\n        const int tr = tr0 < %d ? tr0 : %d;\n",
               KS, KS, NTB, NTB, NTR, NTR - 1);
+    emit_wrows(c, lin, t);
     for (int i = 0; i < c->RR; i++)
         for (int j = 0; j < c->BB; j++)
             cg_printf(t, "        float a%d_%d = 0.f;\n", i, j);
-    cg_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n", K4,
-              4 * KS);
+    if (chunked)
+        cg_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K4 + KC - 1) / KC);
+    if ((st = emit_stage(c, lin, chunked, t)))
+        return st;
+    if (chunked)
+        cg_printf(t,
+                  "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
+                  "#pragma unroll 4\n        for (int k = ks * 4; k < kn_; k += %d) {\n"
+                  "            const int kk = k0_ + k;\n",
+                  KC, K4, KC, KC, 4 * KS);
+    else
+        cg_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
+                     "            const int kk = k;\n", K4, 4 * KS);
     for (int i = 0; i < c->RR; i++)
-        cg_printf(t, "            const float4 w%d = *(const float4 *)&sm_[%lld + (tr + %d) * %d + k];\n",
-                  i, (long long)c->wsm[lin], i * NTR, KP);
+        emit_wload(c, lin, i, t);
     for (int j = 0; j < c->BB; j++)
         cg_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
-                  j, j * NTB, KP);
+                  j, j * NTB, c->xkp[lin]);
     static const char *q[4] = {"x", "y", "z", "w"};
     for (int e = 0; e < 4; e++)
         for (int i = 0; i < c->RR; i++)
@@ -158,6 +219,8 @@ static void emit_mma(const cg_ctx *c, int32_t lin, cg_text *t)
                 cg_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i, q[e],
                           j, q[e], i, j);
     cg_printf(t, "        }\n");
+    if (chunked)
+        cg_printf(t, "        __syncthreads();\n    }\n");
     if (KS > 1)
         for (int i = 0; i < c->RR; i++)
             for (int j = 0; j < c->BB; j++)
@@ -171,6 +234,7 @@ static void emit_mma(const cg_ctx *c, int32_t lin, cg_text *t)
             cg_printf(t, "            sm_[%lld + (tr + %d) * (BTP + 1) + tb + %d] = a%d_%d;\n",
                       (long long)c->sm[lin], i * NTR, j * NTB, i, j);
     cg_printf(t, "        }\n    }\n    __syncthreads();\n");
+    return RNNC_OK;
 }
 
 /* Row statistics of reduction r read directly from a whole vector. */
@@ -356,12 +420,15 @@ static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
     /* every next value first (a next state may read another state's
      * register), then the stores; a state only its own element reads lives in
      * registers and reaches memory at the last step only */
+    char cur[1024];
     for (int s = 0; s < f->n_states; s++) {
-        int32_t nx = f->states[s].next;
+        int32_t nx = f->states[s].next, sv = f->states[s].node;
         for (int sl = 0; sl < slices(c, nx); sl++) {
-            if (!opnd(c, nx, sl, p, v, sizeof v))
+            /* a row past its end keeps its state */
+            if (!opnd(c, nx, sl, p, v, sizeof v) ||
+                !cg_elem_expr(c, sv, c->k[sv] < 1 ? 0 : sl, p, cur, sizeof cur))
                 return RNNC_ERR_UNSUPPORTED;
-            cg_printf(t, "        const float n%d_%d = %s;\n", s, sl, v);
+            cg_printf(t, "        const float n%d_%d = act_ ? (%s) : (%s);\n", s, sl, v, cur);
         }
     }
     for (int s = 0; s < f->n_states; s++) {
@@ -369,15 +436,18 @@ static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
         bool reg = cg_in_regs(c, sv), ll = c->ll && c->xb[sv] >= 0;
         bool whole = !ll && (!reg || (c->need[sv] & CG_NEED_WHOLE));
         for (int sl = 0; sl < slices(c, nx); sl++) {
+            long long at = (long long)c->plan->state[s].offset, C = (long long)c->cols[nx],
+                      so = (long long)(sl * c->H);
             if (ll)
                 cg_printf(t,
                           "        rnnc_ll_put(xb + %lld + ((size_t)(((t + 1) & 1) * B + gb) * %lld + "
                           "%lld + gu) * 2, n%d_%d, (unsigned)t + 2u);\n",
-                          (long long)c->xb[sv], (long long)c->cols[nx], (long long)(sl * c->H), s,
-                          sl);
-            cg_printf(t, "        %s__stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
-                      whole ? "" : "if (t == T - 1) ", (long long)c->plan->state[s].offset,
-                      (long long)c->cols[nx], (long long)(sl * c->H), s, sl);
+                          (long long)c->xb[sv], C, so, s, sl);
+            if (whole)
+                cg_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
+                          at, C, so, s, sl);
+            cg_printf(t, "        if (t == tend_ - 1) __stcg(FIN + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
+                      at, C, so, s, sl);
             if (reg && (c->pfuse[sv] & (1u << sl)))
                 cg_printf(t, "        r%d_%d = n%d_%d;\n", (int)sv, sl, s, sl);
         }
@@ -385,8 +455,8 @@ static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
     for (int sl = 0; sl < slices(c, f->output); sl++) {
         if (!opnd(c, f->output, sl, p, v, sizeof v))
             return RNNC_ERR_UNSUPPORTED;
-        cg_printf(t, "        y[ROW(gb) * %lld + %lld + gu] = %s;\n",
-                  (long long)c->cols[f->output], (long long)(sl * c->H), v);
+        cg_printf(t, "        y[ROW(gb) * YLD + %lld + gu] = act_ ? (%s) : 0.f;\n",
+                  (long long)(sl * c->H), v);
     }
     return RNNC_OK;
 }
@@ -400,7 +470,8 @@ static rnnc_status emit_elems(const cg_ctx *c, int p, bool last, cg_text *t)
               "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b >= BT || gu >= H || gb >= B) continue;\n"
               "        const size_t row = ROW(gb);\n"
-              "        (void)row; (void)u;\n");
+              "        const bool act_ = t < LEN(gb);\n"
+              "        (void)row; (void)u; (void)act_;\n");
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CG_STEP_ELEM || c->phase[i] != p)
             continue;
@@ -435,9 +506,8 @@ static rnnc_status emit_phase(const cg_ctx *c, int p, cg_text *t)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CG_STEP_LINEAR || c->phase[i] != p)
             continue;
-        if ((st = emit_stage(c, i, t)))
+        if ((st = emit_linear(c, i, t)))
             return st;
-        emit_mma(c, i, t);
     }
     if ((st = emit_elems(c, p, p == c->s->n_phases - 1, t)))
         return st;
@@ -456,14 +526,14 @@ static rnnc_status emit_phase(const cg_ctx *c, int p, cg_text *t)
     bool last = p == c->s->n_phases - 1;
     if (c->ll) {
         /* no barrier: the next step's staging waits for its data's tags */
-        cg_printf(t, "    if (t + 1 < T) {\n");
+        cg_printf(t, "    if (t + 1 < tend_) {\n");
         cg_emit_reg_loads(c, t, false);
         cg_printf(t, "    }\n");
         return RNNC_OK;
     }
     cg_printf(t, "    %s{\n        __syncthreads();\n        ++epoch;\n"
                  "        if (tid == 0) rnnc_arrive(bar + blockIdx.x, epoch);\n",
-              last ? "if (t + 1 < T) " : "");
+              last ? "if (t + 1 < tend_) " : "");
     if (last)
         cg_emit_reg_loads(c, t, false);
     /* the last warp polls: it has no prefetch loads in flight when E <= NT - 32 */
@@ -511,16 +581,20 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
               "    const int u0 = ub * UT, b0 = bb * BT;\n"
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
-              "(void)TB; (void)ub;\n");
+              "(void)TB; (void)ub; (void)len; (void)rev;\n");
     cg_emit_reg_decls(c, t);
     cg_emit_reg_loads(c, t, true);
     cg_emit_weights(c, t);
     if (c->ll)
         cg_emit_ll_publish(c, t);
+    /* the batch group stops at its longest row: rows never exchange data,
+     * so a group whose rows have all ended does no more work */
     cg_printf(t,
+              "    int tend_ = 0;\n"
+              "    for (int b = 0; b < BT && b0 + b < B; ++b) tend_ = max(tend_, LEN(b0 + b));\n"
               "    __syncthreads();\n"
               "%s"
-              "    for (int t = 0; t < T; ++t) {\n"
+              "    for (int t = 0; t < tend_; ++t) {\n"
               "    const float *const cur = st + (size_t)(t & 1) * STF;\n"
               "    float *const nxt = st + (size_t)((t + 1) & 1) * STF;\n"
               "    (void)cur; (void)nxt;\n",

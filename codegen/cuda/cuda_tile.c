@@ -27,8 +27,9 @@ static int32_t slices(const cg_ctx *c, int32_t v)
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
-/* Lane layout of every step linear for NT threads; false if one does not fit. */
-static bool lay_linears(cg_ctx *c)
+/* Lane layout of every step linear for NT threads; false if one does not
+ * fit.  x is staged kc columns at a time (kc = 0: all of K). */
+static bool lay_linears(cg_ctx *c, int64_t kc)
 {
     const ir_fn *f = c->f;
     for (int32_t i = 0; i < f->n; i++) {
@@ -51,21 +52,26 @@ static bool lay_linears(cg_ctx *c)
         while (ks * 2 <= 32 && (int64_t)ks * 2 * cells <= c->NT)
             ks *= 2;
         int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4);
+        int64_t pad = ks >= 8 ? 0 : 4 * ks;
+        int64_t chunk = kc > 0 && kc < K4 ? up(kc, 4 * ks) : K4;
         c->ks[i] = ks;
-        c->kp[i] = (int32_t)(up(K4, 32) + (ks >= 8 ? 0 : 4 * ks));
+        c->kp[i] = (int32_t)(up(K4, 32) + pad);
+        c->kc[i] = (int32_t)chunk;
+        c->xkp[i] = chunk == K4 ? c->kp[i] : (int32_t)(up(chunk, 32) + pad);
     }
     return true;
 }
 
-/* Shared memory in floats: xs (staged x), weight slices, linear results,
- * per-element values kept across phases, reduction row stats. */
+/* Shared memory in floats: xs (staged x), weight slices (unless streamed),
+ * linear results, per-element values kept across phases, reduction row
+ * stats. */
 static int64_t lay_smem(cg_ctx *c)
 {
     const ir_fn *f = c->f;
     int64_t at = 0, xs = 0;
     for (int32_t i = 0; i < f->n; i++)
-        if (c->role[i] == CG_STEP_LINEAR && (int64_t)c->BTP * c->kp[i] > xs)
-            xs = (int64_t)c->BTP * c->kp[i];
+        if (c->role[i] == CG_STEP_LINEAR && (int64_t)c->BTP * c->xkp[i] > xs)
+            xs = (int64_t)c->BTP * c->xkp[i];
     c->xs_floats = xs;
     at = up(xs, 4);
     for (int32_t i = 0; i < f->n; i++) {
@@ -73,7 +79,8 @@ static int64_t lay_smem(cg_ctx *c)
             continue;
         int64_t R = (int64_t)slices(c, i) * c->UT;
         c->wsm[i] = at;
-        at = up(at + R * c->kp[i], 4);
+        if (!c->stream)
+            at = up(at + R * c->kp[i], 4);
         c->sm[i] = at;
         at = up(at + R * (c->BTP + 1), 4);
     }
@@ -107,7 +114,44 @@ static void place_partials(cg_ctx *c)
     }
 }
 
-static rnnc_status try_tiles(cg_ctx *c, int64_t bt, int sm_count, int64_t limit, bool *fits)
+/* Lanes one step linear needs: RR x BB outputs each. */
+static int64_t max_cells(const cg_ctx *c)
+{
+    int64_t m = 0;
+    for (int32_t i = 0; i < c->f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int64_t cells = ((int64_t)slices(c, i) * c->UT / c->RR) * (c->BTP / c->BB);
+        m = cells > m ? cells : m;
+    }
+    return m;
+}
+
+static bool rows_divide(const cg_ctx *c, int rr)
+{
+    for (int32_t i = 0; i < c->f->n; i++)
+        if (c->role[i] == CG_STEP_LINEAR && ((int64_t)slices(c, i) * c->UT) % rr)
+            return false;
+    return true;
+}
+
+/* Large blocks (many units and rows, e.g. H = 2048 at B = 256) take larger
+ * register tiles, so the lanes fit one block of at most 1024 threads. */
+static void grow_register_tiles(cg_ctx *c)
+{
+    int64_t lim = c->cfg.threads ? c->cfg.threads : 1024;
+    while (max_cells(c) > lim && c->BB < 16 && c->BT >= 2 * c->BB) {
+        c->BB *= 2;
+        c->BTP = (int)up(c->BT, c->BB);
+    }
+    while (max_cells(c) > lim && c->RR < 16 && rows_divide(c, 2 * c->RR))
+        c->RR *= 2;
+}
+
+/* One tiling: bt batch rows per block, x staged kc columns at a time (0:
+ * all), weights resident or streamed.  *fits when the grid is resident
+ * and shared memory suffices. */
+static void try_tiles(cg_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit, bool *fits)
 {
     *fits = false;
     c->NBB = (int)cdiv(c->B, bt);
@@ -118,46 +162,97 @@ static rnnc_status try_tiles(cg_ctx *c, int64_t bt, int sm_count, int64_t limit,
     c->UT = (int)ut;
     c->NUB = (int)cdiv(c->H, ut);
     if ((int64_t)c->NUB * c->NBB > sm_count)
-        return RNNC_OK;
+        return;
     c->BB = c->BT >= 8 ? 4 : 1;
     c->BTP = (int)up(c->BT, c->BB);
     c->RR = c->BT >= 8 ? 4 : 1;
     for (int32_t i = 0; i < c->f->n; i++)
         while (c->role[i] == CG_STEP_LINEAR && c->RR > 1 && (slices(c, i) * c->UT) % c->RR)
             c->RR /= 2;
-    c->NT = c->cfg.threads ? c->cfg.threads : 256;
-    if (!lay_linears(c))
-        return RNNC_OK;
+    grow_register_tiles(c);
+    /* streamed weights: more lanes split K, so a warp reads whole 32-byte
+     * sectors of a row */
+    c->NT = c->cfg.threads ? c->cfg.threads : c->stream ? 512 : 256;
+    if (!lay_linears(c, kc))
+        return;
     *fits = lay_smem(c) <= limit;
-    return RNNC_OK;
+}
+
+/* Batch tiles to try, best first: the measured default, then larger (fewer
+ * copies of the weights over the grid, fewer units per block), then
+ * smaller. */
+static int batch_tiles(const cg_ctx *c, int64_t *out)
+{
+    int n = 0;
+    if (c->cfg.batch_tile > 0) {
+        out[n++] = c->cfg.batch_tile;
+        return n;
+    }
+    /* Measured on an H100 (docs/fused-kernel.md): for B >= 32, 16 rows x 16
+     * units per block beats one block row owning all 64 rows (15.2 -> 12.7 us
+     * per step at B=64, H=512): less of h to stage per block per step. */
+    int64_t bt0 = c->B >= 32 ? 16 : c->B;
+    out[n++] = bt0;
+    for (int64_t b = bt0 * 2; b < c->B * 2 && n < 30; b *= 2)
+        out[n++] = b < c->B ? b : c->B;
+    for (int64_t b = cdiv(bt0, 2); n < 40; b = cdiv(b, 2)) {
+        out[n++] = b;
+        if (b == 1)
+            break;
+    }
+    return n;
+}
+
+/* Weights on chip with x staged in chunks of at least 128 columns; else
+ * weights streamed from L2/HBM, one batch group first (each group reads
+ * all of W_hh every step); else on chip with narrower chunks.  Each chunk
+ * costs a trip through L2 and two block barriers, so at B = 256, H = 1024
+ * 32-column chunks (32 per step) cost more than reading W_hh (16.8 MB,
+ * inside L2) every step. */
+static bool search(cg_ctx *c, int sm_count, int64_t limit)
+{
+    static const struct {
+        bool stream;
+        int64_t kc[6];
+        int n;
+    } passes[] = {{false, {0, 512, 256, 128}, 4},
+                  {true, {0, 512, 256, 128, 64, 32}, 6},
+                  {false, {64, 32}, 2}};
+    int64_t bts[48];
+    int nb = batch_tiles(c, bts);
+    for (size_t s = 0; s < sizeof passes / sizeof passes[0]; s++) {
+        c->stream = passes[s].stream;
+        for (int i = 0; i < nb; i++) {
+            int64_t bt = c->stream && c->cfg.batch_tile <= 0 ? (i == 0 ? c->B : bts[i]) : bts[i];
+            for (int k = 0; k < passes[s].n; k++) {
+                bool fits;
+                try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
+                if (fits)
+                    return true;
+            }
+        }
+    }
+    return false;
 }
 
 rnnc_status cg_choose_tiles(cg_ctx *c)
 {
     int sm_count = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
     int64_t limit = c->cfg.smem_limit > 0 ? c->cfg.smem_limit : SMEM_LIMIT_DEFAULT;
-    /* Measured on an H100 (docs/fused-kernel.md): for B >= 32, 16 rows x 16
-     * units per block beats one block row owning all 64 rows (15.2 -> 12.7 us
-     * per step at B=64, H=512): less of h to stage per block per step. */
-    int64_t bt = c->cfg.batch_tile > 0 ? c->cfg.batch_tile : (c->B >= 32 ? 16 : c->B);
-    for (;;) {
-        bool fits;
-        rnnc_status st = try_tiles(c, bt, sm_count, limit, &fits);
-        if (st)
-            return st;
-        if (fits)
-            break;
-        if (c->cfg.batch_tile > 0 || bt == 1)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                             "fused backend: cell '%s' at B=%lld, H=%lld does not fit one "
-                             "persistent kernel (%d units x %d rows per block, %lld bytes of "
-                             "shared memory, %d blocks on %d SMs)",
-                             c->f->name, (long long)c->B, (long long)c->H, c->UT, c->BT,
-                             (long long)(c->smem_floats * 4), c->NUB * c->NBB, sm_count);
-        bt = cdiv(bt, 2);
-    }
+    if (!search(c, sm_count, limit))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "fused backend: cell '%s' at B=%lld, H=%lld does not fit one "
+                         "persistent kernel (%d units x %d rows per block, %lld bytes of "
+                         "shared memory, %d blocks on %d SMs)",
+                         c->f->name, (long long)c->B, (long long)c->H, c->UT, c->BT,
+                         (long long)(c->smem_floats * 4), c->NUB * c->NBB, sm_count);
     place_partials(c);
-    snprintf(c->plan->tuning, sizeof c->plan->tuning, "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d",
-             c->UT, c->BT, c->NT, c->RR, c->BB, c->NUB * c->NBB);
+    int kc = 0;
+    for (int32_t i = 0; i < c->f->n; i++)
+        if (c->role[i] == CG_STEP_LINEAR && c->kc[i] < (c->cols[c->f->nodes[i].a[0]] + 3) / 4 * 4)
+            kc = c->kc[i];
+    snprintf(c->plan->tuning, sizeof c->plan->tuning,
+             "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s kc=%d", c->UT, c->BT, c->NT, c->RR, c->BB,
+             c->NUB * c->NBB, c->stream ? " stream" : "", kc);
     return RNNC_OK;
 }

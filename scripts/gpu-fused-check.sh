@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# gpu-fused-check.sh: one GPU machine call for the fused backend's whole
+# models (issue 9): builds (Release, no LLVM) against the packages carried
+# in .deps/ (scripts/gpu-deps.sh), runs the gpu_fused* tests, then `rnnc
+# compare` fused against cuDNN at the issue's shapes.  Logs and JSON go to
+# a folder packed into $OUT/results.tgz; a short table is printed last.
+#   TESTS=0  skip the tests     COMPARE=0  skip the comparisons
+#   ONLY=regex  only the comparisons whose name matches
+set -u
+cd "$(dirname "$0")/.."
+FINAL=${OUT:-/tmp/rnnc-gpu-out}
+OUT=$(mktemp -d)
+trap 'tar -C "$OUT" -czf "$FINAL/results.tgz" .' EXIT
+mkdir -p "$FINAL"
+deps=/tmp/rnnc-deps
+rm -rf "$deps" && cp -r .deps "$deps"
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2; } \
+    > "$OUT/machine.txt" 2>&1
+t0=$(date +%s)
+cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
+      -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
+cmake --build build-gpu -j 16 --target rnnc_cli gpu_fused gpu_fused_model gpu_fused_large bench_fused_bench \
+      >> "$OUT/build.log" 2>&1
+rc=$?
+echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
+[ $rc -ne 0 ] && { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
+
+if [ "${TESTS:-1}" != 0 ]; then
+  for t in gpu_fused_large gpu_fused_model gpu_fused; do
+    t1=$(date +%s)
+    timeout "${TEST_TIMEOUT:-200}" build-gpu/tests/$t > "$OUT/$t.log" 2>&1
+    echo "== $t rc=$? in $(( $(date +%s) - t1 )) s"
+    grep -E "FAILED|ERROR|PASSED|rel err" "$OUT/$t.log" | head -12
+  done
+fi
+
+cmp() { local name=$1; shift
+  [[ "$name" =~ ${ONLY:-.} ]] || return 0
+  timeout 120 build-gpu/rnnc compare --seq 100 --warmup 10 --iters 50 \
+    --json "$OUT/compare_$name.json" --backends fused,cudnn "$@" > "$OUT/compare_$name.txt" 2>&1
+  echo "== compare $name rc=$?"; grep -E "^(fused|cudnn) |rnnc compare" "$OUT/compare_$name.txt" | head -6
+}
+if [ "${COMPARE:-1}" != 0 ]; then
+  cmp lstm_l4_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 4
+  cmp lstm_l2_bi_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 2 --bidirectional
+  cmp lstm_len_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --lengths random
+  cmp lstm_h1024_b64 --cell lstm --batch 64 --input-size 1024 --hidden 1024
+  cmp lstm_h1024_b256 --cell lstm --batch 256 --input-size 1024 --hidden 1024
+  cmp lstm_h512_b128 --cell lstm --batch 128 --input-size 512 --hidden 512
+  cmp lstm_h512_b64 --cell lstm --batch 64 --input-size 512 --hidden 512
+  cmp lstm_h2048_b64 --cell lstm --batch 64 --input-size 2048 --hidden 2048
+  cmp lstm_l4_b1 --cell lstm --batch 1 --input-size 512 --hidden 512 --layers 4
+  cmp gru_l2_bi_b64 --cell gru --batch 64 --input-size 512 --hidden 512 --layers 2 --bidirectional
+fi
+echo "total $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,260 @@
+/* gpu_fused_model.c (label gpu): whole models on the fused backend against
+ * the interpreter: every built-in cell and two .cell cells of this file x
+ * layers {1, 2, 4} x {uni, bi} x {padded, random lengths} x dropout {0,
+ * 0.3} (training, between layers) x proj_size {0, P} (the LSTM cells), and
+ * batch_first on every other case.  y and the final states of every
+ * pseudo-layer, poisoned before the run, must agree to max|out-ref| /
+ * max|ref| <= 1e-5.  Dropout is drawn from the same Philox stream by both:
+ * one mask bit that differed would zero (or keep) a value of layer l's
+ * output that layer l+1 reads, an error of the size of the values
+ * themselves, far above the tolerance.  Exits 77 without a GPU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+#include "testutil.h"
+
+#define TOL 1e-5
+#define MAX_STATES 4
+
+/* Minimal gated unit: two phases (f, then f * h through a second linear). */
+static const char k_mgu[] =
+    "cell mgu {\n"
+    "    input x[I]\n    state h[H]\n"
+    "    param weight_ih[2H, I]\n    param weight_hf[H, H]\n    param weight_hn[H, H]\n"
+    "    param bias[2H]\n"
+    "    gi = linear(x, weight_ih) + bias\n"
+    "    i_f, i_n = chunk(gi, 2)\n"
+    "    f = sigmoid(i_f + linear(h, weight_hf))\n"
+    "    n = tanh(i_n + linear(f * h, weight_hn))\n"
+    "    h_next = (1 - f) * h + f * n\n"
+    "    next h = h_next\n    output h_next\n}\n";
+
+/* LSTM with coupled input and forget gates. */
+static const char k_cifg[] =
+    "cell cifg {\n"
+    "    input x[I]\n    state h[H]\n    state c[H]\n"
+    "    param weight_ih[3H, I]\n    param weight_hh[3H, H]\n    param bias[3H]\n"
+    "    gates = linear(x, weight_ih) + linear(h, weight_hh) + bias\n"
+    "    f, g, o = chunk(gates, 3)\n"
+    "    fs = sigmoid(f)\n"
+    "    c_next = fs * c + (1 - fs) * tanh(g)\n"
+    "    h_next = sigmoid(o) * tanh(c_next)\n"
+    "    next h = h_next\n    next c = c_next\n    output h_next\n}\n";
+
+typedef struct mcase {
+    const char *cell; /* built-in name, or "mgu" / "cifg" */
+    int64_t T, B, I, H, P;
+    int layers;
+    bool bi, lengths, batch_first;
+    double dropout;
+} mcase;
+
+static rnnc_cell *load_cell(const char *name)
+{
+    rnnc_cell *c = NULL;
+    if (strcmp(name, "mgu") == 0)
+        assert_ok(rnnc_cell_parse(&c, k_mgu, strlen(k_mgu), "mgu.cell", NULL, NULL));
+    else if (strcmp(name, "cifg") == 0)
+        assert_ok(rnnc_cell_parse(&c, k_cifg, strlen(k_cifg), "cifg.cell", NULL, NULL));
+    else
+        assert_ok(rnnc_cell_builtin(&c, name, NULL));
+    return c;
+}
+
+static rnnc_model *make(const mcase *mc, rnnc_backend be)
+{
+    rnnc_cell *cell = load_cell(mc->cell);
+    rnnc_model_desc d;
+    rnnc_model_desc_init(&d);
+    d.cell = cell;
+    d.input_size = mc->I;
+    d.hidden_size = mc->H;
+    d.proj_size = mc->P;
+    d.num_layers = mc->layers;
+    d.bidirectional = mc->bi;
+    d.batch_first = mc->batch_first;
+    d.dropout = mc->dropout;
+    d.seed = 0x5eed0000u + (uint64_t)mc->layers;
+    d.backend = be;
+    rnnc_model *m = NULL;
+    rnnc_status st = rnnc_model_create(&m, &d);
+    if (st)
+        fail_msg("%s: %s model: %s", mc->cell, be == RNNC_BACKEND_FUSED ? "fused" : "interp",
+                 rnnc_last_error());
+    rnnc_cell_destroy(cell);
+    return m;
+}
+
+static double rel_err(const float *out, const float *ref, size_t n)
+{
+    double *r = malloc(n * sizeof *r);
+    assert_non_null(r);
+    for (size_t i = 0; i < n; i++)
+        r[i] = ref[i];
+    double e = tu_rel_err_f32(out, r, n);
+    free(r);
+    return e;
+}
+
+typedef struct bufs {
+    int ns;
+    size_t nx, ny, nst[MAX_STATES];
+    float *x, *y, *yr, *init[MAX_STATES], *fin[MAX_STATES], *finr[MAX_STATES];
+    int64_t *len;
+} bufs;
+
+static void alloc_bufs(const mcase *mc, rnnc_model *m, uint64_t *rng, bufs *b)
+{
+    int64_t hout = 0, D = mc->bi ? 2 : 1;
+    assert_ok(rnnc_model_output_size(m, &hout));
+    b->ns = 0;
+    while (b->ns < MAX_STATES) {
+        int64_t n = 0;
+        if (rnnc_model_state_size(m, b->ns, &n) != RNNC_OK)
+            break;
+        b->nst[b->ns++] = (size_t)(mc->layers * D * mc->B * n);
+    }
+    b->nx = (size_t)(mc->T * mc->B * mc->I);
+    b->ny = (size_t)(mc->T * mc->B * D * hout);
+    b->x = malloc(b->nx * 4);
+    b->y = malloc(b->ny * 4);
+    b->yr = malloc(b->ny * 4);
+    tu_fill_f32(b->x, b->nx, rng, -1, 1);
+    tu_poison_f32(b->y, b->ny);
+    tu_poison_f32(b->yr, b->ny);
+    for (int s = 0; s < b->ns; s++) {
+        b->init[s] = malloc(b->nst[s] * 4);
+        b->fin[s] = malloc(b->nst[s] * 4);
+        b->finr[s] = malloc(b->nst[s] * 4);
+        tu_fill_f32(b->init[s], b->nst[s], rng, -0.5, 0.5);
+        tu_poison_f32(b->fin[s], b->nst[s]);
+        tu_poison_f32(b->finr[s], b->nst[s]);
+    }
+    b->len = NULL;
+    if (mc->lengths) {
+        b->len = malloc((size_t)mc->B * sizeof *b->len);
+        for (int64_t i = 0; i < mc->B; i++)
+            b->len[i] = 1 + (int64_t)(tu_uniform(rng, 0, 1) * (double)mc->T) % mc->T;
+        b->len[0] = mc->T; /* the longest row is T (any order) */
+    }
+}
+
+static void free_bufs(bufs *b)
+{
+    free(b->x);
+    free(b->y);
+    free(b->yr);
+    free(b->len);
+    for (int s = 0; s < b->ns; s++) {
+        free(b->init[s]);
+        free(b->fin[s]);
+        free(b->finr[s]);
+    }
+}
+
+static void run_case(const mcase *mc, uint64_t *rng)
+{
+    rnnc_model *f = make(mc, RNNC_BACKEND_FUSED), *r = make(mc, RNNC_BACKEND_INTERP);
+    rnnc_model *both[2] = {f, r};
+    /* PyTorch's init range: larger weights make the recurrence chaotic at
+     * large H (fp32 rounding grows every step, whoever computes it) */
+    double k = 1.0 / sqrt((double)mc->H);
+    tu_set_random_weights_on(both, 2, rng, -k, k);
+    bufs b;
+    alloc_bufs(mc, f, rng, &b);
+    rnnc_forward_args a = {.seq_len = mc->T, .batch = mc->B, .x = b.x, .y = b.yr,
+                           .init = (const void *const *)b.init, .lengths = b.len,
+                           .final = (void *const *)b.finr, .training = mc->dropout > 0};
+    assert_ok(rnnc_model_forward(r, &a));
+    a.y = b.y;
+    a.final = (void *const *)b.fin;
+    if (rnnc_model_forward(f, &a))
+        fail_msg("%s L=%d bi=%d: fused forward: %s", mc->cell, mc->layers, mc->bi,
+                 rnnc_last_error());
+    double ey = rel_err(b.y, b.yr, b.ny), ef = 0;
+    for (int s = 0; s < b.ns; s++) {
+        double e = rel_err(b.fin[s], b.finr[s], b.nst[s]);
+        ef = e > ef || e != e ? e : ef;
+    }
+    printf("  %-15s L=%d D=%d P=%-3lld len=%d bf=%d drop=%.1f  y %.2e  final %.2e\n", mc->cell,
+           mc->layers, mc->bi ? 2 : 1, (long long)mc->P, mc->lengths, mc->batch_first,
+           mc->dropout, ey, ef);
+    fflush(stdout);
+    if (!(ey <= TOL) || !(ef <= TOL))
+        fail_msg("%s L=%d bi=%d P=%lld lengths=%d dropout=%.1f: rel err y %.3g final %.3g > %g",
+                 mc->cell, mc->layers, mc->bi, (long long)mc->P, mc->lengths, mc->dropout, ey,
+                 ef, TOL);
+    free_bufs(&b);
+    rnnc_model_destroy(f);
+    rnnc_model_destroy(r);
+}
+
+static bool has_proj(const char *cell)
+{
+    return strcmp(cell, "lstm") == 0 || strcmp(cell, "dropout_lstm") == 0;
+}
+
+/* The grid for one cell; small shapes keep the kernels quick to run. */
+static void grid(const char *cell, uint64_t *rng)
+{
+    static const int layers[] = {1, 2, 4};
+    int n = 0;
+    for (int pi = 0; pi < (has_proj(cell) ? 2 : 1); pi++)
+        for (size_t li = 0; li < 3; li++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int len = 0; len < 2; len++)
+                    for (int dr = 0; dr < 2; dr++) {
+                        mcase mc = {cell, 9, 5, 12, 16, pi ? 8 : 0, layers[li], bi, len,
+                                    (n++ & 1) != 0, dr ? 0.3 : 0.0};
+                        run_case(&mc, rng);
+                    }
+}
+
+static void test_builtin_grid(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int c = 0; names[c]; c++)
+        grid(names[c], &rng);
+}
+
+static void test_cell_files_grid(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    grid("mgu", &rng);
+    grid("cifg", &rng);
+}
+
+/* Larger shapes: several batch groups (rows of different groups end at
+ * different steps), a projection, the fastrnns width. */
+static void test_model_shapes(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    static const mcase cases[] = {
+        {"lstm", 30, 64, 64, 128, 0, 2, true, true, false, 0.3},
+        {"lstm", 20, 37, 40, 96, 32, 3, true, true, true, 0.0},
+        {"gru", 25, 64, 512, 512, 0, 2, true, true, false, 0.0},
+        {"layernorm_lstm", 12, 48, 64, 128, 0, 2, true, true, false, 0.2},
+        {"lstm", 50, 3, 64, 256, 128, 2, false, true, false, 0.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i], &rng);
+}
+
+int main(void)
+{
+    tu_require_gpu();
+    setenv("RNNC_AUTOTUNE", "0", 1); /* the heuristic tiles: no timing in a test */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_shapes),
+        cmocka_unit_test(test_builtin_grid),
+        cmocka_unit_test(test_cell_files_grid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
