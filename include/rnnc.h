@@ -139,8 +139,9 @@ rnnc_status rnnc_cell_load(rnnc_cell **out, const char *name_or_path, const char
 rnnc_status rnnc_cell_print(const rnnc_cell *c, char **text);
 bool rnnc_cell_equal(const rnnc_cell *a, const rnnc_cell *b);
 
-/* Stage dumps: "ir", "opt", "schedule", "cuda", "llvm".  The model-level
- * dims are needed from "schedule" on.  Caller frees with rnnc_free(). */
+/* Stage dumps: "ir", "opt", "schedule", "cuda", "llvm", "backward" (the
+ * backward step of the optimised cell).  The model-level dims are needed
+ * for "schedule", "cuda" and "llvm".  Caller frees with rnnc_free(). */
 rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_size,
                            int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
                            char **text);
