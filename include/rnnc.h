@@ -285,7 +285,8 @@ typedef struct rnnc_forward_args {
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a);
 
 /*
- * Backward (cudnn backend): after a training forward with the same shapes.
+ * Backward (cudnn and interp backends; others: RNNC_ERR_UNSUPPORTED): after
+ * a training forward with the same shapes, once per forward (else RNNC_ERR_STATE).
  * dy [T,B,D*Hout]; dfinal[s] gradients of the final states (NULL = zero);
  * gives dx, dinit[s] (NULL = not wanted) and weight gradients, which are
  * read with rnnc_model_weight_grad after the call (accumulated from zero).

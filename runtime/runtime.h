@@ -496,6 +496,17 @@ typedef struct rt_grad_f64 {
 
 rnnc_status rt_interp_grad(const rt_spec *s, const rt_weights_f64 *w, const rt_seq_f64 *q,
                            const rt_grad_f64 *g);
+/* Training on the interp backend (interp_train.c): a training forward's
+ * inputs kept by _keep (an inference forward forgets them), then one
+ * backward, then the weight gradients (fp32 out). */
+typedef struct rt_interp_train rt_interp_train;
+rnnc_status rt_interp_train_keep(rt_interp_train **t, const rt_spec *s,
+                                 const rnnc_forward_args *a);
+rnnc_status rt_interp_train_backward(rt_interp_train *t, const rt_spec *s,
+                                     const rt_weights_f64 *w, const rnnc_backward_args *a);
+rnnc_status rt_interp_train_weight_grad(const rt_interp_train *t, const rt_spec *s, int pseudo,
+                                        int param, float *out, int64_t count);
+void rt_interp_train_free(rt_interp_train *t);
 /* Evaluates the nodes of a backward step that depend on no input or state
  * (fixed) or the others (at time t); dep from ir_compute_deps. */
 rnnc_status rt_grad_frame_eval(rt_frame *fr, const uint8_t *dep, bool fixed, int64_t t);
