@@ -23,27 +23,71 @@ typedef struct api_weight {
     bool set;
 } api_weight;
 
+/* One opened backend.  A model made with AUTO opens another whenever the
+ * ones before it in the order refuse a call (lengths, training, a shape). */
+typedef struct api_slot {
+    const rt_backend *be;   /* NULL: not opened */
+    void *state;
+    unsigned bound_gen;     /* the weights generation it last bound */
+    bool refused;           /* its create failed: not tried again */
+} api_slot;
+
+#define API_N_BACKENDS 5
+
 struct rnnc_model {
     rt_spec spec;
     rnnc_cell *fn;           /* the cell optimised for this model (owned) */
-    rnnc_backend kind;       /* resolved */
-    const rt_backend *be;
+    bool auto_pick;          /* made with AUTO: every call picks its backend */
+    api_slot slot[API_N_BACKENDS]; /* by rnnc_backend */
+    rnnc_backend kind;       /* the slot that ran the last call (or was opened first) */
+    const rt_backend *be;    /* slot[kind].be, slot[kind].state */
     void *be_state;
     api_weight *weights;     /* pseudo-major, as rt_weights */
     int n_weights;
     const float **wptr;      /* rt_weights.w */
-    bool dirty;              /* weights changed since the last bind */
+    unsigned weights_gen;    /* bumped on every weight change */
+    void *ext_weights;       /* a caller's flat weight buffer (cudnn), or NULL */
 };
 
 /* ---- weights (weights.c) */
 rnnc_status api_weights_init(rnnc_model *m);
 void api_weights_free(rnnc_model *m);
-/* Binds to the backend if every weight is set and something changed. */
+/* Binds to the current backend if every weight is set and something changed
+ * since it last bound. */
 rnnc_status api_weights_sync(rnnc_model *m);
+
+/* The weight `name`, or NULL. */
+api_weight *api_weight_find(rnnc_model *m, const char *name);
+/* RNNC_ERR_STATE: the model reads a caller's weight buffer (weights_device.c). */
+rnnc_status api_weights_refuse_external(const rnnc_model *m);
+
+/* ---- packed sequences (packed.c) */
+int64_t api_packed_rows(const int64_t *batch_sizes, int64_t T);
+/* lengths[b] = the steps t with batch_sizes[t] > b. */
+void api_packed_lengths(const int64_t *batch_sizes, int64_t T, int64_t B, int64_t *lengths);
+/* Packed rows [sum(batch_sizes), feat] to padded [T, B, feat] ([B, T, feat]
+ * batch_first) with zeros past each end, and back; esz bytes an element. */
+void api_unpack(const void *packed, const int64_t *batch_sizes, int64_t T, int64_t B,
+                int64_t feat, size_t esz, bool batch_first, void *padded);
+void api_pack(const void *padded, const int64_t *batch_sizes, int64_t T, int64_t B, int64_t feat,
+              size_t esz, bool batch_first, void *packed);
+/* A packed call on the current backend, which reads padded tensors:
+ * forward, or timing into *ms when ms is not NULL. */
+rnnc_status api_forward_packed(rnnc_model *m, const rnnc_forward_args *a, int warmup, int iters,
+                               double *ms);
 
 /* ---- backends (backends.c) */
 const rt_backend *api_backend_ops(rnnc_backend b);
-/* Creates the backend for `want` (AUTO tries fused, cpu, interp in turn). */
+/* Creates the backend for `want`; AUTO opens the first of fused, cudnn, cpu,
+ * interp that this machine has and that accepts the model. */
 rnnc_status api_backend_open(rnnc_model *m, rnnc_backend want);
+void api_backend_close_all(rnnc_model *m);
+
+/* One call on the current backend: forward, or timed forward. */
+typedef rnnc_status (*api_call_fn)(rnnc_model *m, const rnnc_forward_args *a, void *ctx);
+/* Runs `call` on the current backend, or for an AUTO model on the fastest
+ * backend that accepts it: a backend that refuses the call (UNSUPPORTED)
+ * passes it to the next in the order.  The one that ran becomes current. */
+rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_fn call, void *ctx);
 
 #endif /* RNNC_API_H */

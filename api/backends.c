@@ -1,9 +1,11 @@
 /*
  * backends.c: which backends exist in this build, which can run on this
- * machine now, and picking one for a model (auto: fused on a GPU, then
- * cuDNN, the CPU, the interpreter; a cell or option a backend refuses
- * moves auto on to the next).
+ * machine now, and picking one for a model.  AUTO picks per call, in the
+ * order fused, cuDNN, the CPU, the interpreter: a cell, option or call
+ * (lengths, training, a shape) that a backend refuses moves it on to the
+ * next, so AUTO never answers with a refusal another backend would not give.
  */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -44,6 +46,11 @@ const rt_backend *api_backend_ops(rnnc_backend b)
     }
 }
 
+bool rnnc_backend_built(rnnc_backend b)
+{
+    return b == RNNC_BACKEND_AUTO || api_backend_ops(b) != NULL;
+}
+
 bool rnnc_backend_available(rnnc_backend b)
 {
     switch (b) {
@@ -55,14 +62,18 @@ bool rnnc_backend_available(rnnc_backend b)
         return rt_cuda_available() && (rt_nvrtc_available() || rt_bundle_registered() > 0);
 #endif
 #ifdef RNNC_HAVE_CUDNN
-    case RNNC_BACKEND_CUDNN: return rt_cuda_available();
+    case RNNC_BACKEND_CUDNN: return fb_cudnn_available();
 #endif
     default: return false;
     }
 }
 
+/* Creates slot b (once); a create that fails is remembered as refused. */
 static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
 {
+    api_slot *slot = &m->slot[b];
+    if (slot->be)
+        return RNNC_OK;
     const rt_backend *ops = api_backend_ops(b);
     if (!ops)
         return rnnc_fail(RNNC_ERR_NOT_BUILT,
@@ -72,32 +83,123 @@ static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
     /* cuDNN's create names a cell it cannot run before it looks for a device. */
     if (b == RNNC_BACKEND_FUSED && !rnnc_backend_available(b))
         return rnnc_fail(RNNC_ERR_NO_DEVICE,
-                         "backend '%s' needs a CUDA GPU with its driver%s; none is usable here",
-                         rnnc_backend_name(b), b == RNNC_BACKEND_FUSED ? " and NVRTC" : "");
-    rnnc_status s = ops->create(&m->spec, &m->be_state);
+                         "backend '%s' needs a CUDA GPU with its driver and NVRTC; none is "
+                         "usable here",
+                         rnnc_backend_name(b));
+    rnnc_status s = ops->create(&m->spec, &slot->state);
     if (s != RNNC_OK) {
+        slot->refused = true;
         rnnc_fail_append("backend '%s' could not be opened", rnnc_backend_name(b));
         return s;
     }
-    m->be = ops;
-    m->kind = b;
+    slot->be = ops;
+    slot->bound_gen = 0;
     return RNNC_OK;
 }
 
+static void make_current(rnnc_model *m, rnnc_backend b)
+{
+    m->kind = b;
+    m->be = m->slot[b].be;
+    m->be_state = m->slot[b].state;
+}
+
+/* Refusals that send AUTO on to the next backend; any other error is the
+ * caller's (bad shapes, bad pointers) and is returned as it is. */
+static bool passes_on(rnnc_status s)
+{
+    return s == RNNC_ERR_UNSUPPORTED || s == RNNC_ERR_NO_DEVICE || s == RNNC_ERR_NOT_BUILT;
+}
+
+static const rnnc_backend auto_order[] = {RNNC_BACKEND_FUSED, RNNC_BACKEND_CUDNN,
+                                          RNNC_BACKEND_CPU, RNNC_BACKEND_INTERP};
+#define N_AUTO (sizeof auto_order / sizeof auto_order[0])
+
 rnnc_status api_backend_open(rnnc_model *m, rnnc_backend want)
 {
-    if (want != RNNC_BACKEND_AUTO)
-        return open_one(m, want);
-    static const rnnc_backend order[] = {RNNC_BACKEND_FUSED, RNNC_BACKEND_CUDNN, RNNC_BACKEND_CPU,
-                                         RNNC_BACKEND_INTERP};
+    m->auto_pick = want == RNNC_BACKEND_AUTO;
+    if (!m->auto_pick) {
+        rnnc_status s = open_one(m, want);
+        if (s == RNNC_OK)
+            make_current(m, want);
+        return s;
+    }
     rnnc_status s = RNNC_ERR_INTERNAL;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        if (!rnnc_backend_available(order[i]))
+    for (size_t i = 0; i < N_AUTO; i++) {
+        if (!rnnc_backend_available(auto_order[i]))
             continue;
-        s = open_one(m, order[i]);
-        if (s == RNNC_OK || (s != RNNC_ERR_UNSUPPORTED && s != RNNC_ERR_NO_DEVICE &&
-                             s != RNNC_ERR_NOT_BUILT))
+        s = open_one(m, auto_order[i]);
+        if (s == RNNC_OK)
+            make_current(m, auto_order[i]);
+        if (s == RNNC_OK || !passes_on(s))
             return s;
     }
+    return s;
+}
+
+void api_backend_close_all(rnnc_model *m)
+{
+    for (int b = 0; b < API_N_BACKENDS; b++)
+        if (m->slot[b].be)
+            m->slot[b].be->destroy(m->slot[b].state);
+    memset(m->slot, 0, sizeof m->slot);
+    m->be = NULL;
+    m->be_state = NULL;
+}
+
+/* Whether AUTO may hand this call to b: a backend it cannot open, one that
+ * takes host pointers only for device pointers, and (first pass) one with
+ * no backward for a training forward are skipped. */
+static bool auto_may_try(const rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
+                         bool need_backward)
+{
+    if (m->slot[b].refused || !rnnc_backend_available(b))
+        return false;
+    bool device_capable = b == RNNC_BACKEND_FUSED || b == RNNC_BACKEND_CUDNN;
+    if (a->device_pointers && !device_capable)
+        return false;
+    return !need_backward || !api_backend_ops(b) || api_backend_ops(b)->backward;
+}
+
+static rnnc_status try_on(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
+                          api_call_fn call, void *ctx)
+{
+    rnnc_status s = open_one(m, b);
+    if (s != RNNC_OK)
+        return s;
+    rnnc_backend was = m->kind;
+    make_current(m, b);
+    if ((s = api_weights_sync(m)) == RNNC_OK)
+        s = call(m, a, ctx);
+    if (passes_on(s)) {
+        if (rt_log_enabled("info"))
+            fprintf(stderr, "rnnc: auto: '%s' refused the call: %s\n", rnnc_backend_name(b),
+                    rnnc_last_error());
+        make_current(m, was);
+    }
+    return s;
+}
+
+rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_fn call, void *ctx)
+{
+    if (!m->auto_pick) {
+        rnnc_status s = api_weights_sync(m);
+        return s != RNNC_OK ? s : call(m, a, ctx);
+    }
+    /* A training forward goes first to a backend that can also run the backward. */
+    rnnc_status s = RNNC_ERR_UNSUPPORTED;
+    for (int pass = a->training ? 0 : 1; pass < 2; pass++)
+        for (size_t i = 0; i < N_AUTO; i++) {
+            if (!auto_may_try(m, auto_order[i], a, pass == 0))
+                continue;
+            s = try_on(m, auto_order[i], a, call, ctx);
+            if (!passes_on(s)) {
+                if (s == RNNC_OK && rt_log_enabled("info"))
+                    fprintf(stderr, "rnnc: auto: the call ran on '%s'\n",
+                            rnnc_backend_name(m->kind));
+                return s;
+            }
+        }
+    rnnc_fail_append("no backend available here can run this call");
     return s;
 }

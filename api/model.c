@@ -35,8 +35,9 @@ static rnnc_status check_desc(const rnnc_model_desc *d)
     if (!(d->dropout >= 0 && d->dropout < 1))
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: dropout must be in [0, 1)");
     if ((unsigned)d->hoist > RNNC_HOIST_NONE || (unsigned)d->math > RNNC_MATH_TF32 ||
-        (unsigned)d->backend > RNNC_BACKEND_CUDNN)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math or backend value");
+        (unsigned)d->backend > RNNC_BACKEND_CUDNN ||
+        (unsigned)d->cudnn_algo > RNNC_CUDNN_ALGO_PERSIST_DYNAMIC)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math, backend or cudnn_algo value");
     if (d->dtype != RNNC_F32 && !(d->dtype == RNNC_F16 && d->backend == RNNC_BACKEND_CUDNN))
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: dtype %s is supported only as f16 on cudnn",
                          rnnc_dtype_name(d->dtype));
@@ -63,6 +64,8 @@ static rnnc_status fill_spec(rnnc_model *m, const rnnc_model_desc *d)
     s->math = d->math;
     s->dtype = d->dtype;
     s->device = d->device;
+    s->no_bias = d->no_bias;
+    s->cudnn_algo = d->cudnn_algo;
     for (int k = 0; k < 2; k++)
         if (ir_dim_eval(m->fn->nodes[m->fn->inputs[0].node].cols, s->sizes[k]) !=
             (k ? s->sizes[1].I : d->input_size))
@@ -82,7 +85,7 @@ rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d)
     rnnc_model *m = calloc(1, sizeof *m);
     if (!m)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
-    if ((s = ir_specialise(d->cell, d->proj_size > 0, &m->fn)) || (s = fill_spec(m, d)) ||
+    if ((s = ir_specialise_bias(d->cell, d->proj_size > 0, d->no_bias, &m->fn)) || (s = fill_spec(m, d)) ||
         (s = api_weights_init(m)) || (s = api_backend_open(m, d->backend)))
         goto fail_model;
     *out = m;
@@ -96,8 +99,7 @@ void rnnc_model_destroy(rnnc_model *m)
 {
     if (!m)
         return;
-    if (m->be)
-        m->be->destroy(m->be_state);
+    api_backend_close_all(m);
     api_weights_free(m);
     rnnc_cell_destroy(m->fn);
     free(m);
@@ -114,7 +116,7 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
 {
     if (!a->device_pointers)
         return RNNC_OK;
-    if (m->kind != RNNC_BACKEND_FUSED && m->kind != RNNC_BACKEND_CUDNN)
+    if (!m->auto_pick && m->kind != RNNC_BACKEND_FUSED && m->kind != RNNC_BACKEND_CUDNN)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' takes host pointers only",
                          rnnc_backend_name(m->kind));
 #ifdef RNNC_HAVE_CUDA
@@ -133,6 +135,14 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
 #endif
 }
 
+static rnnc_status call_forward(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
+{
+    (void)ctx;
+    if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN) /* cuDNN reads packed input itself */
+        return api_forward_packed(m, a, 0, 0, NULL);
+    return m->be->forward(m->be_state, a);
+}
+
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
 {
     if (!m)
@@ -140,9 +150,7 @@ rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
     rnnc_status s = rt_check_forward(&m->spec, a);
     if (s == RNNC_OK)
         s = check_device_pointers(m, a);
-    if (s == RNNC_OK)
-        s = api_weights_sync(m);
-    return s != RNNC_OK ? s : m->be->forward(m->be_state, a);
+    return s != RNNC_OK ? s : api_backend_run(m, a, call_forward, NULL);
 }
 
 rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
@@ -174,6 +182,21 @@ rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, 
     return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s'", name);
 }
 
+typedef struct time_ctx {
+    int warmup, iters;
+    double *median_ms;
+} time_ctx;
+
+static rnnc_status call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
+{
+    const time_ctx *t = ctx;
+    if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN)
+        return api_forward_packed(m, a, t->warmup, t->iters, t->median_ms);
+    if (m->be->time_forward)
+        return m->be->time_forward(m->be_state, a, t->warmup, t->iters, t->median_ms);
+    return rt_time_host(m->be, m->be_state, a, t->warmup, t->iters, t->median_ms);
+}
+
 rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, int warmup,
                                     int iters, double *median_ms)
 {
@@ -182,11 +205,8 @@ rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, i
     rnnc_status s = rt_check_forward(&m->spec, a);
     if (s == RNNC_OK)
         s = check_device_pointers(m, a);
-    if (s == RNNC_OK)
-        s = api_weights_sync(m);
     if (s != RNNC_OK)
         return s;
-    if (m->be->time_forward)
-        return m->be->time_forward(m->be_state, a, warmup, iters, median_ms);
-    return rt_time_host(m->be, m->be_state, a, warmup, iters, median_ms);
+    time_ctx t = {warmup, iters, median_ms};
+    return api_backend_run(m, a, call_time, &t);
 }

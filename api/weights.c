@@ -20,7 +20,7 @@ rnnc_status api_weights_init(rnnc_model *m)
 {
     int np = m->fn->n_params, pl = m->spec.layers * m->spec.dirs;
     m->n_weights = np * pl;
-    m->dirty = true; /* nothing bound yet: the first forward must find every weight set */
+    m->weights_gen = 1; /* backends start at 0: the first forward binds */
     m->weights = calloc((size_t)m->n_weights + 1, sizeof *m->weights);
     m->wptr = calloc((size_t)m->n_weights + 1, sizeof *m->wptr);
     if (!m->weights || !m->wptr)
@@ -53,7 +53,7 @@ void api_weights_free(rnnc_model *m)
     free((void *)m->wptr);
 }
 
-static api_weight *find(rnnc_model *m, const char *name)
+api_weight *api_weight_find(rnnc_model *m, const char *name)
 {
     for (int i = 0; i < m->n_weights; i++)
         if (strcmp(m->weights[i].name, name) == 0)
@@ -66,7 +66,9 @@ rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *
 {
     if (!m || !name || !data)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weight: NULL argument");
-    api_weight *w = find(m, name);
+    if (m->ext_weights)
+        return api_weights_refuse_external(m);
+    api_weight *w = api_weight_find(m, name);
     if (!w)
         return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s' (cell '%s')", name,
                          m->fn->name);
@@ -75,7 +77,7 @@ rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *
                          (long long)w->count, (long long)count);
     memcpy(w->data, data, sizeof(float) * (size_t)count);
     w->set = true;
-    m->dirty = true;
+    m->weights_gen++;
     return RNNC_OK;
 }
 
@@ -97,7 +99,7 @@ static rnnc_status check_names(rnnc_model *m, const rnnc_tensors *ts)
             return s;
     }
     for (int i = 0; i < rnnc_tensors_count(ts); i++)
-        if (!find(m, rnnc_tensors_name(ts, i)))
+        if (!api_weight_find(m, rnnc_tensors_name(ts, i)))
             return rnnc_fail(RNNC_ERR_NOT_FOUND,
                              "weights hold '%s', which cell '%s' with %d layer(s)%s does not have",
                              rnnc_tensors_name(ts, i), m->fn->name, m->spec.layers,
@@ -109,6 +111,8 @@ rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts)
 {
     if (!m || !ts)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weights: NULL argument");
+    if (m->ext_weights)
+        return api_weights_refuse_external(m);
     rnnc_status s = check_names(m, ts);
     if (s != RNNC_OK)
         return s;
@@ -118,7 +122,7 @@ rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts)
             return s;
         w->set = true;
     }
-    m->dirty = true;
+    m->weights_gen++;
     return RNNC_OK;
 }
 
@@ -159,15 +163,16 @@ rnnc_status rnnc_model_weight_info(const rnnc_model *m, int i, const char **name
 
 rnnc_status api_weights_sync(rnnc_model *m)
 {
-    if (!m->dirty)
+    api_slot *slot = &m->slot[m->kind];
+    if (slot->bound_gen == m->weights_gen)
         return RNNC_OK;
     for (int i = 0; i < m->n_weights; i++)
         if (!m->weights[i].set)
             return rnnc_fail(RNNC_ERR_STATE, "weight '%s' is not set (load weights first)",
                              m->weights[i].name);
     rt_weights w = {m->wptr, m->fn->n_params, m->spec.layers * m->spec.dirs};
-    rnnc_status s = m->be->bind(m->be_state, &w);
+    rnnc_status s = slot->be->bind(slot->state, &w);
     if (s == RNNC_OK)
-        m->dirty = false;
+        slot->bound_gen = m->weights_gen;
     return s;
 }

@@ -1,6 +1,6 @@
 /*
  * cudnn_util.c: what the cuDNN paths share: status translation, the
- * availability probe, the per-device dropout state, fp16 conversion.
+ * per-device dropout state, fp16 conversion.
  */
 #include <math.h>
 #include <pthread.h>
@@ -21,12 +21,6 @@ rnnc_status fb_cudnn_check(cudnnStatus_t st, const char *what)
         code = RNNC_ERR_OUT_OF_MEMORY;
     return rnnc_fail(code, "%s: %s (%d)%s%s", what, cudnnGetErrorString(st), (int)st,
                      detail[0] ? ": " : "", detail);
-}
-
-bool fb_cudnn_available(void)
-{
-    /* cuDNN 9 numbers versions major*10000 + minor*100 + patch. */
-    return cudnnGetVersion() >= 90000 && rt_cuda_available();
 }
 
 /* ---------------------------------------------------------------- dropout state */

@@ -69,6 +69,33 @@ int fb_rnn_pieces(fb_rnn_mode m, const char *name, fb_rnn_dims d, fb_rnn_piece o
 /* Elements of the whole PyTorch parameter (sum of its pieces), or -1. */
 int64_t fb_rnn_param_numel(fb_rnn_mode m, const char *name, fb_rnn_dims d);
 
+/* Where one linear layer's matrix and bias sit in cuDNN's weight space:
+ * byte offsets from its start and element counts (0: none). */
+typedef struct fb_lin_slot {
+    size_t mat_off, mat_n;
+    size_t bias_off, bias_n;
+} fb_lin_slot;
+
+/*
+ * The weight space as cuDNN 9 lays it out (and PyTorch's flatten_parameters
+ * relies on): pseudo-layers one after another, each its linear layers'
+ * matrices in id order, then their biases (none with bias=False).  d[0] are
+ * layer 0's dims, d[1] those above.  Fills slots[pseudo * n_lin + lin] when
+ * slots is not NULL and returns the size in bytes.  The backend itself uses
+ * what cuDNN reports; this is what tests compare cuDNN against.
+ */
+size_t fb_rnn_expected_slots(fb_rnn_mode m, int layers, int dirs, const fb_rnn_dims d[2],
+                             bool bias, size_t esz, fb_lin_slot *slots);
+/*
+ * Byte offset of PyTorch parameter `name` (as fb_rnn_pieces) of one
+ * pseudo-layer whose linear layers sit at slots[0 .. n_lin-1]: its pieces
+ * must follow one another in gate order, so the parameter is one contiguous
+ * tensor inside the buffer.  RNNC_ERR_NOT_FOUND for a parameter this model
+ * lacks; RNNC_ERR_UNSUPPORTED (naming the gap) when the pieces are apart.
+ */
+rnnc_status fb_rnn_param_offset(fb_rnn_mode m, const char *name, fb_rnn_dims d,
+                                const fb_lin_slot *slots, size_t esz, size_t *off);
+
 /* ================================================================ 2. mode matching */
 
 /*
@@ -83,11 +110,45 @@ rnnc_status fb_rnn_match(const rt_spec *s, fb_rnn_mode *mode, double *dropout);
  * next value is the output), and of c (LSTM; else -1). */
 rnnc_status fb_rnn_state_slots(const ir_fn *fn, fb_rnn_mode m, int *h, int *c);
 
+/* ---- algorithms (rnn_algo.c; pure host) */
+
+/* What decides whether cuDNN runs an algorithm for one call. */
+typedef struct fb_algo_query {
+    fb_rnn_mode mode;
+    int64_t in, hidden, proj; /* proj 0: none */
+    int layers, dirs;
+    int64_t batch;
+    bool training;
+    bool ragged;  /* sequences of different lengths */
+    bool half;    /* fp16 data */
+    int sm;       /* 90 for sm_90 */
+    int sm_count;
+} fb_algo_query;
+
+/* NULL when cuDNN's documented limits allow algorithm a for q, else the
+ * reason it does not ("persistent algorithms need sequences of one length"). */
+const char *fb_algo_refusal(rnnc_cudnn_algo a, const fb_algo_query *q);
+/* The eligible algorithms, STANDARD first (every call has it); returns how many. */
+int fb_algo_candidates(const fb_algo_query *q, rnnc_cudnn_algo out[4]);
+/* The choice without timing (RNNC_AUTOTUNE=0): PERSIST_STATIC where PyTorch's
+ * heuristic takes it (fp16, one unidirectional layer, H <= 1024, H and I
+ * multiples of 128; on sm_80+ with 98+ SMs an LSTM batch that is a multiple
+ * of 8 up to 128), else STANDARD. */
+rnnc_cudnn_algo fb_algo_heuristic(const fb_algo_query *q);
+
 /* ================================================================ 3. cuDNN helpers */
 
 /* True when the library was built with cuDNN and a device and cuDNN >= 9
- * are usable now (for rnnc_backend_available). */
+ * are usable now (for rnnc_backend_available).  Sets no error text. */
 bool fb_cudnn_available(void);
+/*
+ * Opens libcudnn (once, thread-safe; $RNNC_CUDNN_PATH, else libcudnn.so.9,
+ * else libcudnn.so) and fills the function table.  RNNC_ERR_NO_DEVICE with
+ * the reason (dlerror's text, a missing symbol, a version below 9) when it
+ * cannot.  Every entry point into cuDNN calls this before its first cuDNN
+ * call; nothing else may run before it succeeds.
+ */
+rnnc_status fb_cudnn_load(void);
 
 /* fp32 <-> IEEE half, round to nearest even (host-side weight conversion). */
 uint16_t fb_f32_to_f16(float f);
@@ -101,6 +162,79 @@ float fb_f16_to_f32(uint16_t h);
 
 #ifdef FB_HAVE_CUDNN_H
 #include <cudnn.h>
+
+/* The loaded cuDNN (cudnn_load.c): one pointer per line of cudnn_api.def,
+ * typed from cudnn.h's own declarations. */
+typedef struct fb_dnn_api {
+#define FB_DNN_FN(name) __typeof__(name) *p_##name;
+#include "cudnn_fallback/cudnn_api.def"
+#undef FB_DNN_FN
+} fb_dnn_api;
+extern fb_dnn_api fb_dnn;
+
+/* From here on each cuDNN name is its table entry, so calls read as plain
+ * cuDNN and libcudnn is never linked.  Keep in step with cudnn_api.def. */
+#define cudnnGetVersion (fb_dnn.p_cudnnGetVersion)
+#define cudnnGetErrorString (fb_dnn.p_cudnnGetErrorString)
+#define cudnnGetLastErrorString (fb_dnn.p_cudnnGetLastErrorString)
+#define cudnnCreate (fb_dnn.p_cudnnCreate)
+#define cudnnDestroy (fb_dnn.p_cudnnDestroy)
+#define cudnnSetStream (fb_dnn.p_cudnnSetStream)
+#define cudnnCreateTensorDescriptor (fb_dnn.p_cudnnCreateTensorDescriptor)
+#define cudnnDestroyTensorDescriptor (fb_dnn.p_cudnnDestroyTensorDescriptor)
+#define cudnnSetTensorNdDescriptor (fb_dnn.p_cudnnSetTensorNdDescriptor)
+#define cudnnGetTensorNdDescriptor (fb_dnn.p_cudnnGetTensorNdDescriptor)
+/* RNN */
+#define cudnnCreateDropoutDescriptor (fb_dnn.p_cudnnCreateDropoutDescriptor)
+#define cudnnDestroyDropoutDescriptor (fb_dnn.p_cudnnDestroyDropoutDescriptor)
+#define cudnnDropoutGetStatesSize (fb_dnn.p_cudnnDropoutGetStatesSize)
+#define cudnnSetDropoutDescriptor (fb_dnn.p_cudnnSetDropoutDescriptor)
+#define cudnnRestoreDropoutDescriptor (fb_dnn.p_cudnnRestoreDropoutDescriptor)
+#define cudnnCreateRNNDescriptor (fb_dnn.p_cudnnCreateRNNDescriptor)
+#define cudnnDestroyRNNDescriptor (fb_dnn.p_cudnnDestroyRNNDescriptor)
+#define cudnnSetRNNDescriptor_v8 (fb_dnn.p_cudnnSetRNNDescriptor_v8)
+#define cudnnCreateRNNDataDescriptor (fb_dnn.p_cudnnCreateRNNDataDescriptor)
+#define cudnnDestroyRNNDataDescriptor (fb_dnn.p_cudnnDestroyRNNDataDescriptor)
+#define cudnnSetRNNDataDescriptor (fb_dnn.p_cudnnSetRNNDataDescriptor)
+#define cudnnGetRNNWeightSpaceSize (fb_dnn.p_cudnnGetRNNWeightSpaceSize)
+#define cudnnGetRNNWeightParams (fb_dnn.p_cudnnGetRNNWeightParams)
+#define cudnnGetRNNTempSpaceSizes (fb_dnn.p_cudnnGetRNNTempSpaceSizes)
+#define cudnnRNNForward (fb_dnn.p_cudnnRNNForward)
+#define cudnnRNNBackwardData_v8 (fb_dnn.p_cudnnRNNBackwardData_v8)
+#define cudnnRNNBackwardWeights_v8 (fb_dnn.p_cudnnRNNBackwardWeights_v8)
+#define cudnnBuildRNNDynamic (fb_dnn.p_cudnnBuildRNNDynamic)
+/* convolution */
+#define cudnnCreateFilterDescriptor (fb_dnn.p_cudnnCreateFilterDescriptor)
+#define cudnnDestroyFilterDescriptor (fb_dnn.p_cudnnDestroyFilterDescriptor)
+#define cudnnSetFilterNdDescriptor (fb_dnn.p_cudnnSetFilterNdDescriptor)
+#define cudnnCreateConvolutionDescriptor (fb_dnn.p_cudnnCreateConvolutionDescriptor)
+#define cudnnDestroyConvolutionDescriptor (fb_dnn.p_cudnnDestroyConvolutionDescriptor)
+#define cudnnSetConvolutionNdDescriptor (fb_dnn.p_cudnnSetConvolutionNdDescriptor)
+#define cudnnSetConvolutionGroupCount (fb_dnn.p_cudnnSetConvolutionGroupCount)
+#define cudnnSetConvolutionMathType (fb_dnn.p_cudnnSetConvolutionMathType)
+#define cudnnGetConvolutionForwardAlgorithm_v7 (fb_dnn.p_cudnnGetConvolutionForwardAlgorithm_v7)
+#define cudnnGetConvolutionBackwardDataAlgorithm_v7 (fb_dnn.p_cudnnGetConvolutionBackwardDataAlgorithm_v7)
+#define cudnnGetConvolutionBackwardFilterAlgorithm_v7 (fb_dnn.p_cudnnGetConvolutionBackwardFilterAlgorithm_v7)
+#define cudnnFindConvolutionForwardAlgorithmEx (fb_dnn.p_cudnnFindConvolutionForwardAlgorithmEx)
+#define cudnnFindConvolutionBackwardDataAlgorithmEx (fb_dnn.p_cudnnFindConvolutionBackwardDataAlgorithmEx)
+#define cudnnFindConvolutionBackwardFilterAlgorithmEx (fb_dnn.p_cudnnFindConvolutionBackwardFilterAlgorithmEx)
+#define cudnnGetConvolutionForwardWorkspaceSize (fb_dnn.p_cudnnGetConvolutionForwardWorkspaceSize)
+#define cudnnGetConvolutionBackwardDataWorkspaceSize (fb_dnn.p_cudnnGetConvolutionBackwardDataWorkspaceSize)
+#define cudnnGetConvolutionBackwardFilterWorkspaceSize (fb_dnn.p_cudnnGetConvolutionBackwardFilterWorkspaceSize)
+#define cudnnConvolutionForward (fb_dnn.p_cudnnConvolutionForward)
+#define cudnnConvolutionBackwardData (fb_dnn.p_cudnnConvolutionBackwardData)
+#define cudnnConvolutionBackwardFilter (fb_dnn.p_cudnnConvolutionBackwardFilter)
+#define cudnnAddTensor (fb_dnn.p_cudnnAddTensor)
+#define cudnnCreateActivationDescriptor (fb_dnn.p_cudnnCreateActivationDescriptor)
+#define cudnnDestroyActivationDescriptor (fb_dnn.p_cudnnDestroyActivationDescriptor)
+#define cudnnSetActivationDescriptor (fb_dnn.p_cudnnSetActivationDescriptor)
+#define cudnnActivationForward (fb_dnn.p_cudnnActivationForward)
+#define cudnnBackendCreateDescriptor (fb_dnn.p_cudnnBackendCreateDescriptor)
+#define cudnnBackendDestroyDescriptor (fb_dnn.p_cudnnBackendDestroyDescriptor)
+#define cudnnBackendSetAttribute (fb_dnn.p_cudnnBackendSetAttribute)
+#define cudnnBackendGetAttribute (fb_dnn.p_cudnnBackendGetAttribute)
+#define cudnnBackendFinalize (fb_dnn.p_cudnnBackendFinalize)
+#define cudnnBackendExecute (fb_dnn.p_cudnnBackendExecute)
 
 /* RNNC_OK for success, else RNNC_ERR_CUDNN (OUT_OF_MEMORY for an allocation
  * failure) with "what: <cuDNN's status and last error text>". */
@@ -131,13 +265,6 @@ typedef struct fb_buf {
 rnnc_status fb_buf_reserve(fb_buf *b, size_t n);
 void fb_buf_free(fb_buf *b);
 
-/* Where one linear layer's matrix and bias sit in cuDNN's weight space:
- * byte offsets from its start and element counts (0: none). */
-typedef struct fb_lin_slot {
-    size_t mat_off, mat_n;
-    size_t bias_off, bias_n;
-} fb_lin_slot;
-
 /* Device pointers of one forward or backward call (0 = none / zeros). */
 typedef struct fb_io {
     CUdeviceptr x, y, hx, cx, hy, cy;
@@ -160,10 +287,28 @@ typedef struct fb_rnn {
     cudnnTensorDescriptor_t hdesc, cdesc;
     size_t wsize;
     fb_buf w, dw;
+    /* The weight space and gradient buffer in use: w.p and dw.p, or the
+     * caller's (rnnc_model_bind_weight_buffer). */
+    CUdeviceptr wp, dwp;
+    bool ext_w, ext_dw;
     fb_lin_slot *slots; /* [pseudo * n_lin + lin id] */
     bool bound;
+    int sm, sm_count;
+    /* The algorithm the RNN descriptor holds now, and for PERSIST_DYNAMIC
+     * the batch its plan was built for (0: none). */
+    rnnc_cudnn_algo algo;
+    int dyn_batch;
+    /* AUTO's last choice and the shape it was made for. */
+    struct {
+        bool valid, training, ragged;
+        int T, B;
+        rnnc_cudnn_algo algo;
+    } memo;
+    int oom_retries; /* temp-space allocations that failed and were retried */
     /* The shape the data descriptors hold now, and its buffers. */
     int T, B;
+    bool packed;  /* x and y are packed (batch_sizes) */
+    int64_t rows; /* rows of x and y: sum(batch_sizes) packed, else T * B */
     int32_t *lens; /* [B] host copy of the sequence lengths */
     size_t lens_cap;
     bool training;
@@ -188,8 +333,131 @@ rnnc_status fb_rnn_time_forward(void *state, const rnnc_forward_args *a, int war
 rnnc_status fb_rnn_backward(void *state, const rnnc_backward_args *a);
 /* Bytes of state `state` (cell order) at the current batch: [L*D, B, n]. */
 size_t fb_rnn_state_bytes(const fb_rnn *r, int state);
+/* One cudnnRNNForward on the current shape, algorithm and temp space. */
+rnnc_status fb_rnn_launch_forward(fb_rnn *r, const fb_io *io);
+
+/* rnn_algo_run.c: the algorithm of each call and its temp space. */
+/* Sets the RNN descriptor to algorithm a (and the weight-space size, which
+ * must not change once weights are laid out). */
+rnnc_status fb_rnn_set_algo(fb_rnn *r, rnnc_cudnn_algo a);
+/* The algorithm for the current shape (the model's, or AUTO's choice:
+ * memo, tuning record, timing on io's buffers, or the heuristic), set in
+ * the descriptor with its temp space allocated.  A failed allocation is
+ * retried after freeing the backward's staging, then (AUTO) with the other
+ * eligible algorithms, smallest need first, then reported with the sizes. */
+rnnc_status fb_rnn_prepare_algo(fb_rnn *r, const fb_io *io, CUstream s);
+/* The query of the current shape. */
+void fb_rnn_algo_query(const fb_rnn *r, fb_algo_query *q);
+/* Tests: the next n temp-space allocations fail as if out of memory. */
+void fb_rnn_fail_allocs(int n);
+
+/* rnn_weights.c: weights in device memory (the model API's entries). */
+/* *bytes and offsets[pseudo * n_params + param] (NULL: not wanted), from
+ * cuDNN's own placement. */
+rnnc_status fb_rnn_weight_layout(const fb_rnn *r, size_t *bytes, size_t *offsets);
+/* Uses the caller's weights/grads (device memory of wsize bytes) from now
+ * on; weights 0 goes back to the backend's own buffers, copying the
+ * caller's contents into them first. */
+rnnc_status fb_rnn_bind_buffer(fb_rnn *r, CUdeviceptr weights, CUdeviceptr grads, size_t bytes);
 #endif
 
 /* ================================================================ 5. convolution */
+
+/* A checked rnnc_conv_desc (api/conv.c) with its shapes, logical order
+ * [N, C, spatial...] whatever the layout. */
+typedef struct fb_conv_geom {
+    rnnc_conv_desc d;
+    int rank;                      /* 2 + spatial dims */
+    int64_t x[5], w[5], y[5];      /* [N,C,S..], [K,C/g,R..], [N,K,P..] */
+    int64_t nx, nw, ny;            /* element counts */
+} fb_conv_geom;
+
+/* What decides an algorithm (conv_key.c, host only).  Built from a
+ * zero-filled struct so padding bytes never differ; hashed with xxHash. */
+typedef struct fb_conv_key {
+    int32_t device, dtype, layout, dims, math, deterministic, algo_mode, pass;
+    int32_t epilogue;              /* fused: bit 0 z, bit 1 bias, bit 2 relu; z's
+                                      alignment << 8, bias's << 16 */
+    int32_t align[3];              /* bytes (1..16) each pointer is aligned to */
+    uint32_t alpha_bits[2];        /* fused: alpha1, alpha2 as IEEE bits */
+    int64_t batch, in_channels, out_channels, groups;
+    int64_t input[3], kernel[3], stride[3], padding[3], dilation[3];
+} fb_conv_key;
+
+void fb_conv_key_make(fb_conv_key *k, const fb_conv_geom *g, rnnc_conv_pass pass, int epilogue,
+                      const void *const ptrs[3]);
+uint64_t fb_conv_key_hash(const fb_conv_key *k);
+bool fb_conv_key_equal(const fb_conv_key *a, const fb_conv_key *b);
+/* "2-D NCHW f32 x [32, 64, 56, 56] w [64, 64, 3, 3] y [32, 64, 56, 56]
+ * stride 1x1 pad 1x1 dilation 1x1 groups 1", for error messages. */
+void fb_conv_describe(const fb_conv_geom *g, char *buf, size_t n);
+/* Largest power of two up to 16 dividing the address. */
+int fb_conv_alignment(const void *p);
+
+/* The process-wide algorithm cache (conv_key.c): a thread-safe map from
+ * key to the algorithm (and math type) that ran. */
+typedef struct fb_conv_choice {
+    int algo;
+    int math;
+    size_t workspace;
+} fb_conv_choice;
+bool fb_conv_cache_get(const fb_conv_key *k, fb_conv_choice *out);
+rnnc_status fb_conv_cache_put(const fb_conv_key *k, const fb_conv_choice *c);
+size_t fb_conv_cache_count(void);
+void fb_conv_cache_clear(void);
+
+#ifdef FB_HAVE_CUDNN_H
+/* One fused graph's finalised plan, kept in a handle's LRU (conv_fused.c). */
+#define FB_CONV_GRAPH_DESCS 24
+typedef struct fb_conv_plan {
+    fb_conv_key key;
+    uint64_t hash;
+    cudnnBackendDescriptor_t plan;
+    /* Everything the plan was built from, kept as long as it is. */
+    cudnnBackendDescriptor_t descs[FB_CONV_GRAPH_DESCS];
+    int n_descs;
+    int64_t workspace;
+    int64_t engine;
+    uint64_t last_use;
+} fb_conv_plan;
+
+struct rnnc_conv_handle {
+    int device;
+    cudnnHandle_t dnn;
+    fb_buf ws;
+    fb_conv_plan *plans;
+    int n_plans, plan_cap;
+    uint64_t clock;                /* LRU time */
+    char last[160];
+};
+
+/* The legacy descriptors of one geometry (conv_run.c). */
+typedef struct fb_conv_descs {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnDataType_t dtype;
+} fb_conv_descs;
+
+rnnc_status fb_conv_descs_make(const fb_conv_geom *g, fb_conv_descs *d);
+void fb_conv_descs_free(fb_conv_descs *d);
+/* Dims and strides of x/y shaped t ([N, C, S...]) in g's layout, lifted to
+ * 2 spatial dims for 1-D; returns the count of dims. */
+int fb_conv_tensor_dims(const fb_conv_geom *g, const int64_t t[5], int dims[5], int strides[5]);
+/* Makes the context current and binds the stream. */
+rnnc_status fb_conv_enter(rnnc_conv_handle *h, const fb_conv_geom *g, void *stream);
+/* One pass through the legacy API, choosing (and caching) its algorithm;
+ * p = {x, w, y} for forward, {dy, w, dx} backward data, {x, dy, dw}
+ * backward filter.  out = alpha * conv + beta * out, as cuDNN's. */
+rnnc_status fb_conv_run(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
+                        const void *const p[3], float alpha, float beta);
+rnnc_status fb_conv_time(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
+                         const void *const p[3], rnnc_conv_algo_perf *perf, int max, int *count);
+/* conv_fused.c */
+rnnc_status fb_conv_fused(rnnc_conv_handle *h, const fb_conv_geom *g, const rnnc_conv_epilogue *e,
+                          const void *x, const void *w, void *y);
+void fb_conv_plans_clear(rnnc_conv_handle *h);
+rnnc_status fb_conv_plans_resize(rnnc_conv_handle *h, int capacity);
+#endif
 
 #endif /* RNNC_FALLBACK_H */

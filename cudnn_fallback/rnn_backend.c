@@ -86,33 +86,27 @@ static rnnc_status create_descriptors(fb_rnn *r)
     return st;
 }
 
-/* FFMA unless the model allows TF32: CUDNN_DEFAULT_MATH lets cuDNN pick
- * TF32 tensor cores for fp32.  fp16 computes in fp32 on tensor cores. */
-static cudnnMathType_t math_type(const fb_rnn *r)
-{
-    if (r->dtype == CUDNN_DATA_HALF)
-        return CUDNN_TENSOR_OP_MATH;
-    return r->spec.math == RNNC_MATH_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-}
-
+/* The dropout state, then the RNN descriptor on the model's algorithm
+ * (AUTO starts on STANDARD and decides per shape). */
 static rnnc_status set_rnn_descriptor(fb_rnn *r)
 {
     rnnc_status st = fb_dropout_bind(r->handle, r->spec.device, r->spec.seed,
                                      r->layers > 1 ? (float)r->dropout : 0.0f, r->drop);
+    if (st == RNNC_OK)
+        st = rt_cuda_arch(r->spec.device, &r->sm);
+    if (st == RNNC_OK)
+        st = rt_cuda_sm_count(r->spec.device, &r->sm_count);
     if (st != RNNC_OK)
         return st;
-    /* Padded IO: the unpacked layouts keep PyTorch's [T, B, *] / [B, T, *]
-     * tensors as they are, with per-sequence lengths. */
-    cudnnStatus_t cs = cudnnSetRNNDescriptor_v8(
-        r->rnn, CUDNN_RNN_ALGO_STANDARD, (cudnnRNNMode_t)r->mode, CUDNN_RNN_DOUBLE_BIAS,
-        r->dirs == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, r->dtype,
-        CUDNN_DATA_FLOAT, math_type(r), (int32_t)r->spec.sizes[0].I, (int32_t)r->hidden,
-        (int32_t)r->hout, r->layers, r->drop, CUDNN_RNN_PADDED_IO_ENABLED);
-    st = fb_cudnn_check(cs, "cudnnSetRNNDescriptor_v8");
-    if (st != RNNC_OK)
-        return st;
-    return fb_cudnn_check(cudnnGetRNNWeightSpaceSize(r->handle, r->rnn, &r->wsize),
-                          "cudnnGetRNNWeightSpaceSize");
+    rnnc_cudnn_algo a = r->spec.cudnn_algo;
+    fb_algo_query q;
+    fb_rnn_algo_query(r, &q); /* batch 0, not ragged: what create already knows */
+    const char *why = a != RNNC_CUDNN_ALGO_AUTO ? fb_algo_refusal(a, &q) : NULL;
+    if (why)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cudnn algorithm %s: %s", rnnc_cudnn_algo_name(a),
+                         why);
+    r->algo = RNNC_CUDNN_ALGO_AUTO; /* nothing set yet */
+    return fb_rnn_set_algo(r, a == RNNC_CUDNN_ALGO_AUTO ? RNNC_CUDNN_ALGO_STANDARD : a);
 }
 
 static size_t desc_numel(cudnnTensorDescriptor_t d)
@@ -201,7 +195,9 @@ static rnnc_status rnn_create(const rt_spec *s, void **state)
     rnnc_status st = describe(s, r);
     if (st != RNNC_OK)
         goto fail_state;
-    st = rt_cuda_context(s->device);
+    st = fb_cudnn_load();
+    if (st == RNNC_OK)
+        st = rt_cuda_context(s->device);
     if (st != RNNC_OK)
         goto fail_state;
     st = create_descriptors(r);
@@ -209,6 +205,7 @@ static rnnc_status rnn_create(const rt_spec *s, void **state)
         st = set_rnn_descriptor(r);
     if (st == RNNC_OK)
         st = fb_buf_reserve(&r->w, r->wsize);
+    r->wp = r->w.p;
     if (st == RNNC_OK)
         st = locate_slots(r);
     if (st != RNNC_OK)
@@ -298,7 +295,7 @@ static rnnc_status rnn_bind(void *state, const rt_weights *w)
     if (st == RNNC_OK)
         st = rt_cuda_context(r->spec.device);
     if (st == RNNC_OK)
-        st = rt_dev_upload(r->w.p, host, r->wsize, NULL);
+        st = rt_dev_upload(r->wp, host, r->wsize, NULL);
     if (st == RNNC_OK)
         st = rt_dev_sync(NULL);
     free(host);
@@ -332,7 +329,7 @@ static rnnc_status fetch_grad(fb_rnn *r)
     }
     rnnc_status st = rt_cuda_context(r->spec.device);
     if (st == RNNC_OK)
-        st = rt_dev_download(r->dw_host, r->dw.p, r->wsize, r->stream);
+        st = rt_dev_download(r->dw_host, r->dwp, r->wsize, r->stream);
     if (st == RNNC_OK)
         st = rt_dev_sync(r->stream);
     r->dw_host_valid = st == RNNC_OK;

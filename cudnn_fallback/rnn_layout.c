@@ -113,3 +113,72 @@ int64_t fb_rnn_param_numel(fb_rnn_mode m, const char *name, fb_rnn_dims d)
         total += pc[i].rows * pc[i].cols;
     return total;
 }
+
+/* ---------------------------------------------------------------- flat buffer */
+
+static fb_rnn_dims pseudo_dims(const fb_rnn_dims d[2], int pseudo, int dirs)
+{
+    return d[pseudo / dirs > 0];
+}
+
+/* Elements of linear layer `lin`'s matrix in a pseudo-layer of dims d. */
+static int64_t lin_matrix_numel(fb_rnn_mode m, int lin, fb_rnn_dims d)
+{
+    int gates = fb_rnn_gates(m);
+    if (lin == 2 * gates) /* the projection */
+        return d.proj * d.hidden;
+    int64_t cols = lin < gates ? d.in : (d.proj > 0 ? d.proj : d.hidden);
+    return d.hidden * cols;
+}
+
+size_t fb_rnn_expected_slots(fb_rnn_mode m, int layers, int dirs, const fb_rnn_dims d[2],
+                             bool bias, size_t esz, fb_lin_slot *slots)
+{
+    int n_lin = fb_rnn_lin_layers(m, d[0].proj > 0), gates = fb_rnn_gates(m);
+    size_t off = 0;
+    for (int p = 0; p < layers * dirs; p++) {
+        fb_rnn_dims pd = pseudo_dims(d, p, dirs);
+        for (int lin = 0; lin < n_lin; lin++) {
+            size_t n = (size_t)lin_matrix_numel(m, lin, pd);
+            if (slots)
+                slots[p * n_lin + lin] = (fb_lin_slot){.mat_off = off, .mat_n = n};
+            off += n * esz;
+        }
+        for (int lin = 0; bias && lin < 2 * gates; lin++) { /* the projection has no bias */
+            if (slots) {
+                slots[p * n_lin + lin].bias_off = off;
+                slots[p * n_lin + lin].bias_n = (size_t)pd.hidden;
+            }
+            off += (size_t)pd.hidden * esz;
+        }
+    }
+    return off;
+}
+
+rnnc_status fb_rnn_param_offset(fb_rnn_mode m, const char *name, fb_rnn_dims d,
+                                const fb_lin_slot *slots, size_t esz, size_t *off)
+{
+    fb_rnn_piece pc[FB_MAX_GATES];
+    int n = fb_rnn_pieces(m, name, d, pc);
+    if (n <= 0)
+        return rnnc_fail(RNNC_ERR_NOT_FOUND, "cudnn %s has no parameter '%s'",
+                         fb_rnn_mode_name(m), name ? name : "(null)");
+    size_t first = 0;
+    for (int k = 0; k < n; k++) {
+        const fb_lin_slot *sl = &slots[pc[k].lin_id];
+        size_t at = pc[k].bias ? sl->bias_off : sl->mat_off;
+        size_t have = pc[k].bias ? sl->bias_n : sl->mat_n;
+        if (have != (size_t)(pc[k].rows * pc[k].cols))
+            return rnnc_fail(RNNC_ERR_NOT_FOUND, "cuDNN holds no %s for '%s' (linear layer %d)",
+                             pc[k].bias ? "bias" : "matrix", name, pc[k].lin_id);
+        if (k == 0)
+            first = at;
+        else if (at != first + (size_t)pc[k].offset * esz)
+            return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                             "'%s' is not contiguous in cuDNN's weight space: gate %d sits at byte "
+                             "%zu, not %zu",
+                             name, k, at, first + (size_t)pc[k].offset * esz);
+    }
+    *off = first;
+    return RNNC_OK;
+}

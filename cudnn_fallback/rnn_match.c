@@ -7,6 +7,7 @@
  * text runs on cuDNN too, and a renamed layernorm_lstm never does.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cudnn_fallback/fallback.h"
 
@@ -38,9 +39,19 @@ static void copy_dropout_p(ir_fn *cand, const ir_fn *fn)
     }
 }
 
+/* A user's LSTM whose biases are mandatory is still an LSTM: whether a
+ * present param could have been absent does not change what it computes. */
+static void copy_optional_flags(ir_fn *cand, const ir_fn *fn)
+{
+    for (int32_t i = 0; i < cand->n_params; i++)
+        for (int32_t j = 0; j < fn->n_params; j++)
+            if (strcmp(cand->params[i].name, fn->params[j].name) == 0)
+                cand->params[i].optional = fn->params[j].optional;
+}
+
 /*
  * The built-in `name` specialised exactly as the model API specialises a
- * cell (ir_specialise), so the two compare node for node.
+ * cell (ir_specialise_bias), so the two compare node for node.
  */
 static rnnc_status specialised_builtin(const char *name, const rt_spec *s, ir_fn **out)
 {
@@ -48,10 +59,11 @@ static rnnc_status specialised_builtin(const char *name, const rt_spec *s, ir_fn
     rnnc_status st = rnnc_cell_builtin(&raw, name, NULL);
     if (st != RNNC_OK)
         return st;
-    st = ir_specialise(raw, has_projection(s), &c);
+    st = ir_specialise_bias(raw, has_projection(s), s->no_bias, &c);
     rnnc_cell_destroy(raw);
     if (st == RNNC_OK) {
         copy_dropout_p(c, s->fn[0]);
+        copy_optional_flags(c, s->fn[0]);
         st = ir_rehash(c);
     }
     if (st != RNNC_OK) {

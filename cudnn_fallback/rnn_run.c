@@ -20,12 +20,12 @@ size_t fb_rnn_state_bytes(const fb_rnn *r, int state)
 
 static size_t x_bytes(const fb_rnn *r)
 {
-    return (size_t)r->T * (size_t)r->B * (size_t)r->spec.sizes[0].I * r->esz;
+    return (size_t)r->rows * (size_t)r->spec.sizes[0].I * r->esz;
 }
 
 static size_t y_bytes(const fb_rnn *r)
 {
-    return (size_t)r->T * (size_t)r->B * (size_t)(r->dirs * r->hout) * r->esz;
+    return (size_t)r->rows * (size_t)(r->dirs * r->hout) * r->esz;
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -44,7 +44,7 @@ static rnnc_status check_forward(const fb_rnn *r, const rnnc_forward_args *a)
         if (a->lengths[b] < 1 || a->lengths[b] > a->seq_len)
             return rnnc_fail(RNNC_ERR_SHAPE, "lengths[%lld] = %lld is not in [1, T = %lld]",
                              (long long)b, (long long)a->lengths[b], (long long)a->seq_len);
-    if (!r->bound)
+    if (!r->bound && !r->ext_w)
         return rnnc_fail(RNNC_ERR_STATE, "cudnn forward before the weights were set");
     return RNNC_OK;
 }
@@ -60,11 +60,24 @@ static rnnc_status set_lengths(fb_rnn *r, const rnnc_forward_args *a)
         r->lens = l;
         r->lens_cap = (size_t)a->batch;
     }
+    /* Packed: sequence b is active while batch_sizes[t] > b (they are
+     * sorted longest first, as cuDNN's packed layout wants). */
+    for (int64_t b = 0; a->batch_sizes && b < a->batch; b++)
+        r->lens[b] = 0;
+    for (int64_t t = 0; a->batch_sizes && t < a->seq_len; t++)
+        for (int64_t b = 0; b < a->batch_sizes[t]; b++)
+            r->lens[b]++;
     r->ragged = false;
+    r->rows = 0;
     for (int64_t b = 0; b < a->batch; b++) {
-        r->lens[b] = (int32_t)(a->lengths ? a->lengths[b] : a->seq_len);
+        if (!a->batch_sizes)
+            r->lens[b] = (int32_t)(a->lengths ? a->lengths[b] : a->seq_len);
         r->ragged |= r->lens[b] < a->seq_len;
+        r->rows += r->lens[b];
     }
+    r->packed = a->batch_sizes != NULL;
+    if (!r->packed)
+        r->rows = (int64_t)r->T * r->B;
     return RNNC_OK;
 }
 
@@ -80,8 +93,9 @@ static rnnc_status set_state_desc(cudnnTensorDescriptor_t d, cudnnDataType_t dt,
 /* Data descriptors for (T, B, lengths); y past a sequence's end reads 0. */
 static rnnc_status set_data_descs(fb_rnn *r, bool batch_first)
 {
-    cudnnRNNDataLayout_t layout = batch_first ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
-                                              : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
+    cudnnRNNDataLayout_t layout = r->packed      ? CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED
+                                  : batch_first ? CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED
+                                                : CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED;
     double zero = 0.0; /* all-zero bits: 0 in fp16, fp32 and fp64 alike */
     rnnc_status st = fb_cudnn_check(
         cudnnSetRNNDataDescriptor(r->xdesc, r->dtype, layout, r->T, r->B,
@@ -98,7 +112,8 @@ static rnnc_status set_data_descs(fb_rnn *r, bool batch_first)
     return st;
 }
 
-/* Descriptors, temp space and device lengths for this call's shape. */
+/* Descriptors and device lengths for this call's shape (the temp space
+ * waits for the algorithm: fb_rnn_prepare_algo). */
 static rnnc_status set_shape(fb_rnn *r, const rnnc_forward_args *a, CUstream s)
 {
     r->T = (int)a->seq_len;
@@ -107,18 +122,6 @@ static rnnc_status set_shape(fb_rnn *r, const rnnc_forward_args *a, CUstream s)
     rnnc_status st = set_lengths(r, a);
     if (st == RNNC_OK)
         st = set_data_descs(r, r->spec.batch_first);
-    if (st != RNNC_OK)
-        return st;
-    cudnnForwardMode_t mode = a->training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
-    st = fb_cudnn_check(cudnnGetRNNTempSpaceSizes(r->handle, r->rnn, mode, r->xdesc,
-                                                  &r->ws_size, &r->rs_size),
-                        "cudnnGetRNNTempSpaceSizes");
-    if (!a->training)
-        r->rs_size = 0;
-    if (st == RNNC_OK)
-        st = fb_buf_reserve(&r->ws, r->ws_size);
-    if (st == RNNC_OK)
-        st = fb_buf_reserve(&r->rs, r->rs_size);
     if (st == RNNC_OK)
         st = fb_buf_reserve(&r->seq, (size_t)r->B * sizeof(int32_t));
     if (st == RNNC_OK)
@@ -207,13 +210,13 @@ static void *ptr(CUdeviceptr p)
     return (void *)(uintptr_t)p;
 }
 
-static rnnc_status launch_forward(fb_rnn *r, const fb_io *io)
+rnnc_status fb_rnn_launch_forward(fb_rnn *r, const fb_io *io)
 {
     cudnnForwardMode_t mode = r->training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
     cudnnStatus_t cs = cudnnRNNForward(
         r->handle, r->rnn, mode, (const int32_t *)ptr(r->seq.p), r->xdesc, ptr(io->x), r->ydesc,
         ptr(io->y), r->hdesc, ptr(io->hx), ptr(io->hy), r->cdesc, ptr(io->cx), ptr(io->cy),
-        r->wsize, ptr(r->w.p), r->ws_size, ptr(r->ws.p), r->rs_size,
+        r->wsize, ptr(r->wp), r->ws_size, ptr(r->ws.p), r->rs_size,
         r->rs_size ? ptr(r->rs.p) : NULL);
     return fb_cudnn_check(cs, "cudnnRNNForward");
 }
@@ -249,7 +252,9 @@ rnnc_status fb_rnn_forward(void *state, const rnnc_forward_args *a)
     if (st == RNNC_OK)
         st = stage_forward(r, a, s, &io);
     if (st == RNNC_OK)
-        st = launch_forward(r, &io);
+        st = fb_rnn_prepare_algo(r, &io, s);
+    if (st == RNNC_OK)
+        st = fb_rnn_launch_forward(r, &io);
     if (st == RNNC_OK)
         st = finish_forward(r, a, &io, s);
     if (st != RNNC_OK)
@@ -268,7 +273,7 @@ static rnnc_status time_once(void *ctx, CUstream s)
 {
     (void)s; /* the handle is already on s */
     fb_rnn *r = ctx;
-    return launch_forward(r, &r->last);
+    return fb_rnn_launch_forward(r, &r->last);
 }
 
 rnnc_status fb_rnn_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
@@ -335,18 +340,20 @@ static rnnc_status launch_backward(fb_rnn *r, const fb_io *g)
     cudnnStatus_t cs = cudnnRNNBackwardData_v8(
         r->handle, r->rnn, seq, r->ydesc, ptr(f->y), ptr(g->y), r->xdesc, ptr(g->x), r->hdesc,
         ptr(f->hx), ptr(g->hy), ptr(g->hx), r->cdesc, ptr(f->cx), ptr(g->cy), ptr(g->cx),
-        r->wsize, ptr(r->w.p), r->ws_size, ptr(r->ws.p), r->rs_size, ptr(r->rs.p));
+        r->wsize, ptr(r->wp), r->ws_size, ptr(r->ws.p), r->rs_size, ptr(r->rs.p));
     rnnc_status st = fb_cudnn_check(cs, "cudnnRNNBackwardData_v8");
     /* Weight gradients accumulate (CUDNN_WGRAD_MODE_ADD) into zeroed dw. */
-    if (st == RNNC_OK)
+    if (st == RNNC_OK && !r->ext_dw) {
         st = fb_buf_reserve(&r->dw, r->wsize);
+        r->dwp = r->dw.p;
+    }
     if (st == RNNC_OK)
-        st = rt_dev_zero(r->dw.p, r->wsize, r->stream);
+        st = rt_dev_zero(r->dwp, r->wsize, r->stream);
     if (st != RNNC_OK)
         return st;
     cs = cudnnRNNBackwardWeights_v8(r->handle, r->rnn, CUDNN_WGRAD_MODE_ADD, seq, r->xdesc,
                                     ptr(f->x), r->hdesc, ptr(f->hx), r->ydesc, ptr(f->y),
-                                    r->wsize, ptr(r->dw.p), r->ws_size, ptr(r->ws.p),
+                                    r->wsize, ptr(r->dwp), r->ws_size, ptr(r->ws.p),
                                     r->rs_size, ptr(r->rs.p));
     return fb_cudnn_check(cs, "cudnnRNNBackwardWeights_v8");
 }

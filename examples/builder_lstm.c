@@ -36,8 +36,9 @@ static rnnc_status declare(rnnc_cell *c, lstm_leaves *v)
     TRY(rnnc_cell_state(c, "c", "H", &v->c));
     TRY(rnnc_cell_param(c, "weight_ih", "4H", "I", &v->w_ih)); /* a matrix [rows, cols] */
     TRY(rnnc_cell_param(c, "weight_hh", "4H", "P", &v->w_hh));
-    TRY(rnnc_cell_param(c, "bias_ih", NULL, "4H", &v->b_ih)); /* a vector */
-    TRY(rnnc_cell_param(c, "bias_hh", NULL, "4H", &v->b_hh));
+    /* Vectors; optional so a model with no_bias (bias=False) drops them. */
+    TRY(rnnc_cell_param_optional(c, "bias_ih", NULL, "4H", &v->b_ih));
+    TRY(rnnc_cell_param_optional(c, "bias_hh", NULL, "4H", &v->b_hh));
     /* Exists only with proj_size > 0; absent, linear(v, weight_hr) is v. */
     TRY(rnnc_cell_param_optional(c, "weight_hr", "P", "H", &v->w_hr));
 fail:

@@ -19,6 +19,12 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility: what this header declares is
+ * its whole exported surface, and nothing internal leaks into librnnc.so. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define RNNC_VERSION_MAJOR 0
 #define RNNC_VERSION_MINOR 1
 #define RNNC_VERSION_PATCH 0
@@ -194,7 +200,7 @@ const char *rnnc_tensors_name(const rnnc_tensors *ts, int i);
 /* ---------------------------------------------------------------- models */
 
 typedef enum rnnc_backend {
-    RNNC_BACKEND_AUTO = 0, /* fused on a GPU, else cpu, else interp */
+    RNNC_BACKEND_AUTO = 0, /* per call: the first of fused, cudnn, cpu, interp that can run it */
     RNNC_BACKEND_INTERP = 1,
     RNNC_BACKEND_CPU = 2,
     RNNC_BACKEND_FUSED = 3,
@@ -205,6 +211,9 @@ const char *rnnc_backend_name(rnnc_backend b);
 rnnc_status rnnc_backend_from_name(const char *name, rnnc_backend *out);
 /* Built into this library and usable on this machine now (device present). */
 bool rnnc_backend_available(rnnc_backend b);
+/* Whether this build of rnnc holds backend `b` at all (CMake's RNNC_WITH_*
+ * options), whether or not this machine can run it. */
+bool rnnc_backend_built(rnnc_backend b);
 
 /* How much of the state-independent work leaves the time loop. */
 typedef enum rnnc_hoist {
@@ -219,6 +228,22 @@ typedef enum rnnc_math {
 } rnnc_math;
 
 typedef struct rnnc_model rnnc_model;
+
+/* cuDNN's RNN algorithms (the cudnn backend; docs/cudnn.md says which
+ * shapes each accepts).  AUTO times the eligible ones once per shape and
+ * records the winner like the fused autotuning (RNNC_AUTOTUNE=0: cuDNN's
+ * documented limits pick one without timing). */
+typedef enum rnnc_cudnn_algo {
+    RNNC_CUDNN_ALGO_AUTO = 0,
+    RNNC_CUDNN_ALGO_STANDARD = 1,
+    RNNC_CUDNN_ALGO_PERSIST_STATIC = 2,
+    RNNC_CUDNN_ALGO_PERSIST_STATIC_SMALL_H = 3,
+    RNNC_CUDNN_ALGO_PERSIST_DYNAMIC = 4
+} rnnc_cudnn_algo;
+
+/* "auto", "standard", "persist_static", "persist_static_small_h", "persist_dynamic". */
+const char *rnnc_cudnn_algo_name(rnnc_cudnn_algo a);
+rnnc_status rnnc_cudnn_algo_from_name(const char *name, rnnc_cudnn_algo *out);
 
 typedef struct rnnc_model_desc {
     const rnnc_cell *cell; /* copied by rnnc_model_create */
@@ -235,6 +260,8 @@ typedef struct rnnc_model_desc {
     rnnc_backend backend;
     rnnc_hoist hoist;
     int device; /* CUDA ordinal */
+    bool no_bias; /* PyTorch's bias=False: the cell's optional bias_* params are absent */
+    rnnc_cudnn_algo cudnn_algo; /* the cudnn backend's algorithm (AUTO by default) */
 } rnnc_model_desc;
 
 /* Fills the defaults: 1 layer, F32, FFMA, AUTO, HOIST_ALL, device 0. */
@@ -242,7 +269,9 @@ void rnnc_model_desc_init(rnnc_model_desc *d);
 
 rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d);
 void rnnc_model_destroy(rnnc_model *m);
-/* The backend the model runs on (AUTO resolved). */
+/* The backend that ran the model's last call; before the first call, the one
+ * AUTO opened first.  An AUTO model picks per call (lengths, training, a shape
+ * one backend refuses), so this can change from call to call. */
 rnnc_backend rnnc_model_backend(const rnnc_model *m);
 
 /* Weights, by PyTorch's state_dict names: `<param>_l<k>` and `<param>_l<k>_reverse`.
@@ -252,6 +281,28 @@ rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts);
 /* One weight from host memory (fp32), `count` elements, by state_dict name. */
 rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *data,
                                   int64_t count);
+/* The same from device memory (fp32, on the model's device; a GPU backend):
+ * read on the default stream once the call returns. */
+rnnc_status rnnc_model_set_weight_device(rnnc_model *m, const char *name, const void *data,
+                                         int64_t count);
+/*
+ * One flat device weight buffer in cuDNN's layout (cudnn backend): *bytes is
+ * its size and offsets[i] (NULL: not wanted; else rnnc_model_weight_count
+ * entries) the byte offset of weight i, which lies there contiguous, in the
+ * model's dtype and PyTorch's shape (as PyTorch's flatten_parameters makes it).
+ */
+rnnc_status rnnc_model_weight_buffer(const rnnc_model *m, size_t *bytes, size_t *offsets);
+/*
+ * Binds the model to caller-owned device buffers of that layout and size:
+ * every forward reads `weights` as it is then (an optimiser updates it in
+ * place; no copy is made), and every backward writes the weight gradients to
+ * `grads` (may be NULL: kept inside), overwriting them.  Host weights set
+ * before are ignored from now on; rnnc_model_set_weight* is refused while
+ * bound.  weights NULL unbinds (the model keeps a copy of the buffer's
+ * contents then, as if set with rnnc_model_set_weight).
+ */
+rnnc_status rnnc_model_bind_weight_buffer(rnnc_model *m, void *weights, void *grads,
+                                          size_t bytes);
 /* Name and element count of the i-th weight the model expects. */
 int rnnc_model_weight_count(const rnnc_model *m);
 rnnc_status rnnc_model_weight_info(const rnnc_model *m, int i, const char **name, int rank,
@@ -280,15 +331,23 @@ typedef struct rnnc_forward_args {
     bool training;
     bool device_pointers;
     void *stream; /* CUstream; NULL = the default stream */
+    /*
+     * Packed input (torch.nn.utils.rnn.PackedSequence), host memory: with
+     * batch_sizes [T] (non-increasing, batch_sizes[0] = B) x is
+     * [sum(batch_sizes), I] and y [sum(batch_sizes), D*Hout], step t's rows
+     * following step t-1's, batch_first ignored; lengths must be NULL.
+     */
+    const int64_t *batch_sizes;
 } rnnc_forward_args;
 
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a);
 
 /*
  * Backward (cudnn and interp backends; others: RNNC_ERR_UNSUPPORTED): after
- * a training forward with the same shapes, once per forward (else RNNC_ERR_STATE).
- * dy [T,B,D*Hout]; dfinal[s] gradients of the final states (NULL = zero);
- * gives dx, dinit[s] (NULL = not wanted) and weight gradients, which are
+ * a training forward with the same shapes, once per forward (else
+ * RNNC_ERR_STATE).  dy [T,B,D*Hout] (packed like y when the forward was);
+ * dfinal[s] gradients of the final states (NULL = zero); gives dx (packed
+ * like x), dinit[s] (NULL = not wanted) and weight gradients, which are
  * read with rnnc_model_weight_grad after the call (accumulated from zero).
  */
 typedef struct rnnc_backward_args {
@@ -301,6 +360,10 @@ typedef struct rnnc_backward_args {
 rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a);
 /* Copies the gradient of a weight (by state_dict name) to host memory. */
 rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, int64_t count);
+
+/* The algorithm a cudnn model's last forward ran (AUTO resolved; AUTO before
+ * the first forward); RNNC_ERR_UNSUPPORTED for other backends. */
+rnnc_status rnnc_model_cudnn_algo(const rnnc_model *m, rnnc_cudnn_algo *out);
 
 /* Median forward time in milliseconds over `iters` runs after `warmup`
  * (CUDA events on a GPU, a monotonic clock on the CPU), on the buffers of `a`. */
@@ -332,11 +395,150 @@ rnnc_status rnnc_bundle_load(const char *path);
 /* Forgets every loaded bundle (kernels already loaded by models stay usable). */
 void rnnc_bundle_unload_all(void);
 
+/* ---------------------------------------------------------------- convolution (rnnc_conv) */
+
+/*
+ * Convolution on cuDNN 9 (docs/conv.md): forward, backward data, backward
+ * filter, transposed, and y = act(alpha1 * conv(x) + alpha2 * z + bias)
+ * fused through cuDNN's graph API.  1, 2 or 3 spatial dims; stride,
+ * padding, dilation, groups; NCHW or NHWC; f32, f16, bf16 (computing in
+ * fp32).  Buffers are device pointers on the caller's stream (NULL: the
+ * default stream).  Needs a build with cuDNN (RNNC_ERR_NOT_BUILT) and a GPU
+ * with cuDNN 9 loadable at run time (RNNC_ERR_NO_DEVICE, with the reason).
+ *
+ * Shapes (rnnc_conv_shapes) in the layout's order, S = spatial sizes:
+ *   NCHW: x [N, C, S...], w [K, C/groups, R...], y [N, K, P...]
+ *   NHWC: x [N, S..., C], w [K, R..., C/groups], y [N, P..., K]
+ * with P = (S + 2*pad - dilation*(R-1) - 1) / stride + 1.
+ */
+typedef enum rnnc_conv_layout {
+    RNNC_CONV_NCHW = 0, /* channels first */
+    RNNC_CONV_NHWC = 1  /* channels last */
+} rnnc_conv_layout;
+
+typedef enum rnnc_conv_algo_mode {
+    RNNC_CONV_HEURISTIC = 0, /* cuDNN's heuristic order; the first candidate that runs */
+    RNNC_CONV_BENCHMARK = 1  /* every candidate timed on the real buffers, once per key */
+} rnnc_conv_algo_mode;
+
+typedef enum rnnc_conv_pass {
+    RNNC_CONV_FORWARD = 0,
+    RNNC_CONV_BACKWARD_DATA = 1,   /* also the transposed convolution's forward */
+    RNNC_CONV_BACKWARD_FILTER = 2,
+    RNNC_CONV_FUSED = 3
+} rnnc_conv_pass;
+
+#define RNNC_CONV_MAX_DIMS 3
+
+typedef struct rnnc_conv_desc {
+    int spatial_dims;              /* 1, 2 or 3 */
+    int64_t batch;                 /* N */
+    int64_t in_channels;           /* C */
+    int64_t out_channels;          /* K */
+    int64_t input[RNNC_CONV_MAX_DIMS];  /* spatial sizes, outermost first (D, H, W) */
+    int64_t kernel[RNNC_CONV_MAX_DIMS];
+    int64_t stride[RNNC_CONV_MAX_DIMS];
+    int64_t padding[RNNC_CONV_MAX_DIMS]; /* the same on both sides */
+    int64_t dilation[RNNC_CONV_MAX_DIMS];
+    int64_t groups;                /* divides C and K; C for depthwise */
+    rnnc_conv_layout layout;       /* of x, w and y alike */
+    rnnc_dtype dtype;              /* RNNC_F32, RNNC_F16, RNNC_BF16 */
+    rnnc_math math;                /* f32: FFMA only, or TF32 tensor cores allowed */
+    rnnc_conv_algo_mode algo_mode;
+    bool deterministic;            /* only algorithms cuDNN marks deterministic */
+    int device;
+} rnnc_conv_desc;
+
+/* Defaults: 2-D, stride 1, padding 0, dilation 1, groups 1, NCHW, F32,
+ * FFMA, heuristic, not deterministic, device 0; sizes 0 (to be set). */
+void rnnc_conv_desc_init(rnnc_conv_desc *d);
+
+/* A checked convolution (host only: no device is needed to create one).
+ * Bad sizes are RNNC_ERR_INVALID_ARG or RNNC_ERR_SHAPE naming them. */
+typedef struct rnnc_conv rnnc_conv;
+rnnc_status rnnc_conv_create(rnnc_conv **out, const rnnc_conv_desc *d);
+void rnnc_conv_destroy(rnnc_conv *c);
+const rnnc_conv_desc *rnnc_conv_get_desc(const rnnc_conv *c);
+/* Shapes of x, w and y as above; *rank = 2 + spatial_dims. */
+void rnnc_conv_shapes(const rnnc_conv *c, int64_t x[5], int64_t w[5], int64_t y[5], int *rank);
+/* Element counts of x, w and y (any may be NULL). */
+void rnnc_conv_numels(const rnnc_conv *c, int64_t *x, int64_t *w, int64_t *y);
+
+/* One cuDNN handle on one device with its workspace and the fused path's
+ * execution plans (an LRU).  Use a handle from one thread at a time. */
+typedef struct rnnc_conv_handle rnnc_conv_handle;
+rnnc_status rnnc_conv_handle_create(rnnc_conv_handle **out, int device);
+void rnnc_conv_handle_destroy(rnnc_conv_handle *h);
+/* Execution plans kept (default 64); the least recently used is dropped. */
+rnnc_status rnnc_conv_handle_set_plan_cache(rnnc_conv_handle *h, int capacity);
+int rnnc_conv_handle_plan_count(const rnnc_conv_handle *h);
+/* What the last call on h ran, e.g. "fwd IMPLICIT_PRECOMP_GEMM (fma, ws 0 B)". */
+const char *rnnc_conv_handle_last_algo(const rnnc_conv_handle *h);
+
+rnnc_status rnnc_conv_forward(rnnc_conv_handle *h, const rnnc_conv *c, const void *x,
+                              const void *w, void *y, void *stream);
+/* dx from dy (shape of y) and w. */
+rnnc_status rnnc_conv_backward_data(rnnc_conv_handle *h, const rnnc_conv *c, const void *dy,
+                                    const void *w, void *dx, void *stream);
+/* dw from x and dy (overwritten, not accumulated). */
+rnnc_status rnnc_conv_backward_filter(rnnc_conv_handle *h, const rnnc_conv *c, const void *x,
+                                      const void *dy, void *dw, void *stream);
+/* The transposed convolution of c: in has c's y shape, out has c's x shape
+ * (backward data run as a forward; w as for c). */
+rnnc_status rnnc_conv_transposed(rnnc_conv_handle *h, const rnnc_conv *c, const void *in,
+                                 const void *w, void *out, void *stream);
+
+/* y = act(alpha1 * conv(x) + alpha2 * z + bias); z (y's shape) and bias ([K])
+ * may be NULL; act is ReLU or identity. */
+typedef struct rnnc_conv_epilogue {
+    float alpha1, alpha2;
+    const void *z;
+    const void *bias;
+    bool relu;
+    bool unfused; /* run conv, add, add, relu as separate cuDNN calls */
+} rnnc_conv_epilogue;
+void rnnc_conv_epilogue_init(rnnc_conv_epilogue *e); /* alpha1 1, alpha2 1, relu, fused */
+/* The graph path first; where no engine supports the graph, the unfused
+ * calls (rnnc_conv_handle_last_algo says which ran). */
+rnnc_status rnnc_conv_fused(rnnc_conv_handle *h, const rnnc_conv *c, const rnnc_conv_epilogue *e,
+                            const void *x, const void *w, void *y, void *stream);
+
+/* Every algorithm cuDNN offers for a pass, timed once on the given buffers
+ * (as for forward: a = x, b = w, out = y; backward data: dy, w, dx;
+ * backward filter: x, dy, dw).  Fills up to max entries, fastest first. */
+typedef struct rnnc_conv_algo_perf {
+    char name[48];
+    float ms;
+    size_t workspace;
+    bool deterministic;
+    bool tensor_cores;
+} rnnc_conv_algo_perf;
+rnnc_status rnnc_conv_time_algos(rnnc_conv_handle *h, const rnnc_conv *c, rnnc_conv_pass pass,
+                                 const void *a, const void *b, void *out,
+                                 rnnc_conv_algo_perf *perf, int max, int *count);
+
+/* The process-wide algorithm cache (keyed by every parameter that changes
+ * the choice): its entry count, and emptying it. */
+size_t rnnc_conv_algo_cache_size(void);
+void rnnc_conv_algo_cache_clear(void);
+
+/* Device memory for callers with no CUDA runtime of their own (examples,
+ * the rnnc command).  rnnc_device_free accepts NULL. */
+rnnc_status rnnc_device_alloc(int device, size_t bytes, void **ptr);
+void rnnc_device_free(void *ptr);
+rnnc_status rnnc_device_upload(void *dst, const void *src, size_t bytes);
+rnnc_status rnnc_device_download(void *dst, const void *src, size_t bytes);
+rnnc_status rnnc_device_sync(void *stream);
+
 /* ---------------------------------------------------------------- Philox */
 
 /* Philox4x32-10: the four 32-bit words of block `counter` under key `seed`.
  * Dropout draws its uniforms from this stream (docs/dropout.md). */
 void rnnc_philox4x32_10(uint64_t seed, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

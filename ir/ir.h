@@ -227,6 +227,9 @@ bool ir_is_result(const ir_fn *f, int32_t v);
  * the function into a new, compacted one so indices stay topological.
  */
 rnnc_status pass_drop_absent(ir_fn *f, bool has_proj);
+/* The same for a model with bias=False too (no_bias): every optional param
+ * named `bias` or `bias_*` is absent; a cell with none is refused. */
+rnnc_status pass_drop_absent_bias(ir_fn *f, bool has_proj, bool no_bias);
 rnnc_status pass_simplify(ir_fn *f);
 rnnc_status pass_cse(ir_fn *f);
 rnnc_status pass_dce(ir_fn *f);
@@ -286,6 +289,9 @@ rnnc_status ir_optimise(ir_fn *f, bool has_proj);
 /* A copy of `cell` optimised for a model with(out) projection: what every
  * backend and the cuDNN cell matcher see. */
 rnnc_status ir_specialise(const ir_fn *cell, bool has_proj, ir_fn **out);
+/* Both for a model without biases too (PyTorch's bias=False). */
+rnnc_status ir_optimise_bias(ir_fn *f, bool has_proj, bool no_bias);
+rnnc_status ir_specialise_bias(const ir_fn *cell, bool has_proj, bool no_bias, ir_fn **out);
 
 /* ---------------------------------------------------------------- autodiff (autodiff.c) */
 

@@ -45,11 +45,16 @@ static rnnc_status run(ir_fn *f, pass_fn pass, const char *name)
 
 rnnc_status ir_optimise(ir_fn *f, bool has_proj)
 {
+    return ir_optimise_bias(f, has_proj, false);
+}
+
+rnnc_status ir_optimise_bias(ir_fn *f, bool has_proj, bool no_bias)
+{
     rnnc_status s = ir_verify(f);
     if (s != RNNC_OK)
         return s;
     dump(f, "ir");
-    if ((s = pass_drop_absent(f, has_proj)) != RNNC_OK || (s = ir_verify(f)) != RNNC_OK)
+    if ((s = pass_drop_absent_bias(f, has_proj, no_bias)) != RNNC_OK || (s = ir_verify(f)) != RNNC_OK)
         return s;
     if ((s = run(f, pass_simplify, "simplify")) || (s = run(f, pass_cse, "cse")) ||
         (s = run(f, pass_dce, "dce")))
@@ -60,9 +65,14 @@ rnnc_status ir_optimise(ir_fn *f, bool has_proj)
 
 rnnc_status ir_specialise(const ir_fn *cell, bool has_proj, ir_fn **out)
 {
+    return ir_specialise_bias(cell, has_proj, false, out);
+}
+
+rnnc_status ir_specialise_bias(const ir_fn *cell, bool has_proj, bool no_bias, ir_fn **out)
+{
     ir_fn *c = NULL;
     rnnc_status s = rnnc_cell_clone(&c, cell);
-    if (s == RNNC_OK && (s = ir_optimise(c, has_proj)) != RNNC_OK) {
+    if (s == RNNC_OK && (s = ir_optimise_bias(c, has_proj, no_bias)) != RNNC_OK) {
         rnnc_cell_destroy(c);
         c = NULL;
     }

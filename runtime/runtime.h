@@ -43,6 +43,8 @@ typedef struct rt_spec {
     rnnc_dtype dtype;
     int device;
     int64_t hout; /* P if projection, else H: the width of y per direction */
+    bool no_bias; /* bias=False: fn[] were specialised without their biases */
+    rnnc_cudnn_algo cudnn_algo;
 } rt_spec;
 
 static inline const ir_fn *rt_spec_fn(const rt_spec *s, int layer)

@@ -7,6 +7,27 @@
 
 #include "runtime/runtime.h"
 
+/* batch_sizes as PyTorch's PackedSequence holds them (its sequences sorted
+ * longest first): B, then never more, never 0. */
+static rnnc_status check_packed(const rnnc_forward_args *a)
+{
+    if (a->lengths)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG,
+                         "forward: packed input (batch_sizes) carries its own lengths; pass "
+                         "lengths = NULL");
+    if (a->batch_sizes[0] != a->batch)
+        return rnnc_fail(RNNC_ERR_SHAPE, "forward: batch_sizes[0] = %lld must be the batch (%lld)",
+                         (long long)a->batch_sizes[0], (long long)a->batch);
+    for (int64_t t = 1; t < a->seq_len; t++)
+        if (a->batch_sizes[t] < 1 || a->batch_sizes[t] > a->batch_sizes[t - 1])
+            return rnnc_fail(RNNC_ERR_SHAPE,
+                             "forward: batch_sizes[%lld] = %lld after %lld: packed sequences "
+                             "must be sorted longest first, each step holding >= 1",
+                             (long long)t, (long long)a->batch_sizes[t],
+                             (long long)a->batch_sizes[t - 1]);
+    return RNNC_OK;
+}
+
 rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a)
 {
     if (!a)
@@ -16,6 +37,11 @@ rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a)
                          (long long)a->seq_len, (long long)a->batch);
     if (!a->x || !a->y)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "forward: x and y are required");
+    if (a->batch_sizes) {
+        rnnc_status st = check_packed(a);
+        if (st != RNNC_OK)
+            return st;
+    }
     if (a->lengths) {
         for (int64_t b = 0; b < a->batch; b++)
             if (a->lengths[b] < 1 || a->lengths[b] > a->seq_len)

@@ -25,6 +25,8 @@ rnnc_build() {
     [ -d /usr/local/cuda ] && cuda_opts+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
     local launcher=()
     command -v ccache >/dev/null && launcher+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
-    cmake -S . -B "$dir" -DRNNC_WITH_LLVM="${RNNC_WITH_LLVM:-ON}" "${cuda_opts[@]}" "${launcher[@]}" "$@" >/dev/null
+    # Only the status lines of the optional dependencies: what this build has and why.
+    cmake -S . -B "$dir" -DRNNC_WITH_LLVM="${RNNC_WITH_LLVM:-ON}" "${cuda_opts[@]}" "${launcher[@]}" "$@" |
+        { grep '^-- rnnc:' || true; }
     cmake --build "$dir" -j "$(nproc)" ${RNNC_TARGET:+--target "$RNNC_TARGET"}
 }

@@ -48,11 +48,38 @@ if [ "${BENCH:-1}" != 0 ]; then
     cmp lnlstm_b64 --cell layernorm_lstm --batch 64 --backends fused,interp
     cmp gru_b64 --cell gru --batch 64 --backends fused,cudnn
   fi
+  # Every cuDNN algorithm against the fused path (issue 14): LSTM T=100,
+  # B 1/8/64/256, H 256/512/1024, fp32 and fp16 (cuDNN only), on its own.
+  if [ -x build-gpu/bench/bench_cudnn_algo_bench ] && [[ bench_cudnn_algo_bench =~ ${BENCHES:-.} ]]; then
+    RNNC_AUTOTUNE=1 timeout 580 build-gpu/bench/bench_cudnn_algo_bench --iters 30 \
+      --json "$OUT/bench_cudnn_algo_bench.json" > "$OUT/bench_cudnn_algo_bench.txt" 2>&1
+    echo "== bench_cudnn_algo_bench rc=$?"; cat "$OUT/bench_cudnn_algo_bench.txt"
+  fi
   for b in build-gpu/bench/bench_*; do
     [ -x "$b" ] || continue
     n=$(basename "$b")
+    [ "$n" = bench_cudnn_algo_bench ] && continue # run above
     [[ "$n" =~ ${BENCHES:-.} ]] || continue
+    [ "$n" = bench_conv_bench ] && continue # run by the convolution block below
     timeout 300 "$b" --json "$OUT/$n.json" > "$OUT/$n.txt" 2>&1
     echo "== $n rc=$?"; tail -25 "$OUT/$n.txt"
   done
+fi
+
+# ---- convolution (issue 13): its gpu test, rnnc's benchmark, PyTorch's on the same shapes.
+#   CONV=0 skips this block.
+if [ "${CONV:-1}" != 0 ]; then
+  if [ "${BENCH_ONLY:-0}" != 1 ]; then
+    (cd build-gpu && ctest -R gpu_cudnn_conv --output-on-failure --timeout 400) > "$OUT/conv-test.log" 2>&1
+    echo "== conv test rc=$?"
+    grep -E '^(FAIL|SKIP|cuDNN|grid|plans|heuristic|benchmark)|tests passed|\[  (FAILED|PASSED)' \
+      "$OUT/conv-test.log" | head -60
+  fi
+  if [ "${BENCH:-1}" != 0 ]; then
+    timeout 400 build-gpu/bench/bench_conv_bench --json "$OUT/conv_bench.json" > "$OUT/conv_bench.txt" 2>&1
+    echo "== conv bench rc=$?"; cat "$OUT/conv_bench.txt"
+    timeout 300 python3 bench/conv_torch.py --json "$OUT/conv_torch.json" --rnnc "$OUT/conv_bench.json" \
+      > "$OUT/conv_torch.txt" 2>&1
+    echo "== conv torch rc=$?"; tail -32 "$OUT/conv_torch.txt"
+  fi
 fi

@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 rnnc_install_deps
-rnnc_build build-test -DRNNC_WERROR=ON -DRNNC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-cd build-test
-ctest --output-on-failure -j "$(nproc)" "$@"
+san=(-DRNNC_WERROR=ON -DRNNC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+echo "== build-test: every optional dependency found here"
+rnnc_build build-test "${san[@]}"
+(cd build-test && ctest --output-on-failure -j "$(nproc)" "$@")
+# A second tree with every optional dependency off proves that a machine
+# without CUDA, cuDNN, LLVM and oneDNN builds (under -Werror) and passes.
+echo "== build-minimal: every optional dependency off"
+RNNC_WITH_LLVM=OFF rnnc_build build-minimal "${san[@]}" -DRNNC_WITH_CUDA=OFF \
+    -DRNNC_WITH_CUDNN=OFF -DRNNC_WITH_DNNL=OFF
+(cd build-minimal && ctest --output-on-failure -j "$(nproc)" "$@")

@@ -4,13 +4,14 @@
 For each case: <case>.weights.safetensors is nn.LSTM/nn.GRU's state_dict as
 safetensors.torch.save_file writes it (fp32), and <case>.io.safetensors holds
 the input x (and h0, c0, lengths) plus PyTorch's outputs y, hy, cy, computed
-in float64 from the same fp32 numbers.  For training, <case>.dy.safetensors
-holds random gradients of the outputs (y, hy, cy, fp32, as `rnnc grad
---grad-output` reads them) and <case>.grad.safetensors PyTorch autograd's
-gradients in float64 of sum(y*dy) + sum(hy*dhy) + sum(cy*dcy): every weight
-by its state_dict name, x, and h0/c0 where the case gives them (drawn from
-their own generator, so the forward files do not change).  The files are
-committed under
+in float64 from the same fp32 numbers.  The *_nobias cases are bias=False
+modules: their state_dicts hold no bias_* tensors.  For training,
+<case>.dy.safetensors holds random gradients of the outputs (y, hy, cy, fp32,
+as `rnnc grad --grad-output` reads them) and <case>.grad.safetensors PyTorch
+autograd's gradients in float64 of sum(y*dy) + sum(hy*dhy) + sum(cy*dcy):
+every weight by its state_dict name, x, and h0/c0 where the case gives them
+(drawn from their own generator, so the forward files do not change).  The
+files are committed under
 tests/data; tests/test_torch_reference.c checks rnnc against them, so no test
 needs PyTorch installed.  Run where PyTorch is (the GPU machine has it).
 """
@@ -30,6 +31,13 @@ CASES = [
                               bidirectional=True), 6, 3, False, True),
     ("rnn_tanh", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="tanh"), 5, 2, False, True),
     ("rnn_relu", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="relu"), 5, 2, False, True),
+    # bias=False (tests/gpu_cudnn_paths.c; rnnc --no-bias)
+    ("lstm_nobias", "LSTM", dict(input_size=5, hidden_size=6, num_layers=2, bidirectional=True,
+                                 bias=False), 6, 3, True, True),
+    ("gru_nobias", "GRU", dict(input_size=4, hidden_size=5, num_layers=2, bias=False),
+     6, 3, False, True),
+    ("rnn_tanh_nobias", "RNN", dict(input_size=3, hidden_size=4, nonlinearity="tanh",
+                                    bias=False), 5, 2, False, True),
 ]
 
 

@@ -6,6 +6,7 @@
 # Usage: cli_compile.sh path/to/rnnc
 . "$(dirname "$0")/lib_cli.sh"
 export RNNC_CACHE_DIR="$T/cache"
+built fused || { echo "skipped: this rnnc is built without CUDA, so it has no bundles"; exit 77; }
 
 # manifest FILE: the JSON manifest of a bundle (its length is at byte 16)
 manifest() {

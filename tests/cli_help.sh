@@ -18,7 +18,8 @@ for cmd in run grad random compare dump demo show diff cache; do
     "$RNNC" help "$cmd" | grep -q "^Usage: rnnc $cmd" || fail "help $cmd"
 done
 "$RNNC" run --help | grep -q -- "--backend B" || fail "run --help lacks the model options"
-"$RNNC" --version | grep -Eq '^rnnc [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+"$RNNC" --version | head -1 | grep -Eq '^rnnc [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+"$RNNC" --version | grep -Eq '^backends built: interp' || fail "--version does not list the backends built"
 "$RNNC" > /dev/null 2> "$out"
 [ $? -eq 2 ] && grep -q "^Usage: rnnc COMMAND" "$out" || fail "no command: want usage, exit 2"
 

@@ -179,6 +179,10 @@ int main(void)
 {
     tu_require_gpu();
     rng = tu_seed();
+    if (fb_cudnn_load() != RNNC_OK) {
+        printf("SKIP: %s\n", rnnc_last_error());
+        return 77;
+    }
     printf("cuDNN %zu\n", cudnnGetVersion());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_matrix),

@@ -21,5 +21,7 @@ expect() {
     grep -Eq -- "$re" err.txt || { fail "$*: stderr lacks /$re/"; cat err.txt >&2; }
     ! grep -q "runtime error\|AddressSanitizer" err.txt || fail "$*: sanitizer report"
 }
+# built BACKEND: this rnnc was built with the backend (CMake's RNNC_WITH_*)
+built() { "$RNNC" --version | grep -q "^backends built:.* $1\b"; }
 # usable BACKEND: the backend can run on this machine now
 usable() { "$RNNC" --help | grep -q "usable here:.* $1\b"; }

@@ -88,6 +88,8 @@ typedef struct cli_model_opts {
     int hoist;         /* rnnc_hoist, or -1: not given */
     rnnc_backend backend;
     int device;
+    bool no_bias;               /* --no-bias: PyTorch's bias=False */
+    rnnc_cudnn_algo cudnn_algo; /* --cudnn-algo */
 } cli_model_opts;
 
 /* Option ids above any character getopt_long returns. */
@@ -106,6 +108,8 @@ enum {
     CLI_OPT_HIDDEN,
     CLI_OPT_BACKEND,
     CLI_OPT_DEVICE,
+    CLI_OPT_NO_BIAS,
+    CLI_OPT_CUDNN_ALGO,
     CLI_OPT_FIRST_OWN /* each command numbers its own options from here */
 };
 
@@ -126,6 +130,8 @@ enum {
     {"hidden", required_argument, NULL, CLI_OPT_HIDDEN},                                       \
     {"backend", required_argument, NULL, CLI_OPT_BACKEND},                                     \
     {"device", required_argument, NULL, CLI_OPT_DEVICE},                                       \
+    {"no-bias", no_argument, NULL, CLI_OPT_NO_BIAS},                                           \
+    {"cudnn-algo", required_argument, NULL, CLI_OPT_CUDNN_ALGO},                               \
     {"help", no_argument, NULL, 'h'}
 
 /* Help text for the options above, for each command's --help. */
@@ -236,6 +242,7 @@ typedef struct cli_compare_row {
     double ms;            /* median forward time */
     int runs;             /* how many runs the median is of */
     double err_interp, err_cudnn; /* NAN: no such reference */
+    rnnc_cudnn_algo algo; /* cudnn: the algorithm it ran (AUTO: not cudnn) */
     cli_io io;
 } cli_compare_row;
 

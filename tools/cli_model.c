@@ -24,7 +24,11 @@ const char cli_model_help[] =
     "  --training              run in training mode (dropout active)\n"
     "  --hoist none|matmul|all how much leaves the time loop (default all)\n"
     "  --backend B             auto, interp, cpu, fused or cudnn (default auto)\n"
-    "  --device N              CUDA device ordinal (default 0)\n";
+    "  --device N              CUDA device ordinal (default 0)\n"
+    "  --no-bias               no bias parameters (PyTorch's bias=False)\n"
+    "  --cudnn-algo A          cudnn backend: auto (default: the fastest, timed once per\n"
+    "                          shape), standard, persist_static, persist_static_small_h,\n"
+    "                          persist_dynamic\n";
 
 void cli_model_opts_init(cli_model_opts *o, const char *default_cell)
 {
@@ -55,6 +59,17 @@ static bool parse_backend(const char *cmd, const char *arg, rnnc_backend *out)
     return false;
 }
 
+static bool parse_algo(const char *cmd, const char *arg, rnnc_cudnn_algo *out)
+{
+    if (rnnc_cudnn_algo_from_name(arg, out) == RNNC_OK)
+        return true;
+    cli_usage(cmd,
+              "--cudnn-algo wants auto, standard, persist_static, persist_static_small_h or "
+              "persist_dynamic, not '%s'",
+              arg);
+    return false;
+}
+
 bool cli_model_opt(cli_model_opts *o, const char *cmd, int id, const char *arg)
 {
     int64_t v = 0;
@@ -73,6 +88,8 @@ bool cli_model_opt(cli_model_opts *o, const char *cmd, int id, const char *arg)
     case CLI_OPT_INPUT_SIZE: ok = cli_int(cmd, "input-size", arg, 1, INT32_MAX, &o->input_size); break;
     case CLI_OPT_HIDDEN: ok = cli_int(cmd, "hidden-size", arg, 1, INT32_MAX, &o->hidden_size); break;
     case CLI_OPT_BACKEND: ok = parse_backend(cmd, arg, &o->backend); break;
+    case CLI_OPT_NO_BIAS: o->no_bias = true; break;
+    case CLI_OPT_CUDNN_ALGO: ok = parse_algo(cmd, arg, &o->cudnn_algo); break;
     case CLI_OPT_DEVICE:
         ok = cli_int(cmd, "device", arg, 0, 1023, &v);
         o->device = (int)v;
@@ -109,5 +126,7 @@ rnnc_status cli_model_create(const cli_model_opts *o, const rnnc_cell *cell, rnn
     d.backend = backend;
     d.hoist = hoist;
     d.device = o->device;
+    d.no_bias = o->no_bias;
+    d.cudnn_algo = o->cudnn_algo;
     return rnnc_model_create(out, &d);
 }

@@ -146,6 +146,9 @@ static rnnc_status run_row(cli_compare *c, const rnnc_cell *cell, rnnc_hoist hoi
         s = rnnc_model_time_forward(m, &a, c->warmup, c->iters, &r->ms);
         r->runs = c->iters;
     }
+    /* With --cudnn-algo auto cuDNN ran the fastest eligible algorithm. */
+    if (s == RNNC_OK && r->backend == RNNC_BACKEND_CUDNN)
+        s = rnnc_model_cudnn_algo(m, &r->algo);
 destroy:
     rnnc_model_destroy(m);
     return s;

@@ -88,6 +88,15 @@ void cli_compare_print(const cli_compare *c)
         cell_of(ec, sizeof ec, r->err_cudnn, "%.2e");
         printf("%-8s %12s %9s %14s %14s\n", name, ms, sp, ei, ec);
     }
+    const cli_compare_row *rc = NULL;
+    for (int i = 0; i < c->n_rows; i++)
+        if (c->rows[i].backend == RNNC_BACKEND_CUDNN && c->rows[i].status == RNNC_OK)
+            rc = &c->rows[i];
+    if (rc)
+        printf("\ncudnn ran algorithm %s (%s)\n", rnnc_cudnn_algo_name(rc->algo),
+               c->m.cudnn_algo == RNNC_CUDNN_ALGO_AUTO
+                   ? "auto: the fastest eligible one, timed once per shape, unless RNNC_AUTOTUNE=0"
+                   : "--cudnn-algo");
     printf("\nforward ms: median of --iters runs after --warmup (* one run); vs cudnn: cudnn's "
            "time / this one's;\nerr: max|out - ref| / max|ref| over y and the final states.\n");
 }
@@ -113,6 +122,7 @@ static cJSON *config_json(const cli_compare *c)
     cJSON_AddBoolToObject(o, "bidirectional", c->m.bidirectional);
     cJSON_AddBoolToObject(o, "random_lengths", c->random_lengths);
     cJSON_AddStringToObject(o, "dtype", "f32");
+    cJSON_AddBoolToObject(o, "bias", !c->m.no_bias);
     cJSON_AddNumberToObject(o, "seed", (double)c->m.seed);
     cJSON_AddNumberToObject(o, "warmup", c->warmup);
     cJSON_AddNumberToObject(o, "iters", c->iters);
@@ -134,6 +144,8 @@ static cJSON *row_json(const cli_compare *c, const cli_compare_row *r)
     add_number(o, "speedup_vs_cudnn", speedup(c, r));
     add_number(o, "max_rel_err_vs_interp", r->err_interp);
     add_number(o, "max_rel_err_vs_cudnn", r->err_cudnn);
+    if (r->backend == RNNC_BACKEND_CUDNN)
+        cJSON_AddStringToObject(o, "cudnn_algo", rnnc_cudnn_algo_name(r->algo));
     return o;
 }
 

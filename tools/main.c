@@ -58,7 +58,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-        printf("rnnc %s\n", rnnc_version_string());
+        printf("rnnc %s\nbackends built:", rnnc_version_string());
+        for (int b = RNNC_BACKEND_INTERP; b <= RNNC_BACKEND_CUDNN; b++)
+            if (rnnc_backend_built((rnnc_backend)b))
+                printf(" %s", rnnc_backend_name((rnnc_backend)b));
+        printf("\n");
         return 0;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
