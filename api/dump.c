@@ -44,6 +44,16 @@ static rnnc_status dump_llvm(const rnnc_cell *o, ir_sizes sz, int hoist, char **
 #endif
 }
 
+static rnnc_status dump_backward(const rnnc_cell *o, char **text)
+{
+    ir_grad g;
+    rnnc_status s = ir_autodiff(o, &g);
+    if (s == RNNC_OK)
+        s = ir_grad_print(o, &g, text);
+    ir_grad_free(&g);
+    return s;
+}
+
 rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_size,
                            int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
                            char **text)
@@ -54,9 +64,10 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
         return ir_print(c, text);
     bool llvm = strcmp(stage, "llvm") == 0;
     bool sched = strcmp(stage, "schedule") == 0 || strcmp(stage, "cuda") == 0 || llvm;
-    if (strcmp(stage, "opt") != 0 && !sched)
+    bool backward = strcmp(stage, "backward") == 0;
+    if (strcmp(stage, "opt") != 0 && !sched && !backward)
         return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "unknown stage '%s' (ir, opt, schedule, cuda, llvm)", stage);
+                         "unknown stage '%s' (ir, opt, schedule, cuda, llvm, backward)", stage);
     if (sched && (input_size < 1 || hidden_size < 1 || batch < 1 || hoist < 0 || hoist > 2))
         return rnnc_fail(RNNC_ERR_INVALID_ARG,
                          "stage '%s' needs the input size, hidden size and batch", stage);
@@ -64,7 +75,9 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
     rnnc_status s = ir_specialise(c, proj_size > 0, &o);
     if (s == RNNC_OK) {
         ir_sizes sz = {input_size, hidden_size, proj_size > 0 ? proj_size : hidden_size};
-        if (llvm)
+        if (backward)
+            s = dump_backward(o, text);
+        else if (llvm)
             s = dump_llvm(o, sz, hoist, text);
         else
             s = sched ? dump_schedule(o, stage, sz, batch, hoist, text) : ir_print(o, text);

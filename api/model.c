@@ -158,7 +158,8 @@ rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
     if (!m || !a)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_backward: NULL argument");
     if (!m->be->backward)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no backward; use cudnn",
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "backend '%s' has no backward (interp and cudnn have one)",
                          rnnc_backend_name(m->kind));
     return m->be->backward(m->be_state, a);
 }

@@ -145,8 +145,9 @@ rnnc_status rnnc_cell_load(rnnc_cell **out, const char *name_or_path, const char
 rnnc_status rnnc_cell_print(const rnnc_cell *c, char **text);
 bool rnnc_cell_equal(const rnnc_cell *a, const rnnc_cell *b);
 
-/* Stage dumps: "ir", "opt", "schedule", "cuda", "llvm".  The model-level
- * dims are needed from "schedule" on.  Caller frees with rnnc_free(). */
+/* Stage dumps: "ir", "opt", "schedule", "cuda", "llvm", "backward" (the
+ * backward step of the optimised cell).  The model-level dims are needed
+ * for "schedule", "cuda" and "llvm".  Caller frees with rnnc_free(). */
 rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_size,
                            int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
                            char **text);
@@ -342,10 +343,11 @@ typedef struct rnnc_forward_args {
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a);
 
 /*
- * Backward (cudnn backend): after a training forward with the same shapes.
- * dy [T,B,D*Hout] (packed like y when the forward was); dfinal[s] gradients
- * of the final states (NULL = zero); gives dx (packed like x), dinit[s]
- * (NULL = not wanted) and weight gradients, which are
+ * Backward (cudnn and interp backends; others: RNNC_ERR_UNSUPPORTED): after
+ * a training forward with the same shapes, once per forward (else
+ * RNNC_ERR_STATE).  dy [T,B,D*Hout] (packed like y when the forward was);
+ * dfinal[s] gradients of the final states (NULL = zero); gives dx (packed
+ * like x), dinit[s] (NULL = not wanted) and weight gradients, which are
  * read with rnnc_model_weight_grad after the call (accumulated from zero).
  */
 typedef struct rnnc_backward_args {

@@ -98,6 +98,7 @@ static void print_decl(out *o, const ir_fn *f, const ir_node *n)
 static void print_op(out *o, const ir_fn *f, const char *pfx, int32_t i)
 {
     const ir_node *n = &f->nodes[i];
+    char b1[48], b2[48];
     put(o, "    %s%d = ", pfx, (int)i);
     if (n->op == IR_CONST) {
         put(o, "%.17g\n", n->f);
@@ -108,6 +109,10 @@ static void print_op(out *o, const ir_fn *f, const char *pfx, int32_t i)
     switch (n->op) {
     case IR_CHUNK: put(o, ", %d, %d", n->i0, n->i1); break;
     case IR_DROPOUT: put(o, ", %.17g", n->f); break;
+    case IR_SLICE:
+        put(o, ", %s, %s", ir_dim_str(n->rows, b1, sizeof b1), ir_dim_str(n->cols, b2, sizeof b2));
+        break;
+    case IR_EXPAND: put(o, ", %s", ir_dim_str(n->cols, b1, sizeof b1)); break;
     case IR_LAYERNORM:
         put(o, ", %.17g", n->f);
         if (n->a[1] >= 0 || n->a[2] >= 0) {
@@ -131,6 +136,12 @@ static void print_op(out *o, const ir_fn *f, const char *pfx, int32_t i)
 
 rnnc_status ir_print(const ir_fn *f, char **text)
 {
+    return ir_print_results(f, NULL, NULL, 0, text);
+}
+
+rnnc_status ir_print_results(const ir_fn *f, const char *const *labels, const int32_t *nodes,
+                             int n_results, char **text)
+{
     out o = {0};
     const char *pfx = temp_prefix(f);
     put(&o, "cell %s {\n", f->name);
@@ -151,6 +162,11 @@ rnnc_status ir_print(const ir_fn *f, char **text)
     if (f->output >= 0) {
         put(&o, "    output ");
         put_ref(&o, f, pfx, f->output);
+        put(&o, "\n");
+    }
+    for (int k = 0; k < n_results; k++) {
+        put(&o, "    %s = ", labels[k]);
+        put_ref(&o, f, pfx, nodes[k]);
         put(&o, "\n");
     }
     put(&o, "}\n");

@@ -94,6 +94,47 @@ static rnnc_status infer_layernorm(const ir_fn *f, ir_node *n, const ir_node *x)
     return RNNC_OK;
 }
 
+/* The backward-only ops of the autodiff pass; slice and expand arrive with
+ * their feature size (and slice with its offset in rows) already set. */
+static rnnc_status infer_grad(ir_node *n, const ir_node *x, const ir_node *y)
+{
+    ir_dim end;
+    switch (n->op) {
+    case IR_LINEAR_T:
+        if (y->kind != IR_MAT || (x->kind != IR_ROW && x->kind != IR_VEC) ||
+            !ir_dim_eq(x->cols, y->rows))
+            return shape_fail(n, "needs a row value of the matrix's rows and a matrix", x, y);
+        n->kind = x->kind;
+        n->cols = y->cols;
+        return RNNC_OK;
+    case IR_OUTER:
+        if ((x->kind != IR_ROW && x->kind != IR_VEC) || x->kind != y->kind)
+            return shape_fail(n, "needs two row (or two vector) values", x, y);
+        n->kind = IR_MAT;
+        n->rows = x->cols;
+        n->cols = y->cols;
+        return RNNC_OK;
+    case IR_ROWSUM:
+        if (x->kind != IR_ROW)
+            return shape_fail(n, "rowsum needs a row value", x, NULL);
+        n->kind = IR_VEC;
+        n->cols = x->cols;
+        return RNNC_OK;
+    case IR_SLICE:
+        end = ir_dim_add(n->rows, n->cols);
+        if ((x->kind != IR_ROW && x->kind != IR_VEC) || end.c > x->cols.c || end.i > x->cols.i ||
+            end.h > x->cols.h || end.p > x->cols.p)
+            return shape_fail(n, "the slice is not inside the value", x, NULL);
+        n->kind = x->kind;
+        return RNNC_OK;
+    default: /* IR_EXPAND: a constant becomes a vector */
+        if (x->kind == IR_MAT || (x->kind != IR_SCALAR && !ir_dim_is_const(x->cols, 1)))
+            return shape_fail(n, "expand needs a one-feature value or a constant", x, NULL);
+        n->kind = x->kind == IR_SCALAR ? IR_VEC : x->kind;
+        return RNNC_OK;
+    }
+}
+
 static rnnc_status infer_other(const ir_fn *f, ir_node *n, const ir_node *x, const ir_node *y)
 {
     switch (n->op) {
@@ -139,7 +180,10 @@ rnnc_status ir_infer_node(const ir_fn *f, ir_node *n)
     }
     const ir_node *x = &f->nodes[n->a[0]];
     const ir_node *y = n->a[1] >= 0 ? &f->nodes[n->a[1]] : NULL;
-    n->rows = ir_dim_const(0);
+    if (n->op != IR_SLICE)
+        n->rows = ir_dim_const(0);
+    if ((flags & IR_F_GRAD) && n->op != IR_STEP)
+        return infer_grad(n, x, y);
     if (flags & IR_F_UNARY) {
         if (x->kind == IR_MAT)
             return shape_fail(n, "a matrix parameter can only be used by linear", x, NULL);

@@ -1,6 +1,6 @@
 /*
  * interp_backend.c: the reference interpreter behind the model API (fp32 in
- * and out, double inside), and rt_interp_fold, which the other backends use
+ * and out, double inside; training in interp_train.c), and rt_interp_fold, which the other backends use
  * to compute parameter-only vectors once at weight binding.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -14,6 +14,7 @@ typedef struct interp_model {
     double **w; /* [pseudo_layers * n_params], NULL for absent params */
     int n_params;
     int pseudo_layers;
+    rt_interp_train *train; /* what a training forward keeps for backward */
 } interp_model;
 
 /* Elements of parameter `param` of f at sizes sz (0 if the pass dropped it). */
@@ -188,6 +189,7 @@ static rnnc_status interp_forward(void *state, const rnnc_forward_args *a)
     for (int k = 0; k < io.n_states; k++)
         if (io.final[k])
             out_f32(a->final[k], io.final[k], io.state_n[k]);
+    st = rt_interp_train_keep(&m->train, &m->spec, a);
 free_io:
     io_free(&io);
     return st;
@@ -199,7 +201,22 @@ static void interp_destroy(void *state)
     if (!m)
         return;
     free_weights(m->w, m->n_params * m->pseudo_layers);
+    rt_interp_train_free(m->train);
     free(m);
+}
+
+static rnnc_status interp_backward(void *state, const rnnc_backward_args *a)
+{
+    interp_model *m = state;
+    rt_weights_f64 w = {(const double *const *)m->w, m->n_params, m->pseudo_layers};
+    return rt_interp_train_backward(m->train, &m->spec, &w, a);
+}
+
+static rnnc_status interp_weight_grad(void *state, int pseudo, int param, float *out,
+                                      int64_t count)
+{
+    interp_model *m = state;
+    return rt_interp_train_weight_grad(m->train, &m->spec, pseudo, param, out, count);
 }
 
 const rt_backend rt_backend_interp = {
@@ -208,8 +225,8 @@ const rt_backend rt_backend_interp = {
     .bind = interp_bind,
     .forward = interp_forward,
     .time_forward = NULL, /* the model API times it on the host clock */
-    .backward = NULL,
-    .weight_grad = NULL,
+    .backward = interp_backward,
+    .weight_grad = interp_weight_grad,
     .destroy = interp_destroy,
 };
 

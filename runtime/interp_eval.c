@@ -383,6 +383,11 @@ static rnnc_status eval_node(rt_frame *fr, int32_t i, int64_t t)
     }
 }
 
+rnnc_status rt_frame_eval_node(rt_frame *fr, int32_t i, int64_t t)
+{
+    return eval_node(fr, i, t);
+}
+
 rnnc_status rt_frame_eval_fixed(rt_frame *fr)
 {
     for (int32_t i = 0; i < fr->f->n; i++) {

@@ -478,6 +478,40 @@ void rt_frame_free(rt_frame *fr);
 rnnc_status rt_frame_eval_fixed(rt_frame *fr);
 /* Evaluates the ROW nodes of the step at time t (INPUT/STATE already in buf). */
 rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
+/* Evaluates node i alone (its operands already evaluated), at time t. */
+rnnc_status rt_frame_eval_node(rt_frame *fr, int32_t i, int64_t t);
+
+/*
+ * Backward (interp_grad*.c): the gradients of a whole model in double, by
+ * the backward step of ir_autodiff run in reverse time; the forward is run
+ * again inside, recording what the backward step reads.  Shapes as in
+ * rnnc_backward_args; dw[p * n_params + k] has the element count of weight
+ * (p, k) and receives its gradient (NULL entries: not wanted).
+ */
+typedef struct rt_grad_f64 {
+    const double *dy;            /* [T,B,D*Hout] ([B,T,..] with batch_first) */
+    const double *const *dfinal; /* n_states entries or NULL; an entry NULL = zero */
+    double *dx;                  /* as x, or NULL */
+    double *const *dinit;        /* n_states entries or NULL; an entry NULL = not wanted */
+    double *const *dw;           /* pseudo_layers * n_params entries */
+} rt_grad_f64;
+
+rnnc_status rt_interp_grad(const rt_spec *s, const rt_weights_f64 *w, const rt_seq_f64 *q,
+                           const rt_grad_f64 *g);
+/* Training on the interp backend (interp_train.c): a training forward's
+ * inputs kept by _keep (an inference forward forgets them), then one
+ * backward, then the weight gradients (fp32 out). */
+typedef struct rt_interp_train rt_interp_train;
+rnnc_status rt_interp_train_keep(rt_interp_train **t, const rt_spec *s,
+                                 const rnnc_forward_args *a);
+rnnc_status rt_interp_train_backward(rt_interp_train *t, const rt_spec *s,
+                                     const rt_weights_f64 *w, const rnnc_backward_args *a);
+rnnc_status rt_interp_train_weight_grad(const rt_interp_train *t, const rt_spec *s, int pseudo,
+                                        int param, float *out, int64_t count);
+void rt_interp_train_free(rt_interp_train *t);
+/* Evaluates the nodes of a backward step that depend on no input or state
+ * (fixed) or the others (at time t); dep from ir_compute_deps. */
+rnnc_status rt_grad_frame_eval(rt_frame *fr, const uint8_t *dep, bool fixed, int64_t t);
 
 /* ================================================================ 8. fused GPU backend */
 

@@ -5,7 +5,13 @@ For each case: <case>.weights.safetensors is nn.LSTM/nn.GRU's state_dict as
 safetensors.torch.save_file writes it (fp32), and <case>.io.safetensors holds
 the input x (and h0, c0, lengths) plus PyTorch's outputs y, hy, cy, computed
 in float64 from the same fp32 numbers.  The *_nobias cases are bias=False
-modules: their state_dicts hold no bias_* tensors.  The files are committed under
+modules: their state_dicts hold no bias_* tensors.  For training,
+<case>.dy.safetensors holds random gradients of the outputs (y, hy, cy, fp32,
+as `rnnc grad --grad-output` reads them) and <case>.grad.safetensors PyTorch
+autograd's gradients in float64 of sum(y*dy) + sum(hy*dhy) + sum(cy*dcy):
+every weight by its state_dict name, x, and h0/c0 where the case gives them
+(drawn from their own generator, so the forward files do not change).  The
+files are committed under
 tests/data; tests/test_torch_reference.c checks rnnc against them, so no test
 needs PyTorch installed.  Run where PyTorch is (the GPU machine has it).
 """
@@ -35,7 +41,45 @@ CASES = [
 ]
 
 
+def write_grads(out, name, kind, ref, inp, state, io, y, st, use_len, bf, gen):
+    """Autograd's gradients of the outputs' dot product with random dy."""
+    dy = {"y": torch.randn(io["y"].shape, generator=gen, dtype=torch.float64).float()}
+    outs = [(y, dy["y"])]
+    finals = [("hy", st[0]), ("cy", st[1])] if kind == "LSTM" else [("hy", st)]
+    for key, val in finals:
+        dy[key] = torch.randn(val.shape, generator=gen, dtype=torch.float64).float()
+        outs.append((val, dy[key]))
+    loss = sum((o * g.double()).sum() for o, g in outs)
+    leaves = dict(ref.named_parameters())
+    leaves["x"] = inp
+    for key in ("h0", "c0"):
+        if key in io:
+            leaves[key] = state[0 if key == "h0" else 1] if kind == "LSTM" else state
+    grads = torch.autograd.grad(loss, list(leaves.values()))
+    save_file(dy, f"{out}/{name}.dy.safetensors")
+    save_file({k: g.contiguous() for k, g in zip(leaves, grads)},
+              f"{out}/{name}.grad.safetensors")
+
+
+def forward_with_grad(kind, ref, x, io, use_len, bf, T):
+    """The float64 forward again, differentiable in x, h0, c0 and the weights."""
+    inp = x.double().requires_grad_(True)
+    state = None
+    if "h0" in io:
+        h0 = io["h0"].double().requires_grad_(True)
+        state = (h0, io["c0"].double().requires_grad_(True)) if kind == "LSTM" else h0
+    packed = inp
+    if use_len:
+        packed = torch.nn.utils.rnn.pack_padded_sequence(inp, io["lengths"], batch_first=bf,
+                                                         enforce_sorted=False)
+    y, st = ref(packed, state)
+    if use_len:
+        y, _ = torch.nn.utils.rnn.pad_packed_sequence(y, batch_first=bf, total_length=T)
+    return inp, state, y, st
+
+
 def main(out):
+    gen = torch.Generator().manual_seed(20261123)
     torch.manual_seed(20261122)
     for name, kind, kw, T, B, use_len, use_h0 in CASES:
         mod = getattr(torch.nn, kind)(**kw)
@@ -79,6 +123,8 @@ def main(out):
             io["hy"] = st.contiguous()
         save_file(io, f"{out}/{name}.io.safetensors")
         print(name, {k: tuple(v.shape) for k, v in io.items()})
+        inp, state, y, st = forward_with_grad(kind, ref, x, io, use_len, bf, T)
+        write_grads(out, name, kind, ref, inp, state, io, y, st, use_len, bf, gen)
 
 
 if __name__ == "__main__":

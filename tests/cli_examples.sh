@@ -3,7 +3,8 @@
 # and checks what they report: the builder's LSTM is the built-in one and
 # agrees with the interpreter; a custom .cell file loads, prints, schedules
 # and runs, given by default, by path, or by cell name; a missing or
-# malformed file fails with the library's message.
+# malformed file fails with the library's message; training the custom cell
+# with SGD makes its loss fall.
 # $1 is the rnnc binary; its folder is the build folder.
 set -euo pipefail
 build=$(dirname "$1")
@@ -81,4 +82,11 @@ printf 'cell bad {\n    input x[I]\n    state h[H]\n    next h = frobnicate(x)\n
     >"$tmp/bad.cell"
 if "$exe" "$tmp/bad.cell" >"$tmp/bad.out" 2>&1; then fail "a malformed file succeeded"; fi
 expect "$tmp/bad.out" 'failed: ' 'bad\.cell:4:' 'frobnicate'
+# Training: the loss of the last report is under a fifth of the first.
+run train_cell "$tmp/train.out"
+expect "$tmp/train.out" '^backend: (fused|cudnn|interp)$' '^step +400 +loss [0-9.]+$'
+awk '/^step/ { if (!first) first = $4; last = $4 }
+     END { exit !(last > 0 && last < first / 5) }' "$tmp/train.out" ||
+    { cat "$tmp/train.out" >&2; fail "the training loss did not fall"; }
+
 echo "examples ok"

@@ -1,6 +1,7 @@
 /*
  * test_golden.c: every built-in cell's dump after each stage (ir, opt,
- * schedule under each hoist setting) against the files in tests/golden.
+ * schedule under each hoist setting, backward) against the files in
+ * tests/golden.
  * A pass that changes what it makes of a cell shows up here as a diff.
  * After an intended change: RNNC_UPDATE_GOLDEN=1 ctest -R test_golden,
  * then read the diff before committing it.
@@ -60,6 +61,9 @@ static void test_builtins(void **st)
         rnnc_free(text);
         assert_ok(rnnc_cell_dump(c, "opt", 0, 0, 0, 0, 0, &text));
         check(names[n], "opt", 0, text);
+        rnnc_free(text);
+        assert_ok(rnnc_cell_dump(c, "backward", 0, 0, 0, 0, 0, &text));
+        check(names[n], "backward", 0, text);
         rnnc_free(text);
         for (int h = 0; h < 3; h++) {
             assert_ok(rnnc_cell_dump(c, "schedule", 32, 64, 0, 4, h, &text));

@@ -3,7 +3,9 @@
  * (scripts/torch_reference.py, committed in tests/data): nn.LSTM, nn.GRU and
  * nn.RNN state_dicts saved by safetensors.torch, inputs, and PyTorch's
  * outputs computed in float64.  Every available CPU-side backend must give
- * PyTorch's numbers; the `rnnc run` command is checked on one case too.
+ * PyTorch's numbers; the `rnnc run` command is checked on one case too, and
+ * `rnnc grad --backend interp` on every case against autograd's gradients
+ * (<case>.dy and <case>.grad files) within 1e-5.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,12 +159,85 @@ static void test_cli_run(void **st)
     free(dir);
 }
 
+/* The input file of `rnnc grad`: x, h0, c0 and lengths of the case. */
+static void write_inputs(const rnnc_tensors *io, const char *path)
+{
+    rnnc_tensors *inp;
+    assert_ok(rnnc_tensors_create(&inp));
+    for (int i = 0; i < rnnc_tensors_count(io); i++) {
+        const char *n = rnnc_tensors_name(io, i);
+        const rnnc_tensor *t = rnnc_tensors_get(io, n);
+        if (strcmp(n, "y") != 0 && strcmp(n, "hy") != 0 && strcmp(n, "cy") != 0)
+            assert_ok(rnnc_tensors_add(inp, n, t->dtype, t->rank, t->shape, t->data));
+    }
+    assert_ok(rnnc_tensors_save(inp, path));
+    rnnc_tensors_destroy(inp);
+}
+
+static void grad_case(const tcase *tc, const char *bin, const char *dir)
+{
+    char in[4200], out[4200], cmd[16384], proj[32] = "";
+    rnnc_tensors *io, *ref, *res;
+    assert_ok(rnnc_tensors_load(&io, data_path(tc->name, "io")));
+    assert_ok(rnnc_tensors_load(&ref, data_path(tc->name, "grad")));
+    snprintf(in, sizeof in, "%s/%s.in.safetensors", dir, tc->name);
+    snprintf(out, sizeof out, "%s/%s.g.safetensors", dir, tc->name);
+    write_inputs(io, in);
+    if (tc->proj)
+        snprintf(proj, sizeof proj, "--proj-size %lld", (long long)tc->proj);
+    snprintf(cmd, sizeof cmd,
+             "'%s' grad --cell %s --layers %d %s %s %s --backend interp --weights '%s' "
+             "--input '%s' --grad-output '%s' --out '%s' > /dev/null",
+             bin, tc->cell, tc->layers, tc->bi ? "--bidirectional" : "",
+             tc->batch_first ? "--batch-first" : "", proj, data_path(tc->name, "weights"), in,
+             data_path(tc->name, "dy"), out);
+    assert_int_equal(system(cmd), 0);
+    assert_ok(rnnc_tensors_load(&res, out));
+    assert_int_equal(rnnc_tensors_count(res), rnnc_tensors_count(ref));
+    double e = 0;
+    for (int i = 0; i < rnnc_tensors_count(ref); i++) {
+        const char *n = rnnc_tensors_name(ref, i);
+        const rnnc_tensor *t = rnnc_tensors_get(res, n);
+        if (!t)
+            fail_msg("%s: rnnc grad wrote no '%s'", tc->name, n);
+        assert_int_equal(rnnc_tensor_numel(t), rnnc_tensor_numel(rnnc_tensors_get(ref, n)));
+        double en = compare(ref, n, t->data);
+        if (en > 1e-5)
+            fail_msg("%s: gradient of %s: relative error %.3g vs autograd", tc->name, n, en);
+        e = en > e ? en : e;
+    }
+    printf("%-16s grad    max rel err vs autograd %.3g\n", tc->name, e);
+    rnnc_tensors_destroy(res);
+    rnnc_tensors_destroy(ref);
+    rnnc_tensors_destroy(io);
+}
+
+/* `rnnc grad` against PyTorch autograd, where the reference files exist
+ * (scripts/torch_reference.py writes them; they need PyTorch). */
+static void test_cli_grad(void **st)
+{
+    (void)st;
+    const char *bin = getenv("RNNC_BIN");
+    FILE *probe = fopen(data_path(cases[0].name, "grad"), "rb");
+    if (!bin || !probe) {
+        printf("no gradient reference files in tests/data: run scripts/torch_reference.py\n");
+        skip();
+    }
+    fclose(probe);
+    char *dir = tu_tmpdir();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        grad_case(&cases[i], bin, dir);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interp),
         cmocka_unit_test(test_cpu),
         cmocka_unit_test(test_cli_run),
+        cmocka_unit_test(test_cli_grad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,7 @@ int cmd_cache(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_grad(int argc, char **argv);
 
 /* ---------------------------------------------------------------- errors (cli_common.c) */
 
@@ -216,6 +217,18 @@ rnnc_status cli_add_outputs(rnnc_tensors *ts, const cli_io *io, const rnnc_cell 
 /* Shape of x or y ([T,B,n], or [B,T,n] batch first) and of a state. */
 void cli_seq_shape(const cli_io *io, int64_t n, int64_t shape[3]);
 void cli_state_shape(const cli_io *io, int s, int64_t shape[3]);
+
+/* ---------------------------------------------------------------- inputs (cli_inputs.c) */
+
+/* Every tensor of an input file is one rnnc run reads: x, lengths, <state>0. */
+rnnc_status cli_check_input_names(const rnnc_tensors *in, const rnnc_cell *cell,
+                                  const char *path);
+/* T and B from x (checked against m->input_size, which it sets). */
+rnnc_status cli_find_x(const rnnc_tensors *in, cli_model_opts *m, const char *path, int64_t *T,
+                       int64_t *B);
+/* x, the initial states given and lengths into io (allocated for T, B). */
+rnnc_status cli_read_inputs(const rnnc_tensors *in, cli_io *io, const rnnc_cell *cell,
+                            const char *path);
 
 /* ---------------------------------------------------------------- compare (cmd_compare*.c) */
 

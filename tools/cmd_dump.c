@@ -8,15 +8,17 @@
 #include "tools/cli.h"
 
 static const char dump_help[] =
-    "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda|llvm\n"
+    "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda|llvm|backward\n"
     "                 [--input-size I --hidden-size H --batch B --proj-size P --hoist ...]\n"
     "\n"
     "Prints the cell at one stage: ir (as parsed), opt (after the optimising passes),\n"
     "schedule (the hoisted and recurrent parts), cuda (the generated CUDA C; nothing is\n"
-    "compiled), llvm (the CPU backend's LLVM module, when built with LLVM).  schedule,\n"
-    "cuda and llvm need --input-size, --hidden-size and --batch.\n"
+    "compiled), llvm (the CPU backend's LLVM module, when built with LLVM), backward\n"
+    "(the backward step of the optimised cell, with what the forward saves and the\n"
+    "per-step weight gradients).  schedule, cuda and llvm need --input-size,\n"
+    "--hidden-size and --batch.\n"
     "\n"
-    "  --stage S               ir, opt, schedule, cuda or llvm\n"
+    "  --stage S               ir, opt, schedule, cuda, llvm or backward\n"
     "  --batch B               batch size the code is specialised for\n"
     "\n";
 
@@ -53,11 +55,11 @@ static int parse(int argc, char **argv, dump_args *r)
         return rc;
     if (!r->m.cell || !r->stage)
         return cli_usage("dump", "--cell and --stage are both needed");
-    static const char *const stages[] = {"ir", "opt", "schedule", "cuda", "llvm"};
+    static const char *const stages[] = {"ir", "opt", "schedule", "cuda", "llvm", "backward"};
     for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
         if (strcmp(r->stage, stages[i]) == 0)
             return -1;
-    return cli_usage("dump", "--stage wants ir, opt, schedule or cuda, not '%s'", r->stage);
+    return cli_usage("dump", "--stage wants ir, opt, schedule, cuda, llvm or backward, not '%s'", r->stage);
 }
 
 static rnnc_status dump(const dump_args *r)

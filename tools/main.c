@@ -13,9 +13,10 @@ static const struct command {
     const char *summary;
 } commands[] = {
     {"run", cmd_run, "run a cell over a sequence: safetensors in, safetensors out"},
+    {"grad", cmd_grad, "gradients of a training forward: weights, x and initial states"},
     {"random", cmd_random, "write random weights and inputs for `rnnc run`"},
     {"compare", cmd_compare, "run backends on the same data: time and agreement"},
-    {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda, llvm"},
+    {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda, llvm, backward"},
     {"demo", cmd_demo, "run an LSTM on the best backend here and say what ran"},
     {"show", cmd_show, "list the tensors of a safetensors file"},
     {"diff", cmd_diff, "compare the tensors of two safetensors files"},
