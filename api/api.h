@@ -23,6 +23,14 @@ typedef struct api_weight {
     bool set;
 } api_weight;
 
+/* A packed training forward that the backend ran on a padded copy: its
+ * backward unpacks dy and packs dx the same way (packed.c). */
+typedef struct api_packed_call {
+    bool on;
+    int64_t T, B;
+    int64_t *batch_sizes; /* [T], owned */
+} api_packed_call;
+
 /* One opened backend.  A model made with AUTO opens another whenever the
  * ones before it in the order refuse a call (lengths, training, a shape). */
 typedef struct api_slot {
@@ -47,6 +55,7 @@ struct rnnc_model {
     const float **wptr;      /* rt_weights.w */
     unsigned weights_gen;    /* bumped on every weight change */
     void *ext_weights;       /* a caller's flat weight buffer (cudnn), or NULL */
+    api_packed_call packed;  /* the last training forward, when it was packed */
 };
 
 /* ---- weights (weights.c) */
@@ -75,6 +84,11 @@ void api_pack(const void *padded, const int64_t *batch_sizes, int64_t T, int64_t
  * forward, or timing into *ms when ms is not NULL. */
 rnnc_status api_forward_packed(rnnc_model *m, const rnnc_forward_args *a, int warmup, int iters,
                                double *ms);
+/* Forgets the last packed training forward (every forward starts so). */
+void api_packed_forget(rnnc_model *m);
+/* The backward of a packed training forward run on a padded copy: dy
+ * unpacked, the padded backward, dx packed. */
+rnnc_status api_backward_packed(rnnc_model *m, const rnnc_backward_args *a);
 
 /* ---- backends (backends.c) */
 const rt_backend *api_backend_ops(rnnc_backend b);

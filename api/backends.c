@@ -162,10 +162,14 @@ static bool auto_may_try(const rnnc_model *m, rnnc_backend b, const rnnc_forward
 }
 
 static rnnc_status try_on(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
-                          api_call_fn call, void *ctx)
+                          api_call_fn call, void *ctx, bool need_backward)
 {
     rnnc_status s = open_one(m, b);
     if (s != RNNC_OK)
+        return s;
+    /* A backend that could not differentiate this forward passes it on. */
+    if (need_backward && m->slot[b].be->can_train &&
+        (s = m->slot[b].be->can_train(m->slot[b].state)) != RNNC_OK)
         return s;
     rnnc_backend was = m->kind;
     make_current(m, b);
@@ -192,7 +196,7 @@ rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_
         for (size_t i = 0; i < N_AUTO; i++) {
             if (!auto_may_try(m, auto_order[i], a, pass == 0))
                 continue;
-            s = try_on(m, auto_order[i], a, call, ctx);
+            s = try_on(m, auto_order[i], a, call, ctx, pass == 0);
             if (!passes_on(s)) {
                 if (s == RNNC_OK && rt_log_enabled("info"))
                     fprintf(stderr, "rnnc: auto: the call ran on '%s'\n",

@@ -267,7 +267,11 @@ void rnnc_conv_handle_destroy(rnnc_conv_handle *h)
         return;
     (void)rt_cuda_context(h->device);
     fb_conv_plans_clear(h);
+    fb_conv_entries_clear(h);
     free(h->plans);
+    free(h->entries);
+    if (h->relu)
+        cudnnDestroyActivationDescriptor(h->relu);
     fb_buf_free(&h->ws);
     if (h->dnn)
         cudnnDestroy(h->dnn);

@@ -34,12 +34,15 @@ static rnnc_status check_desc(const rnnc_model_desc *d)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: num_layers must be in [1, 1024]");
     if (!(d->dropout >= 0 && d->dropout < 1))
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: dropout must be in [0, 1)");
-    if ((unsigned)d->hoist > RNNC_HOIST_NONE || (unsigned)d->math > RNNC_MATH_TF32 ||
+    if ((unsigned)d->hoist > RNNC_HOIST_NONE || (unsigned)d->math > RNNC_MATH_3XTF32 ||
         (unsigned)d->backend > RNNC_BACKEND_CUDNN ||
         (unsigned)d->cudnn_algo > RNNC_CUDNN_ALGO_PERSIST_DYNAMIC)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math, backend or cudnn_algo value");
-    if (d->dtype != RNNC_F32 && !(d->dtype == RNNC_F16 && d->backend == RNNC_BACKEND_CUDNN))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: dtype %s is supported only as f16 on cudnn",
+    if (d->dtype != RNNC_F32 && !rt_dtype_is_half(d->dtype))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: dtype %s (models are f32, f16 or bf16)",
+                         rnnc_dtype_name(d->dtype));
+    if (rt_dtype_is_half(d->dtype) && d->math != RNNC_MATH_FFMA)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: math modes are for f32 models (%s given)",
                          rnnc_dtype_name(d->dtype));
     if (d->cell->n_inputs != 1)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: cell '%s' must have exactly one input",
@@ -100,6 +103,7 @@ void rnnc_model_destroy(rnnc_model *m)
     if (!m)
         return;
     api_backend_close_all(m);
+    api_packed_forget(m);
     api_weights_free(m);
     rnnc_cell_destroy(m->fn);
     free(m);
@@ -150,6 +154,7 @@ rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
     rnnc_status s = rt_check_forward(&m->spec, a);
     if (s == RNNC_OK)
         s = check_device_pointers(m, a);
+    api_packed_forget(m);
     return s != RNNC_OK ? s : api_backend_run(m, a, call_forward, NULL);
 }
 
@@ -157,10 +162,16 @@ rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
 {
     if (!m || !a)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_backward: NULL argument");
+    if (rt_dtype_is_half(m->spec.dtype) && m->kind != RNNC_BACKEND_CUDNN)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backward of a %s model: cudnn only",
+                         rnnc_dtype_name(m->spec.dtype));
     if (!m->be->backward)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "backend '%s' has no backward (interp and cudnn have one)",
+                         "backend '%s' has no backward (interp, cudnn and fused have one)",
                          rnnc_backend_name(m->kind));
+    /* A packed forward that ran on a padded copy: its backward does too. */
+    if (m->packed.on && m->kind != RNNC_BACKEND_CUDNN)
+        return api_backward_packed(m, a);
     return m->be->backward(m->be_state, a);
 }
 

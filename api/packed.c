@@ -74,6 +74,26 @@ static rnnc_status run_padded(rnnc_model *m, const rnnc_forward_args *a, int war
     return m->be->forward(m->be_state, a);
 }
 
+void api_packed_forget(rnnc_model *m)
+{
+    free(m->packed.batch_sizes);
+    memset(&m->packed, 0, sizeof m->packed);
+}
+
+/* The backward of this forward must see dy and dx as the backend saw x and y. */
+static rnnc_status remember(rnnc_model *m, const rnnc_forward_args *a)
+{
+    api_packed_forget(m);
+    m->packed.batch_sizes = malloc(sizeof(int64_t) * (size_t)a->seq_len);
+    if (!m->packed.batch_sizes)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "packed input: no memory to keep its shape");
+    memcpy(m->packed.batch_sizes, a->batch_sizes, sizeof(int64_t) * (size_t)a->seq_len);
+    m->packed.T = a->seq_len;
+    m->packed.B = a->batch;
+    m->packed.on = true;
+    return RNNC_OK;
+}
+
 rnnc_status api_forward_packed(rnnc_model *m, const rnnc_forward_args *a, int warmup, int iters,
                                double *ms)
 {
@@ -104,9 +124,36 @@ rnnc_status api_forward_packed(rnnc_model *m, const rnnc_forward_args *a, int wa
     s = run_padded(m, &p, warmup, iters, ms);
     if (s == RNNC_OK)
         api_pack(y, a->batch_sizes, T, B, fy, esz, bf, a->y);
+    if (s == RNNC_OK && a->training)
+        s = remember(m, a);
 free_bufs:
     free(y);
     free(x);
     free(len);
+    return s;
+}
+
+rnnc_status api_backward_packed(rnnc_model *m, const rnnc_backward_args *a)
+{
+    const api_packed_call *pc = &m->packed;
+    int64_t T = pc->T, B = pc->B;
+    bool bf = m->spec.batch_first;
+    size_t esz = rnnc_dtype_size(m->spec.dtype);
+    int64_t fx = m->spec.sizes[0].I, fy = m->spec.dirs * m->spec.hout;
+    void *dy = malloc((size_t)(T * B * fy) * esz), *dx = malloc((size_t)(T * B * fx) * esz);
+    rnnc_status s = RNNC_OK;
+    if (!dy || !dx) {
+        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "packed backward: no memory for its padded copy");
+        goto free_bufs;
+    }
+    if (a->dy)
+        api_unpack(a->dy, pc->batch_sizes, T, B, fy, esz, bf, dy);
+    rnnc_backward_args p = {a->dy ? dy : NULL, a->dfinal, dx, a->dinit};
+    s = m->be->backward(m->be_state, &p);
+    if (s == RNNC_OK && a->dx)
+        api_pack(dx, pc->batch_sizes, T, B, fx, esz, bf, a->dx);
+free_bufs:
+    free(dx);
+    free(dy);
     return s;
 }

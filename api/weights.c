@@ -1,8 +1,9 @@
 /*
  * weights.c: a model's weights by PyTorch's state_dict names.  Each param
  * of the cell gives one weight per pseudo-layer, `<param>_l<k>` and
- * `<param>_l<k>_reverse`; they are kept on the host in fp32 and handed to
- * the backend, which copies or packs them once, when all are set.
+ * `<param>_l<k>_reverse`; they are kept on the host in fp32 (rounded to the
+ * model's dtype in a half-precision model) and handed to the backend,
+ * which copies or packs them once, when all are set.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,69 +77,97 @@ rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *
         return rnnc_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld given", name,
                          (long long)w->count, (long long)count);
     memcpy(w->data, data, sizeof(float) * (size_t)count);
+    rt_round_f32(m->spec.dtype, w->data, (size_t)count); /* every backend: the same values */
     w->set = true;
     m->weights_gen++;
     return RNNC_OK;
 }
 
-/* Every expected name once, no other: checked before anything is copied. */
-static rnnc_status check_names(rnnc_model *m, const rnnc_tensors *ts)
+/* `prefix` + `name` into full[n]; false if it does not fit. */
+static bool prefixed(char *full, size_t n, const char *prefix, const char *name)
 {
+    return snprintf(full, n, "%s%s", prefix, name) < (int)n;
+}
+
+/* Every expected name once under `prefix`, no other name under it: checked
+ * before anything is copied.  Names outside the prefix are only counted. */
+static rnnc_status check_names(rnnc_model *m, const rnnc_tensors *ts, const char *prefix,
+                               int *ignored)
+{
+    size_t np = strlen(prefix);
+    char full[512];
     for (int i = 0; i < m->n_weights; i++) {
         const api_weight *w = &m->weights[i];
-        const rnnc_tensor *t;
-        rnnc_status s = rt_tensor_expect(ts, w->name, RNNC_F32, w->rank, w->shape, &t);
-        if (s == RNNC_ERR_FORMAT) { /* another float dtype converts */
-            t = rnnc_tensors_get(ts, w->name);
-            bool shape_ok = t && t->rank == w->rank && t->shape[0] == w->shape[0] &&
-                            (w->rank == 1 || t->shape[1] == w->shape[1]);
-            if (shape_ok && (t->dtype == RNNC_F16 || t->dtype == RNNC_BF16 || t->dtype == RNNC_F64))
-                s = RNNC_OK;
-        }
+        if (!prefixed(full, sizeof full, prefix, w->name))
+            return rnnc_fail(RNNC_ERR_INVALID_ARG, "weights prefix '%s' is too long", prefix);
+        rnnc_status s = rt_tensor_expect(ts, full, RT_DTYPE_ANY_FLOAT, w->rank, w->shape, NULL);
         if (s != RNNC_OK)
             return s;
     }
-    for (int i = 0; i < rnnc_tensors_count(ts); i++)
-        if (!api_weight_find(m, rnnc_tensors_name(ts, i)))
+    int outside = 0;
+    for (int i = 0; i < rnnc_tensors_count(ts); i++) {
+        const char *n = rnnc_tensors_name(ts, i);
+        if (strncmp(n, prefix, np) != 0)
+            outside++;
+        else if (!api_weight_find(m, n + np))
             return rnnc_fail(RNNC_ERR_NOT_FOUND,
                              "weights hold '%s', which cell '%s' with %d layer(s)%s does not have",
-                             rnnc_tensors_name(ts, i), m->fn->name, m->spec.layers,
+                             n, m->fn->name, m->spec.layers,
                              m->spec.dirs == 2 ? ", bidirectional" : "");
+    }
+    if (ignored)
+        *ignored = outside;
     return RNNC_OK;
 }
 
-rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts)
+rnnc_status rnnc_model_set_weights_prefix(rnnc_model *m, const rnnc_tensors *ts,
+                                          const char *prefix, int *ignored)
 {
     if (!m || !ts)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weights: NULL argument");
     if (m->ext_weights)
         return api_weights_refuse_external(m);
-    rnnc_status s = check_names(m, ts);
+    prefix = prefix ? prefix : "";
+    rnnc_status s = check_names(m, ts, prefix, ignored);
     if (s != RNNC_OK)
         return s;
     for (int i = 0; i < m->n_weights; i++) {
         api_weight *w = &m->weights[i];
-        if ((s = rt_tensor_to_f32(rnnc_tensors_get(ts, w->name), w->data)) != RNNC_OK)
+        char full[512];
+        prefixed(full, sizeof full, prefix, w->name); /* check_names found it */
+        if ((s = rt_tensor_to_f32(rnnc_tensors_get(ts, full), w->data)) != RNNC_OK)
             return s;
+        rt_round_f32(m->spec.dtype, w->data, (size_t)w->count);
         w->set = true;
     }
     m->weights_gen++;
     return RNNC_OK;
 }
 
-rnnc_status rnnc_model_load_weights(rnnc_model *m, const char *path)
+rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts)
+{
+    return rnnc_model_set_weights_prefix(m, ts, "", NULL);
+}
+
+rnnc_status rnnc_model_load_weights_prefix(rnnc_model *m, const char *path, const char *prefix,
+                                           int *ignored)
 {
     if (!m || !path)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_load_weights: NULL argument");
     rnnc_tensors *ts = NULL;
     rnnc_status s = rnnc_tensors_load(&ts, path);
     if (s == RNNC_OK) {
-        s = rnnc_model_set_weights(m, ts);
+        s = rnnc_model_set_weights_prefix(m, ts, prefix, ignored);
         if (s != RNNC_OK)
             rnnc_fail_append("in %s", path);
     }
     rnnc_tensors_destroy(ts);
     return s;
+}
+
+rnnc_status rnnc_model_load_weights(rnnc_model *m, const char *path)
+{
+    return rnnc_model_load_weights_prefix(m, path, "", NULL);
 }
 
 int rnnc_model_weight_count(const rnnc_model *m)

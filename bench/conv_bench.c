@@ -2,20 +2,24 @@
  * conv_bench.c: rnnc's convolution in benchmark mode over ResNet-50's conv
  * layers (bench/resnet50_convs.txt) at batch 32: fp32 FFMA NCHW and fp16
  * NHWC; then conv + bias + add + ReLU fused (graph) against the same steps
- * unfused.  bench/conv_torch.py times PyTorch on the same shapes.
+ * unfused.  bench/conv_torch.py times PyTorch on the same shapes the same
+ * way: random inputs, 3 warm-up calls (the first searches), then --iters
+ * repetitions of 10 calls between two CUDA events on the default stream,
+ * the median per call.
  *   bench_conv_bench [--json OUT] [--iters N]   (RNNC_SOURCE_DIR or the
  *   working directory locates bench/resnet50_convs.txt)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_common.h"
 #include "rnnc.h"
+#include "runtime/runtime.h"
 
 #define BATCH 32
 #define MAX_LAYERS 64
+#define INNER 10 /* calls between two events */
 
 typedef struct layer {
     char name[32];
@@ -47,13 +51,6 @@ static int read_layers(layer *out)
     return n;
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static rnnc_conv *make_conv(const layer *l, rnnc_dtype dt, rnnc_conv_layout layout)
 {
     rnnc_conv_desc d;
@@ -74,14 +71,23 @@ static rnnc_conv *make_conv(const layer *l, rnnc_dtype dt, rnnc_conv_layout layo
     return c;
 }
 
-/* Buffers of any contents (timing only), zeroed so half values are finite. */
-static void *dev_zeros(int64_t bytes)
+/* A buffer of random values: fp32 in [-1, 1), fp16 in +-[0.5, 1) (timing
+ * on zeros can flatter a kernel). */
+static void *dev_random(int64_t n, size_t esz, uint64_t *rng)
 {
     void *p = NULL;
-    if (rnnc_device_alloc(0, (size_t)bytes, &p) != RNNC_OK)
+    if (rnnc_device_alloc(0, (size_t)n * esz, &p) != RNNC_OK)
         return NULL;
-    void *h = calloc(1, (size_t)bytes);
-    if (!h || rnnc_device_upload(p, h, (size_t)bytes) != RNNC_OK) {
+    void *h = malloc((size_t)n * esz);
+    for (int64_t i = 0; h && i < n; i++) {
+        *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t r = (uint32_t)(*rng >> 33);
+        if (esz == 2)
+            ((uint16_t *)h)[i] = (uint16_t)((r & 0x8000) | 0x3800 | (r & 0x3ff));
+        else
+            ((float *)h)[i] = (float)r / 2147483648.0f * 2.0f - 1.0f;
+    }
+    if (!h || rnnc_device_upload(p, h, (size_t)n * esz) != RNNC_OK) {
         rnnc_device_free(p);
         p = NULL;
     }
@@ -95,13 +101,14 @@ typedef struct bufs {
 
 static bool alloc_bufs(const rnnc_conv *c, size_t esz, bufs *b)
 {
+    static uint64_t rng = 0x2545f4914f6cdd1dULL;
     int64_t nx, nw, ny;
     rnnc_conv_numels(c, &nx, &nw, &ny);
-    b->x = dev_zeros(nx * (int64_t)esz);
-    b->w = dev_zeros(nw * (int64_t)esz);
-    b->y = dev_zeros(ny * (int64_t)esz);
-    b->z = dev_zeros(ny * (int64_t)esz);
-    b->b = dev_zeros(rnnc_conv_get_desc(c)->out_channels * (int64_t)esz);
+    b->x = dev_random(nx, esz, &rng);
+    b->w = dev_random(nw, esz, &rng);
+    b->y = dev_random(ny, esz, &rng);
+    b->z = dev_random(ny, esz, &rng);
+    b->b = dev_random(rnnc_conv_get_desc(c)->out_channels, esz, &rng);
     return b->x && b->w && b->y && b->z && b->b;
 }
 
@@ -118,23 +125,39 @@ static rnnc_status call(rnnc_conv_handle *h, const rnnc_conv *c, const bufs *b,
              : rnnc_conv_forward(h, c, b->x, b->w, b->y, NULL);
 }
 
-/* Mean ms of one call over iters, after three calls (the first searches). */
+/* Median ms of one call: 3 warm-up calls (the first searches), then iters
+ * repetitions of INNER calls between two events. */
 static double bench(rnnc_conv_handle *h, const rnnc_conv *c, const bufs *b,
                     const rnnc_conv_epilogue *e, int iters)
 {
-    rnnc_status s = RNNC_OK;
+    const rt_cuda_api *cu = rt_cu();
+    CUevent ev[2] = {NULL, NULL};
+    double *t = calloc((size_t)iters, sizeof *t);
+    rnnc_status s = t ? RNNC_OK : RNNC_ERR_OUT_OF_MEMORY;
     for (int i = 0; s == RNNC_OK && i < 3; i++)
         s = call(h, c, b, e);
-    if (s == RNNC_OK)
-        s = rnnc_device_sync(NULL);
-    double t0 = now_ms();
-    for (int i = 0; s == RNNC_OK && i < iters; i++)
-        s = call(h, c, b, e);
-    if (s == RNNC_OK)
-        s = rnnc_device_sync(NULL);
+    if (s == RNNC_OK && (cu->EventCreate(&ev[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+                         cu->EventCreate(&ev[1], CU_EVENT_DEFAULT) != CUDA_SUCCESS))
+        s = RNNC_ERR_CUDA;
+    for (int r = 0; s == RNNC_OK && r < iters; r++) {
+        float ms = 0;
+        cu->EventRecord(ev[0], NULL);
+        for (int i = 0; s == RNNC_OK && i < INNER; i++)
+            s = call(h, c, b, e);
+        cu->EventRecord(ev[1], NULL);
+        if (s == RNNC_OK && (cu->EventSynchronize(ev[1]) != CUDA_SUCCESS ||
+                             cu->EventElapsedTime(&ms, ev[0], ev[1]) != CUDA_SUCCESS))
+            s = RNNC_ERR_CUDA;
+        t[r] = (double)ms / INNER;
+    }
     if (s != RNNC_OK)
         fprintf(stderr, "  failed: %s\n", rnnc_last_error());
-    return s == RNNC_OK ? (now_ms() - t0) / iters : -1;
+    double med = s == RNNC_OK ? rt_median(t, iters) : -1;
+    for (int i = 0; i < 2; i++)
+        if (ev[i])
+            cu->EventDestroy(ev[i]);
+    free(t);
+    return med;
 }
 
 static const char *dt_name(rnnc_dtype dt)
@@ -224,7 +247,8 @@ int main(int argc, char **argv)
         printf("no GPU or cuDNN: skipped (%s)\n", rnnc_last_error());
         return 77;
     }
-    printf("ResNet-50 conv layers, batch %d, benchmark mode, mean of %d calls\n", BATCH, iters);
+    printf("ResNet-50 conv layers, batch %d, benchmark mode, median of %d x %d calls (CUDA "
+           "events)\n", BATCH, iters, INNER);
     printf("%-10s %-5s %-4s %10s  %s\n", "layer", "dtype", "lay", "ms", "algorithm");
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "batch", BATCH);

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """conv_torch.py: PyTorch's cuDNN convolution with cudnn.benchmark=True on the
 shapes bench/conv_bench.c times (bench/resnet50_convs.txt, batch 32): fp32
-with TF32 off in NCHW, fp16 in channels_last (NHWC), mean of --iters calls
-after warm-up, timed the same way (synchronise, wall clock, synchronise).
+with TF32 off in NCHW, fp16 in channels_last (NHWC), timed as conv_bench.c
+times rnnc: random inputs, 3 warm-up calls (the first runs cuDNN's search),
+then --iters repetitions of 10 calls between two CUDA events, the median per
+call.
 
     python3 bench/conv_torch.py [--json OUT] [--iters N] [--rnnc bench_conv_bench.json]
 
@@ -11,10 +13,11 @@ Exits 77 when torch or a GPU is missing."""
 import argparse
 import json
 import os
+import statistics
 import sys
-import time
 
 BATCH = 32
+INNER = 10  # calls between two events
 
 
 def read_layers():
@@ -38,15 +41,19 @@ def time_layer(torch, layer, dtype, channels_last, iters):
         x = x.to(memory_format=torch.channels_last)
         w = w.to(memory_format=torch.channels_last)
     conv = torch.nn.functional.conv2d
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
     with torch.no_grad():
         for _ in range(3):  # the first call runs cuDNN's search
             conv(x, w, stride=layer["stride"], padding=layer["pad"])
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
         for _ in range(iters):
-            conv(x, w, stride=layer["stride"], padding=layer["pad"])
-        torch.cuda.synchronize()
-    return (time.perf_counter() - t0) * 1e3 / iters
+            start.record()
+            for _ in range(INNER):
+                conv(x, w, stride=layer["stride"], padding=layer["pad"])
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / INNER)
+    return statistics.median(times)
 
 
 def main():

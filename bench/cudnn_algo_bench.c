@@ -4,13 +4,15 @@
  * {256, 512, 1024}, fp32 (FFMA) and fp16.  The fused backend runs fp32 only
  * (rnnc has no fp16 model on it yet), so the fp16 rows time cuDNN alone.
  * A shape an algorithm does not accept is listed with cuDNN's reason.
- * Device buffers, median of --iters runs after 10 warm-up runs.
+ * Device buffers, median of --iters runs after 10 warm-up runs.  The JSON
+ * is rewritten after every shape, so a run cut short keeps what it timed.
  * Usage: bench_cudnn_algo_bench [--json PATH] [--iters N]
  */
 #include "bench_common.h"
 
 #include <math.h>
 
+#include "cudnn_fallback/fallback.h"
 #include "rnnc.h"
 #include "runtime/runtime.h"
 
@@ -99,6 +101,24 @@ static cJSON *row_json(const row *r)
     return o;
 }
 
+/* The JSON's header: the device and the cuDNN that ran. */
+static cJSON *json_root(int iters)
+{
+    cJSON *root = cJSON_CreateObject();
+    char dev[256] = "";
+    (void)rt_cuda_describe(0, dev, sizeof dev);
+    cJSON_AddStringToObject(root, "device", dev);
+    cJSON_AddStringToObject(root, "bench", "cudnn_algo_bench");
+#ifdef FB_HAVE_CUDNN_H
+    if (fb_cudnn_load() == RNNC_OK)
+        cJSON_AddNumberToObject(root, "cudnn_version", (double)cudnnGetVersion());
+#endif
+    cJSON_AddNumberToObject(root, "iters", iters);
+    cJSON_AddNumberToObject(root, "warmup", 10);
+    cJSON_AddStringToObject(root, "math", "fp32: FFMA (cuDNN CUDNN_FMA_MATH); fp16: tensor ops");
+    return root;
+}
+
 int main(int argc, char **argv)
 {
     const char *json = NULL;
@@ -114,11 +134,15 @@ int main(int argc, char **argv)
         RNNC_CUDNN_ALGO_STANDARD, RNNC_CUDNN_ALGO_PERSIST_STATIC,
         RNNC_CUDNN_ALGO_PERSIST_STATIC_SMALL_H, RNNC_CUDNN_ALGO_PERSIST_DYNAMIC};
     static const rnnc_dtype dts[] = {RNNC_F32, RNNC_F16};
-    cJSON *rows = cJSON_CreateArray();
+    cJSON *root = json_root(iters), *rows = cJSON_AddArrayToObject(root, "rows");
+    char dev[256] = "";
+    (void)rt_cuda_describe(0, dev, sizeof dev);
+    printf("%s\n", dev);
     printf("LSTM forward, T=%d, I=H, median ms of %d runs (fp16: cuDNN only; fused runs fp32)\n",
            T_STEPS, iters);
     printf("%-5s %5s %5s %10s %10s %10s %10s %10s  best cuDNN\n", "dtype", "B", "H", "standard",
            "p_static", "p_small_h", "p_dynamic", "fused");
+    int rc = 0;
     for (int di = 0; di < 2; di++)
         for (int hi = 0; hi < 3; hi++)
             for (int bi = 0; bi < 4; bi++) {
@@ -148,20 +172,10 @@ int main(int argc, char **argv)
                     r[k].ms >= 0 ? printf(" %10.3f", r[k].ms) : printf(" %10s", "-");
                 printf("  %s\n", best);
                 fflush(stdout);
+                if (json)
+                    rc = bench_write_json(json, root);
             }
     printf("\n-: the path refused the shape (reasons in the JSON)\n");
-    int rc = 0;
-    if (json) {
-        cJSON *root = cJSON_CreateObject();
-        char dev[256] = "";
-        (void)rt_cuda_describe(0, dev, sizeof dev);
-        cJSON_AddStringToObject(root, "device", dev);
-        cJSON_AddStringToObject(root, "bench", "cudnn_algo_bench");
-        cJSON_AddItemToObject(root, "rows", rows);
-        rc = bench_write_json(json, root);
-        cJSON_Delete(root);
-    } else {
-        cJSON_Delete(rows);
-    }
+    cJSON_Delete(root);
     return rc;
 }

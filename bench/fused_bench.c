@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "common/common.h"
 #include "runtime/runtime.h"
 
 typedef struct bcase {
@@ -151,11 +152,9 @@ int main(int argc, char **argv)
     unsetenv("RNNC_FUSED_TILE");
     if (json) {
         char *text = cJSON_Print(root);
-        FILE *f = fopen(json, "w");
-        if (f) {
-            fputs(text, f);
-            fclose(f);
-        }
+        cm_why why; /* the one safe writer (common/): never half a file */
+        if (!text || cm_write_file(json, CM_OUT_DISCARD, text, strlen(text), "\n", 1, &why))
+            fprintf(stderr, "cannot write %s: %s\n", json, text ? why.text : "out of memory");
         free(text);
     }
     cJSON_Delete(root);

@@ -1,5 +1,8 @@
 # RnncDeps.cmake: finds what rnnc builds against and gathers it in the
-# interface target rnnc_deps.  libcuda and libnvrtc are never linked: the
+# interface target rnnc_deps.  Installed (for rnnc::rnnc_static), rnnc_deps
+# names its libraries by the targets rnncConfig.cmake finds with
+# find_dependency (cjson, xxHash::xxhash, LLVM), never by this machine's
+# paths, and carries no include directory (rnnc.h includes none of them).  libcuda and libnvrtc are never linked: the
 # runtime loads them with dlopen, so only CUDA's headers are needed here.
 # RNNC_DEPS_PREFIX names an extra root to search (the GPU machine carries
 # unpacked Debian packages there, having no package registry).
@@ -17,8 +20,9 @@ find_library(CJSON_LIBRARY NAMES cjson HINTS ${_hints} PATH_SUFFIXES ${_libsuffi
 if(NOT CJSON_INCLUDE_DIR OR NOT CJSON_LIBRARY)
   message(FATAL_ERROR "cJSON not found (Debian: libcjson-dev)")
 endif()
-target_include_directories(rnnc_deps INTERFACE ${CJSON_INCLUDE_DIR})
-target_link_libraries(rnnc_deps INTERFACE ${CJSON_LIBRARY})
+target_include_directories(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${CJSON_INCLUDE_DIR}>")
+target_link_libraries(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${CJSON_LIBRARY}>"
+                      "$<INSTALL_INTERFACE:cjson>")
 
 # xxHash: cache keys and payload checks.
 find_path(XXHASH_INCLUDE_DIR xxhash.h HINTS ${_hints} PATH_SUFFIXES include)
@@ -26,8 +30,9 @@ find_library(XXHASH_LIBRARY NAMES xxhash HINTS ${_hints} PATH_SUFFIXES ${_libsuf
 if(NOT XXHASH_INCLUDE_DIR OR NOT XXHASH_LIBRARY)
   message(FATAL_ERROR "xxHash not found (Debian: libxxhash-dev)")
 endif()
-target_include_directories(rnnc_deps INTERFACE ${XXHASH_INCLUDE_DIR})
-target_link_libraries(rnnc_deps INTERFACE ${XXHASH_LIBRARY})
+target_include_directories(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${XXHASH_INCLUDE_DIR}>")
+target_link_libraries(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${XXHASH_LIBRARY}>"
+                      "$<INSTALL_INTERFACE:xxHash::xxhash>")
 
 # Each optional dependency: AUTO uses it when found, ON requires it, OFF skips
 # it.  rnnc_optional_begin says whether to look; rnnc_optional_end sets
@@ -69,7 +74,7 @@ rnnc_optional_begin(CUDA)
 if(_want_CUDA)
   find_package(CUDAToolkit QUIET)
   if(CUDAToolkit_FOUND)
-    target_include_directories(rnnc_deps INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+    target_include_directories(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${CUDAToolkit_INCLUDE_DIRS}>")
   endif()
 endif()
 rnnc_optional_end(CUDA CUDAToolkit_FOUND
@@ -88,7 +93,7 @@ elseif(_want_CUDNN)
   set(_cudnn_why "cudnn.h was not found")
   if(CUDNN_INCLUDE_DIR)
     set(_cudnn_found ON)
-    target_include_directories(rnnc_deps INTERFACE ${CUDNN_INCLUDE_DIR})
+    target_include_directories(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${CUDNN_INCLUDE_DIR}>")
   endif()
 endif()
 rnnc_optional_end(CUDNN _cudnn_found "${_cudnn_why}" "cudnn backend, cudnn.h in ${CUDNN_INCLUDE_DIR}")
@@ -97,9 +102,10 @@ rnnc_optional_begin(LLVM)
 if(_want_LLVM)
   find_package(LLVM 14 CONFIG QUIET HINTS /usr/lib/llvm-14/lib/cmake/llvm)
   if(LLVM_FOUND)
-    target_include_directories(rnnc_deps INTERFACE ${LLVM_INCLUDE_DIRS})
+    target_include_directories(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${LLVM_INCLUDE_DIRS}>")
     find_library(LLVM_SHARED_LIBRARY NAMES LLVM-14 LLVM HINTS ${LLVM_LIBRARY_DIRS})
-    target_link_libraries(rnnc_deps INTERFACE ${LLVM_SHARED_LIBRARY})
+    target_link_libraries(rnnc_deps INTERFACE "$<BUILD_INTERFACE:${LLVM_SHARED_LIBRARY}>"
+                          "$<INSTALL_INTERFACE:LLVM>")
   endif()
 endif()
 rnnc_optional_end(LLVM LLVM_FOUND "LLVM 14 was not found (Debian: llvm-14-dev)"

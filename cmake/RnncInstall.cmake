@@ -21,7 +21,8 @@ configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/rnncConfig.cmake
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/rnncConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/rnncConfig.cmake
-  ${CMAKE_CURRENT_BINARY_DIR}/rnncConfigVersion.cmake DESTINATION ${RNNC_CMAKE_DIR})
+  ${CMAKE_CURRENT_BINARY_DIR}/rnncConfigVersion.cmake
+  ${CMAKE_CURRENT_SOURCE_DIR}/cmake/FindxxHash.cmake DESTINATION ${RNNC_CMAKE_DIR})
 
 # pkg-config: the prefix is found from the .pc file's own folder (pcfiledir),
 # so it is right whatever --prefix the install is given.
@@ -39,13 +40,16 @@ foreach(dir LIBDIR INCLUDEDIR)
     set(RNNC_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
   endif()
 endforeach()
-# What a static link (pkg-config --static) needs besides librnnc.a.
-set(RNNC_PC_PRIVATE ${CJSON_LIBRARY} ${XXHASH_LIBRARY})
-if(RNNC_HAVE_CUDNN)
-  list(APPEND RNNC_PC_PRIVATE ${CUDNN_LIBRARY})
-endif()
+# What a static link (pkg-config --static) needs besides librnnc.a: cJSON
+# and xxHash by their own .pc files (Requires.private), the rest as flags.
+# LLVM has no .pc file: its library's folder and name.  cuDNN, CUDA and
+# NVRTC are opened with dlopen, never linked.
+set(RNNC_PC_PRIVATE "")
 if(RNNC_HAVE_LLVM)
-  list(APPEND RNNC_PC_PRIVATE ${LLVM_SHARED_LIBRARY})
+  get_filename_component(_llvm_dir "${LLVM_SHARED_LIBRARY}" DIRECTORY)
+  get_filename_component(_llvm_name "${LLVM_SHARED_LIBRARY}" NAME_WE)
+  string(REGEX REPLACE "^lib" "" _llvm_name "${_llvm_name}")
+  list(APPEND RNNC_PC_PRIVATE "-L${_llvm_dir}" "-l${_llvm_name}")
 endif()
 list(APPEND RNNC_PC_PRIVATE -pthread ${CMAKE_DL_LIBS} -lm)
 list(TRANSFORM RNNC_PC_PRIVATE REPLACE "^dl$" "-ldl")

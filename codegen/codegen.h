@@ -51,6 +51,8 @@ typedef struct cg_cuda_config {
                           1 flags and a barrier per phase, 2 tagged words polled by the
                           readers, no barrier (single-phase cells without reductions;
                           else 1); 0: 2 when B <= 8 and possible */
+    int math;          /* rnnc_math: 0 FFMA; 1 TF32, 2 3xTF32 tensor cores (cuda_mma.c)
+                          where the shape allows, else FFMA */
 } cg_cuda_config;
 
 typedef struct cg_cuda_launch {
@@ -61,6 +63,8 @@ typedef struct cg_cuda_launch {
     unsigned threads;
     unsigned smem;
     bool cooperative;
+    unsigned min_rows, max_rows; /* runs only when min_rows <= T*B < max_rows (0: no bound):
+                                    a hoisted GEMM's tiles for long and for short sequences */
 } cg_cuda_launch;
 
 /* Where a value lives in one of the kernels' buffers (offsets in floats). */
@@ -162,6 +166,8 @@ typedef struct cg_ctx {
     /* Tagged exchange (cuda_ll.c): states read whole are published as 64-bit
      * words (value, step tag) at xb + xb[state], two copies by step parity. */
     bool ll;
+    /* The step's linears run on tensor cores (cuda_mma.c). */
+    bool mma;
     int64_t smem_floats, lin_floats, xs_floats, xp_floats, stat_floats, red_floats;
     int64_t wsm_floats;
 } cg_ctx;
@@ -206,6 +212,18 @@ void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
 void cg_emit_weights(const cg_ctx *c, cg_text *t);
 const char *cg_float_lit(double v, char *buf, size_t n);
+/* Tensor cores for the TF32 math modes (cuda_mma.c): the device helpers
+ * (nothing in FFMA); whether a step linear fits with x staged `chunk`
+ * columns at a time; the step linear (stage: the x staging of
+ * cuda_step.c); whether a hoisted GEMM tile runs on them, its accumulator
+ * layout (tile row/column expressions of i and j) and one K slice. */
+void cg_emit_mma_helpers(const cg_ctx *c, cg_text *t);
+bool cg_mma_fits(const cg_ctx *c, int32_t lin, int64_t chunk);
+rnnc_status cg_emit_mma_linear(const cg_ctx *c, int32_t lin, cg_text *t,
+                               rnnc_status (*stage)(const cg_ctx *, int32_t, bool, cg_text *));
+bool cg_mma_gemm(const cg_ctx *c, int bm, int bn, int bk);
+void cg_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n);
+void cg_emit_mma_gemm_slice(cg_text *t, int bm, int bn, int bk);
 /* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
  * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
 const char *cg_unary_fmt(int op);

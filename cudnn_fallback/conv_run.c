@@ -171,6 +171,7 @@ rnnc_status fb_conv_enter(rnnc_conv_handle *h, const fb_conv_geom *g, void *stre
     rnnc_status st = rt_cuda_context(h->device);
     if (st == RNNC_OK)
         st = fb_cudnn_check(cudnnSetStream(h->dnn, (cudaStream_t)stream), "cudnnSetStream");
+    h->stream = (CUstream)stream;
     return st;
 }
 
@@ -309,7 +310,6 @@ static size_t ws_size(rnnc_conv_handle *h, const fb_conv_descs *d, rnnc_conv_pas
 static cudnnStatus_t launch(rnnc_conv_handle *h, const fb_conv_descs *d, rnnc_conv_pass pass,
                             int algo, const void *const p[3], size_t wsn, float alpha, float beta)
 {
-    
     void *ws = (void *)(uintptr_t)h->ws.p;
     if (pass == RNNC_CONV_FORWARD)
         return cudnnConvolutionForward(h->dnn, &alpha, d->x, p[0], d->w, p[1], d->conv,
@@ -327,7 +327,7 @@ static cudnnStatus_t launch(rnnc_conv_handle *h, const fb_conv_descs *d, rnnc_co
 /* Runs one candidate: its math type, its workspace, the call. */
 static rnnc_status try_one(rnnc_conv_handle *h, const fb_conv_geom *g, const fb_conv_descs *d,
                            rnnc_conv_pass pass, const fb_conv_choice *c, const void *const p[3],
-                           float alpha, float beta)
+                           float alpha, float beta, size_t *wsn_out)
 {
     cudnnMathType_t m = base_math(g) == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : (cudnnMathType_t)c->math;
     rnnc_status st = fb_cudnn_check(cudnnSetConvolutionMathType(d->conv, m),
@@ -343,6 +343,7 @@ static rnnc_status try_one(rnnc_conv_handle *h, const fb_conv_geom *g, const fb_
     if (st == RNNC_OK)
         snprintf(h->last, sizeof h->last, "%s %s (%s, ws %zu B)", k_pass[pass],
                  algo_name(pass, c->algo), math_name(m), wsn);
+    *wsn_out = wsn;
     return st;
 }
 
@@ -359,7 +360,7 @@ static rnnc_status search(rnnc_conv_handle *h, const fb_conv_geom *g, const fb_c
 /* Tries the candidates in order; the first that runs is cached. */
 static rnnc_status run_search(rnnc_conv_handle *h, const fb_conv_geom *g, const fb_conv_descs *d,
                               rnnc_conv_pass pass, const void *const p[3], float alpha,
-                              float beta, const fb_conv_key *key)
+                              float beta, const fb_conv_key *key, fb_conv_choice *ch, size_t *wsn)
 {
     perf c[MAX_ALGOS];
     int n = 0;
@@ -369,10 +370,10 @@ static rnnc_status run_search(rnnc_conv_handle *h, const fb_conv_geom *g, const 
     char tried[256] = "";
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        fb_conv_choice ch = {c[i].algo, (int)c[i].math, c[i].memory};
-        st = try_one(h, g, d, pass, &ch, p, alpha, beta);
+        *ch = (fb_conv_choice){c[i].algo, (int)c[i].math, c[i].memory, FB_CONV_LEGACY};
+        st = try_one(h, g, d, pass, ch, p, alpha, beta, wsn);
         if (st == RNNC_OK)
-            return fb_conv_cache_put(key, &ch);
+            return fb_conv_cache_put(key, ch);
         if (at < sizeof tried)
             at += (size_t)snprintf(tried + at, sizeof tried - at, "%s%s: %s", at ? "; " : "",
                                    algo_name(pass, c[i].algo), rnnc_status_string(st));
@@ -385,26 +386,213 @@ static rnnc_status run_search(rnnc_conv_handle *h, const fb_conv_geom *g, const 
                      n ? ": " : "", tried);
 }
 
-rnnc_status fb_conv_run(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
-                        const void *const p[3], float alpha, float beta)
+/* ---------------------------------------------------------------- the handle's entries */
+
+static void entry_free(fb_conv_entry *e)
 {
-    fb_conv_descs d;
-    rnnc_status st = fb_conv_descs_make(g, &d);
-    if (st != RNNC_OK)
-        return st;
-    fb_conv_key key;
-    fb_conv_key_make(&key, g, pass, 0, p);
-    fb_conv_choice ch;
-    bool cached = fb_conv_cache_get(&key, &ch);
-    /* A cached choice that now fails (its workspace no longer fits) falls
-     * through to a fresh search. */
-    if (!cached || (st = try_one(h, g, &d, pass, &ch, p, alpha, beta)) != RNNC_OK)
-        st = run_search(h, g, &d, pass, p, alpha, beta, &key);
-    fb_conv_descs_free(&d);
+    if (e->bias)
+        cudnnDestroyTensorDescriptor(e->bias);
+    fb_conv_descs_free(&e->d);
+    memset(e, 0, sizeof *e);
+}
+
+void fb_conv_entries_clear(rnnc_conv_handle *h)
+{
+    for (int i = 0; i < h->n_entries; i++)
+        entry_free(&h->entries[i]);
+    h->n_entries = 0;
+}
+
+static void entry_evict(rnnc_conv_handle *h)
+{
+    int old = 0;
+    for (int i = 1; i < h->n_entries; i++)
+        if (h->entries[i].last_use < h->entries[old].last_use)
+            old = i;
+    entry_free(&h->entries[old]);
+    h->entries[old] = h->entries[--h->n_entries];
+}
+
+void fb_conv_entries_trim(rnnc_conv_handle *h, int capacity)
+{
+    while (h->n_entries > capacity)
+        entry_evict(h);
+}
+
+static fb_conv_entry *entry_find(rnnc_conv_handle *h, const fb_conv_key *k, uint64_t hash)
+{
+    for (int i = 0; i < h->n_entries; i++)
+        if (h->entries[i].hash == hash && fb_conv_key_equal(&h->entries[i].key, k)) {
+            h->entries[i].last_use = ++h->clock;
+            return &h->entries[i];
+        }
+    return NULL;
+}
+
+rnnc_status fb_conv_entry_get(rnnc_conv_handle *h, const fb_conv_geom *g, const fb_conv_key *k,
+                              fb_conv_entry **out)
+{
+    uint64_t hash = fb_conv_key_hash(k);
+    fb_conv_entry *e = entry_find(h, k, hash);
+    if (!e) {
+        if (h->n_entries == h->plan_cap)
+            entry_evict(h);
+        e = &h->entries[h->n_entries];
+        memset(e, 0, sizeof *e);
+        rnnc_status st = fb_conv_descs_make(g, &e->d);
+        if (st != RNNC_OK)
+            return st;
+        e->key = *k;
+        e->hash = hash;
+        e->last_use = ++h->clock;
+        h->n_entries++;
+    }
+    *out = e;
+    return RNNC_OK;
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* An entry's chosen algorithm: its descriptors already carry the math. */
+static rnnc_status run_chosen(rnnc_conv_handle *h, const fb_conv_entry *e, rnnc_conv_pass pass,
+                              const void *const p[3], float alpha, float beta)
+{
+    rnnc_status st = fb_buf_reserve(&h->ws, e->wsn);
+    if (st == RNNC_OK)
+        st = fb_cudnn_check(launch(h, &e->d, pass, e->ch.algo, p, e->wsn, alpha, beta),
+                            "cudnnConvolution*");
+    if (st == RNNC_OK)
+        memcpy(h->last, e->last, sizeof h->last);
     return st;
 }
 
+static void remember(rnnc_conv_handle *h, fb_conv_entry *e, const fb_conv_choice *ch, size_t wsn)
+{
+    e->chosen = true;
+    e->ch = *ch;
+    e->wsn = wsn;
+    memcpy(e->last, h->last, sizeof e->last);
+}
+
+/* The legacy pass: the handle's entry, else the process-wide choice, else
+ * a search.  A choice that now fails (its workspace no longer fits) falls
+ * through to a fresh search. */
+static rnnc_status legacy_run(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
+                              const void *const p[3], float alpha, float beta,
+                              const fb_conv_key *key)
+{
+    fb_conv_entry *e = NULL;
+    rnnc_status st = fb_conv_entry_get(h, g, key, &e);
+    if (st != RNNC_OK)
+        return st;
+    if (e->chosen && run_chosen(h, e, pass, p, alpha, beta) == RNNC_OK)
+        return RNNC_OK;
+    e->chosen = false;
+    fb_conv_choice ch;
+    size_t wsn = 0;
+    if (fb_conv_cache_get(key, &ch) && ch.api == FB_CONV_LEGACY && ch.algo >= 0 &&
+        try_one(h, g, &e->d, pass, &ch, p, alpha, beta, &wsn) == RNNC_OK)
+        st = RNNC_OK;
+    else
+        st = run_search(h, g, &e->d, pass, p, alpha, beta, key, &ch, &wsn);
+    if (st == RNNC_OK)
+        remember(h, e, &ch, wsn);
+    return st;
+}
+
+/* Median ms of one legacy launch of e's choice, timed as conv_graph.c times
+ * plans (one untimed run, then 5 x 3 runs between events): Find's own times
+ * leave out what a call costs on the host.  Negative when it fails. */
+static double time_legacy(rnnc_conv_handle *h, const fb_conv_entry *e, const void *const p[3],
+                          float alpha)
+{
+    const rt_cuda_api *cu = rt_cu();
+    CUevent ev[2] = {NULL, NULL};
+    double t[5], med = -1;
+    if (cu->EventCreate(&ev[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+        return -1;
+    if (cu->EventCreate(&ev[1], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+        goto destroy_ev0;
+    bool ok = run_chosen(h, e, RNNC_CONV_FORWARD, p, alpha, 0.0f) == RNNC_OK;
+    for (int r = 0; ok && r < 5; r++) {
+        float ms = 0;
+        ok = cu->EventRecord(ev[0], h->stream) == CUDA_SUCCESS;
+        for (int i = 0; ok && i < 3; i++)
+            ok = run_chosen(h, e, RNNC_CONV_FORWARD, p, alpha, 0.0f) == RNNC_OK;
+        ok = ok && cu->EventRecord(ev[1], h->stream) == CUDA_SUCCESS &&
+             cu->EventSynchronize(ev[1]) == CUDA_SUCCESS &&
+             cu->EventElapsedTime(&ms, ev[0], ev[1]) == CUDA_SUCCESS;
+        t[r] = (double)ms / 3;
+    }
+    if (ok)
+        med = rt_median(t, 5);
+    cu->EventDestroy(ev[1]);
+destroy_ev0:
+    cu->EventDestroy(ev[0]);
+    return med;
+}
+
+/* Benchmark mode's forward, its graph plan just timed at graph_ms: the
+ * legacy algorithms that Find puts near it (within 1.5x: Find's times are
+ * single runs, on a GPU whose clocks may still be rising) are timed the
+ * same way, and the first one faster wins the key.  Otherwise the graph's
+ * plan runs again (the timing wrote y). */
+static rnnc_status legacy_challenge(rnnc_conv_handle *h, const fb_conv_geom *g,
+                                    const void *const p[3], float alpha, const fb_conv_key *key,
+                                    double graph_ms)
+{
+    fb_conv_entry *e = NULL;
+    perf c[MAX_ALGOS];
+    int n = 0;
+    if (fb_conv_entry_get(h, g, key, &e) == RNNC_OK &&
+        search(h, g, &e->d, RNNC_CONV_FORWARD, p, c, &n) == RNNC_OK) {
+        for (int i = 0; i < n && i < 4 && c[i].time < 1.5 * graph_ms; i++) {
+            fb_conv_choice ch = {c[i].algo, (int)c[i].math, c[i].memory, FB_CONV_LEGACY};
+            size_t wsn = 0;
+            if (try_one(h, g, &e->d, RNNC_CONV_FORWARD, &ch, p, alpha, 0.0f, &wsn) != RNNC_OK)
+                continue;
+            remember(h, e, &ch, wsn);
+            double ms = time_legacy(h, e, p, alpha);
+            if (ms >= 0 && ms < graph_ms)
+                return fb_conv_cache_put(key, &ch);
+            e->chosen = false;
+        }
+    }
+    double again = 0;
+    return fb_conv_graph_forward(h, g, key, alpha, p, &again);
+}
+
+rnnc_status fb_conv_run(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
+                        const void *const p[3], float alpha, float beta)
+{
+    fb_conv_key key;
+    /* The forward runs a graph plan (what PyTorch runs on cuDNN 9) unless the
+     * key's entry holds a legacy choice: no engine takes the graph, or in
+     * benchmark mode a legacy algorithm was faster.  One key for both. */
+    if (pass == RNNC_CONV_FORWARD && beta == 0.0f) {
+        fb_conv_forward_key(&key, g, alpha, p);
+        fb_conv_entry *e = entry_find(h, &key, fb_conv_key_hash(&key));
+        double timed_ms = 0;
+        if (!(e && e->chosen) &&
+            fb_conv_graph_forward(h, g, &key, alpha, p, &timed_ms) == RNNC_OK)
+            return timed_ms > 0 ? legacy_challenge(h, g, p, alpha, &key, timed_ms) : RNNC_OK;
+    } else {
+        fb_conv_key_make(&key, g, pass, 0, p);
+    }
+    return legacy_run(h, g, pass, p, alpha, beta, &key);
+}
+
 /* ---------------------------------------------------------------- timing every algorithm */
+
+static void sort_perf(rnnc_conv_algo_perf *o, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && o[j].ms < o[j - 1].ms; j--) {
+            rnnc_conv_algo_perf t = o[j];
+            o[j] = o[j - 1];
+            o[j - 1] = t;
+        }
+}
 
 rnnc_status fb_conv_time(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
                          const void *const p[3], rnnc_conv_algo_perf *out, int max, int *count)
@@ -418,7 +606,7 @@ rnnc_status fb_conv_time(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_p
     st = benchmark(h, g, &d, pass, p, c, &n);
     *count = 0;
     for (int i = 0; st == RNNC_OK && i < n && *count < max; i++) {
-        if (c[i].status != CUDNN_STATUS_SUCCESS)
+        if (!usable(g, &c[i]))
             continue;
         rnnc_conv_algo_perf *o = &out[(*count)++];
         memset(o, 0, sizeof *o);
@@ -430,5 +618,10 @@ rnnc_status fb_conv_time(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_p
                           !(g->d.dtype == RNNC_F32 && g->d.math == RNNC_MATH_FFMA);
     }
     fb_conv_descs_free(&d);
+    /* The forward's graph engines too: what the forward call chooses among. */
+    if (st == RNNC_OK && pass == RNNC_CONV_FORWARD)
+        st = fb_conv_graph_time(h, g, p, out, max, count);
+    if (st == RNNC_OK)
+        sort_perf(out, *count);
     return st;
 }

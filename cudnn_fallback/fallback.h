@@ -77,12 +77,16 @@ typedef struct fb_lin_slot {
 } fb_lin_slot;
 
 /*
- * The weight space as cuDNN 9 lays it out (and PyTorch's flatten_parameters
- * relies on): pseudo-layers one after another, each its linear layers'
- * matrices in id order, then their biases (none with bias=False).  d[0] are
- * layer 0's dims, d[1] those above.  Fills slots[pseudo * n_lin + lin] when
- * slots is not NULL and returns the size in bytes.  The backend itself uses
- * what cuDNN reports; this is what tests compare cuDNN against.
+ * The weight space as cuDNN 9 lays it out (as cudnnGetRNNWeightParams
+ * reports it on an H100; gpu_cudnn_paths checks it): first the matrices of
+ * every pseudo-layer, one pseudo-layer after another, each its linear
+ * layers in id order; then all the biases in the same order (none with
+ * bias=False).  A pseudo-layer's biases do not follow its matrices, but
+ * each PyTorch parameter is still one contiguous run.  d[0] are layer 0's
+ * dims, d[1] those above.  Fills slots[pseudo * n_lin + lin] when slots is
+ * not NULL and returns the size in bytes.  The backend never uses this: it
+ * asks cuDNN (cudnnGetRNNWeightParams) for every matrix and bias, and
+ * tests compare the two.
  */
 size_t fb_rnn_expected_slots(fb_rnn_mode m, int layers, int dirs, const fb_rnn_dims d[2],
                              bool bias, size_t esz, fb_lin_slot *slots);
@@ -119,6 +123,7 @@ typedef struct fb_algo_query {
     int layers, dirs;
     int64_t batch;
     bool training;
+    bool no_bias; /* CUDNN_RNN_NO_BIAS */
     bool ragged;  /* sequences of different lengths */
     bool half;    /* fp16 data */
     int sm;       /* 90 for sm_90 */
@@ -331,6 +336,10 @@ rnnc_status fb_rnn_forward(void *state, const rnnc_forward_args *a);
 rnnc_status fb_rnn_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
                                 double *median_ms);
 rnnc_status fb_rnn_backward(void *state, const rnnc_backward_args *a);
+/* Median ms of the training forward and backward kernels (rt_backend.time_training). */
+rnnc_status fb_rnn_time_training(void *state, const rnnc_forward_args *f,
+                                 const rnnc_backward_args *b, int warmup, int iters,
+                                 double *median_ms);
 /* Bytes of state `state` (cell order) at the current batch: [L*D, B, n]. */
 size_t fb_rnn_state_bytes(const fb_rnn *r, int state);
 /* One cudnnRNNForward on the current shape, algorithm and temp space. */
@@ -378,6 +387,7 @@ typedef struct fb_conv_key {
     int32_t device, dtype, layout, dims, math, deterministic, algo_mode, pass;
     int32_t epilogue;              /* fused: bit 0 z, bit 1 bias, bit 2 relu; z's
                                       alignment << 8, bias's << 16 */
+    int32_t api;                   /* FB_CONV_LEGACY or FB_CONV_GRAPH (they choose apart) */
     int32_t align[3];              /* bytes (1..16) each pointer is aligned to */
     uint32_t alpha_bits[2];        /* fused: alpha1, alpha2 as IEEE bits */
     int64_t batch, in_channels, out_channels, groups;
@@ -397,17 +407,20 @@ int fb_conv_alignment(const void *p);
 /* The process-wide algorithm cache (conv_key.c): a thread-safe map from
  * key to the algorithm (and math type) that ran. */
 typedef struct fb_conv_choice {
-    int algo;
+    int algo;                      /* legacy: the algorithm; graph: the engine's global index */
     int math;
     size_t workspace;
+    int api;                       /* FB_CONV_LEGACY or FB_CONV_GRAPH */
 } fb_conv_choice;
+enum { FB_CONV_LEGACY = 0, FB_CONV_GRAPH = 1 };
 bool fb_conv_cache_get(const fb_conv_key *k, fb_conv_choice *out);
 rnnc_status fb_conv_cache_put(const fb_conv_key *k, const fb_conv_choice *c);
 size_t fb_conv_cache_count(void);
 void fb_conv_cache_clear(void);
 
 #ifdef FB_HAVE_CUDNN_H
-/* One fused graph's finalised plan, kept in a handle's LRU (conv_fused.c). */
+/* One graph's finalised plan, kept in a handle's LRU (conv_graph.c builds,
+ * conv_fused.c keeps): the plain forward's or a fused epilogue's. */
 #define FB_CONV_GRAPH_DESCS 24
 typedef struct fb_conv_plan {
     fb_conv_key key;
@@ -418,18 +431,14 @@ typedef struct fb_conv_plan {
     int n_descs;
     int64_t workspace;
     int64_t engine;
+    double ms;                     /* benchmark mode: its time; else 0 */
     uint64_t last_use;
+    /* The variant pack of the last call, reused while the pointers and the
+     * workspace stay the same (no descriptor is made per call). */
+    cudnnBackendDescriptor_t vp;
+    const void *vp_ptr[5];
+    CUdeviceptr vp_ws;
 } fb_conv_plan;
-
-struct rnnc_conv_handle {
-    int device;
-    cudnnHandle_t dnn;
-    fb_buf ws;
-    fb_conv_plan *plans;
-    int n_plans, plan_cap;
-    uint64_t clock;                /* LRU time */
-    char last[160];
-};
 
 /* The legacy descriptors of one geometry (conv_run.c). */
 typedef struct fb_conv_descs {
@@ -439,6 +448,34 @@ typedef struct fb_conv_descs {
     cudnnDataType_t dtype;
 } fb_conv_descs;
 
+/* One legacy call's descriptors and chosen algorithm, kept in a handle
+ * (conv_run.c), so a call in steady state creates nothing. */
+typedef struct fb_conv_entry {
+    fb_conv_key key;
+    uint64_t hash;
+    uint64_t last_use;
+    fb_conv_descs d;
+    cudnnTensorDescriptor_t bias;  /* the unfused epilogue's [1, K, 1, 1], made on first use */
+    bool chosen;                   /* ch, wsn and last are set; d's math is ch's */
+    fb_conv_choice ch;
+    size_t wsn;
+    char last[160];
+} fb_conv_entry;
+
+struct rnnc_conv_handle {
+    int device;
+    cudnnHandle_t dnn;
+    CUstream stream;               /* the stream of the call under way */
+    fb_buf ws;
+    fb_conv_plan *plans;
+    int n_plans, plan_cap;
+    fb_conv_entry *entries;        /* as many as plans */
+    int n_entries;
+    cudnnActivationDescriptor_t relu;
+    uint64_t clock;                /* LRU time */
+    char last[160];
+};
+
 rnnc_status fb_conv_descs_make(const fb_conv_geom *g, fb_conv_descs *d);
 void fb_conv_descs_free(fb_conv_descs *d);
 /* Dims and strides of x/y shaped t ([N, C, S...]) in g's layout, lifted to
@@ -446,16 +483,46 @@ void fb_conv_descs_free(fb_conv_descs *d);
 int fb_conv_tensor_dims(const fb_conv_geom *g, const int64_t t[5], int dims[5], int strides[5]);
 /* Makes the context current and binds the stream. */
 rnnc_status fb_conv_enter(rnnc_conv_handle *h, const fb_conv_geom *g, void *stream);
-/* One pass through the legacy API, choosing (and caching) its algorithm;
- * p = {x, w, y} for forward, {dy, w, dx} backward data, {x, dy, dw}
- * backward filter.  out = alpha * conv + beta * out, as cuDNN's. */
+/* One pass, choosing (and caching) its algorithm: forward through a graph
+ * plan where an engine takes it, else the legacy calls; p = {x, w, y} for
+ * forward, {dy, w, dx} backward data, {x, dy, dw} backward filter.
+ * out = alpha * conv + beta * out, as cuDNN's. */
 rnnc_status fb_conv_run(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
                         const void *const p[3], float alpha, float beta);
 rnnc_status fb_conv_time(rnnc_conv_handle *h, const fb_conv_geom *g, rnnc_conv_pass pass,
                          const void *const p[3], rnnc_conv_algo_perf *perf, int max, int *count);
+/* The handle's entry for a legacy key, its descriptors made on first use
+ * (conv_run.c). */
+rnnc_status fb_conv_entry_get(rnnc_conv_handle *h, const fb_conv_geom *g, const fb_conv_key *k,
+                              fb_conv_entry **out);
+void fb_conv_entries_clear(rnnc_conv_handle *h);
+void fb_conv_entries_trim(rnnc_conv_handle *h, int capacity);
+
+/* conv_graph.c: builds the graph act(alpha1*conv(x) + alpha2*z + bias) (an
+ * empty epilogue is the plain forward) and its plan into p: the engine
+ * `want` (a global index) if the heuristics offer it, else the heuristic's
+ * first, or in benchmark mode the fastest timed on ptr = {x, w, y, z, bias}. */
+rnnc_status fb_conv_plan_build(rnnc_conv_handle *h, const fb_conv_geom *g,
+                               const rnnc_conv_epilogue *e, const void *const ptr[5],
+                               int64_t want, fb_conv_plan *p);
+rnnc_status fb_conv_plan_execute(rnnc_conv_handle *h, fb_conv_plan *p, const void *const ptr[5]);
+void fb_conv_plan_free(fb_conv_plan *p);
+/* Every engine the heuristics offer for the plain forward, timed (appended
+ * to perf from *count on). */
+rnnc_status fb_conv_graph_time(rnnc_conv_handle *h, const fb_conv_geom *g, const void *const p[3],
+                               rnnc_conv_algo_perf *perf, int max, int *count);
 /* conv_fused.c */
 rnnc_status fb_conv_fused(rnnc_conv_handle *h, const fb_conv_geom *g, const rnnc_conv_epilogue *e,
                           const void *x, const void *w, void *y);
+/* The key of the plain forward y = alpha * conv(x), both APIs' choice. */
+void fb_conv_forward_key(fb_conv_key *k, const fb_conv_geom *g, float alpha,
+                         const void *const p[3]);
+/* That forward through a cached graph plan; RNNC_ERR_UNSUPPORTED where the
+ * key's choice is the legacy API.  *timed_ms: the plan's time when it was
+ * just chosen by timing (benchmark mode), else 0. */
+rnnc_status fb_conv_graph_forward(rnnc_conv_handle *h, const fb_conv_geom *g,
+                                  const fb_conv_key *k, float alpha, const void *const p[3],
+                                  double *timed_ms);
 void fb_conv_plans_clear(rnnc_conv_handle *h);
 rnnc_status fb_conv_plans_resize(rnnc_conv_handle *h, int capacity);
 #endif

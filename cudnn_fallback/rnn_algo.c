@@ -6,9 +6,12 @@
  * The limits are cuDNN's documented ones (docs/cudnn.md): every persistent
  * algorithm needs sm_60 or newer, sequences of one length and no
  * projection; PERSIST_STATIC_SMALL_H bounds the hidden size, more tightly
- * when training.  What the documentation leaves open (whether W_hh fits on
- * chip for PERSIST_STATIC) cuDNN itself refuses; AUTO then skips the
- * algorithm.
+ * when training.  One more is cuDNN 9's behaviour rather than its
+ * documentation: cudnnSetRNNDescriptor_v8 refuses every persistent
+ * algorithm with CUDNN_RNN_NO_BIAS (NOT_SUPPORTED, seen by gpu_cudnn_paths
+ * with cuDNN 9.14), so bias=False models run STANDARD.  What the
+ * documentation leaves open (whether W_hh fits on chip for PERSIST_STATIC)
+ * cuDNN itself refuses; AUTO then skips the algorithm.
  */
 #include "cudnn_fallback/fallback.h"
 
@@ -38,6 +41,8 @@ const char *fb_algo_refusal(rnnc_cudnn_algo a, const fb_algo_query *q)
         return "persistent algorithms need sm_60 or newer";
     if (q->proj > 0)
         return "a projection (proj_size) runs only on the standard algorithm";
+    if (q->no_bias)
+        return "cuDNN runs bias=False models only on the standard algorithm";
     if (q->ragged)
         return "persistent algorithms need every sequence of the same length";
     if (a == RNNC_CUDNN_ALGO_PERSIST_STATIC_SMALL_H && q->hidden > small_h_limit(q)) {

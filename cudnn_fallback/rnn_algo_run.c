@@ -84,7 +84,8 @@ void fb_rnn_algo_query(const fb_rnn *r, fb_algo_query *q)
 {
     *q = (fb_algo_query){.mode = r->mode, .in = r->spec.sizes[0].I, .hidden = r->hidden,
                          .proj = r->proj, .layers = r->layers, .dirs = r->dirs, .batch = r->B,
-                         .training = r->training, .ragged = r->ragged,
+                         .training = r->training, .no_bias = r->spec.no_bias,
+                         .ragged = r->ragged,
                          .half = r->dtype == CUDNN_DATA_HALF, .sm = r->sm,
                          .sm_count = r->sm_count};
 }

@@ -370,5 +370,6 @@ const rt_backend fb_backend_cudnn = {
     .time_forward = fb_rnn_time_forward,
     .backward = fb_rnn_backward,
     .weight_grad = rnn_weight_grad,
+    .time_training = fb_rnn_time_training,
     .destroy = rnn_destroy,
 };

@@ -136,6 +136,7 @@ size_t fb_rnn_expected_slots(fb_rnn_mode m, int layers, int dirs, const fb_rnn_d
 {
     int n_lin = fb_rnn_lin_layers(m, d[0].proj > 0), gates = fb_rnn_gates(m);
     size_t off = 0;
+    /* every matrix of every pseudo-layer first ... */
     for (int p = 0; p < layers * dirs; p++) {
         fb_rnn_dims pd = pseudo_dims(d, p, dirs);
         for (int lin = 0; lin < n_lin; lin++) {
@@ -144,7 +145,11 @@ size_t fb_rnn_expected_slots(fb_rnn_mode m, int layers, int dirs, const fb_rnn_d
                 slots[p * n_lin + lin] = (fb_lin_slot){.mat_off = off, .mat_n = n};
             off += n * esz;
         }
-        for (int lin = 0; bias && lin < 2 * gates; lin++) { /* the projection has no bias */
+    }
+    /* ... then the biases, in the same order (the projection has none) */
+    for (int p = 0; bias && p < layers * dirs; p++) {
+        fb_rnn_dims pd = pseudo_dims(d, p, dirs);
+        for (int lin = 0; lin < 2 * gates; lin++) {
             if (slots) {
                 slots[p * n_lin + lin].bias_off = off;
                 slots[p * n_lin + lin].bias_n = (size_t)pd.hidden;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/common.h"
 #include "frontend/frontend.h"
 
 #define MAX_CELL_FILE (64u << 20) /* a .cell file larger than this is not one */
@@ -56,47 +57,15 @@ rnnc_status rnnc_cell_builtin(rnnc_cell **out, const char *name, const char *att
     return rnnc_cell_parse(out, b->text, b->len, label, b->name, attrs);
 }
 
-/* The whole file in a malloc'ed buffer. */
+/* The whole file in a malloc'ed buffer (common/: a FIFO or a directory is
+ * refused before anything is read). */
 static rnnc_status read_all(const char *path, char **text, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rnnc_fail(RNNC_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    rnnc_status s = RNNC_OK;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *more = cap < MAX_CELL_FILE ? realloc(buf, cap * 2) : NULL;
-        if (!more) {
-            s = cap < MAX_CELL_FILE
-                    ? rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "reading '%s': out of memory", path)
-                    : rnnc_fail(RNNC_ERR_IO, "'%s' is larger than %u MB", path,
-                                MAX_CELL_FILE >> 20);
-            goto free_buf;
-        }
-        buf = more;
-        cap *= 2;
-    }
-    if (!buf) {
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "reading '%s': out of memory", path);
-        goto close_file;
-    }
-    if (ferror(f)) {
-        s = rnnc_fail(RNNC_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-        goto free_buf;
-    }
-    fclose(f);
-    *text = buf;
-    *len = n;
-    return RNNC_OK;
-free_buf:
-    free(buf);
-close_file:
-    fclose(f);
-    return s;
+    cm_why why;
+    rnnc_status s = cm_read_file(path, 0, MAX_CELL_FILE, text, len, &why);
+    if (s == RNNC_ERR_NOT_FOUND)
+        s = RNNC_ERR_IO;
+    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
 }
 
 rnnc_status rnnc_cell_load_file(rnnc_cell **out, const char *path, const char *cell_name,

@@ -227,6 +227,14 @@ static fe_sym *sym_of(fe_parser *p, const fe_tok *t)
     return fe_sym_find(&p->syms, p->lx.text + t->off, (uint32_t)t->len);
 }
 
+/* The value keeps the name the text gave it, for dumps (ir/names.c). */
+static rnnc_status name_value(fe_parser *p, const fe_tok *t, rnnc_value v)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)t->len, p->lx.text + t->off);
+    return ir_name_value(p->cell, v, name);
+}
+
 /* Binds the names of `a, b, _, d = chunk(x, 4)` to the pieces. */
 static rnnc_status bind_tuple(fe_parser *p, const fe_tok *names, int n, const fe_val *val)
 {
@@ -247,6 +255,8 @@ static rnnc_status bind_tuple(fe_parser *p, const fe_tok *names, int n, const fe
         rnnc_status s = rnnc_chunk(p->cell, val->v, n, k, &sym->v);
         if (s != RNNC_OK)
             return fe_builder_error(p, s, val);
+        if ((s = name_value(p, &names[k], sym->v)) != RNNC_OK)
+            return s;
     }
     return RNNC_OK;
 }
@@ -265,7 +275,8 @@ static rnnc_status bind(fe_parser *p, const fe_tok *names, int n, const fe_val *
         sym->kind = FE_SYM_NUMBER;
         sym->num = val->num;
     }
-    return fe_val_node(p, val, &sym->v);
+    rnnc_status s = fe_val_node(p, val, &sym->v);
+    return s == RNNC_OK ? name_value(p, &names[0], sym->v) : s;
 }
 
 /* NAME {, NAME} = expr.  The names are entered first (unset), so using one

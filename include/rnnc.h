@@ -6,6 +6,8 @@
  *  - opaque handles with create/destroy pairs; destroy accepts NULL;
  *  - every action returns an rnnc_status; predicates return bool;
  *  - rnnc_last_error() holds the detail of the last failure on this thread;
+ *    like errno, it is meaningful only right after a call that failed (a
+ *    call that succeeds may leave an older detail there): test the status;
  *  - the library never exits or aborts on a user's error.
  */
 #ifndef RNNC_H
@@ -53,7 +55,11 @@ typedef enum rnnc_status {
 } rnnc_status;
 
 const char *rnnc_status_string(rnnc_status s);
-/* Detail of the last failure on the calling thread ("" if none). */
+/* Detail of the last failure on the calling thread ("" if none yet).  Like
+ * errno it is meaningful only after a call that returned an error: each
+ * failure replaces it with its own detail, and a successful call does not
+ * clear it (rnnc tries alternatives inside, e.g. AUTO's backends, and may
+ * leave the detail of one it passed over).  Decide by the status. */
 const char *rnnc_last_error(void);
 const char *rnnc_version_string(void);
 
@@ -167,6 +173,10 @@ typedef enum rnnc_dtype {
 
 size_t rnnc_dtype_size(rnnc_dtype t);
 const char *rnnc_dtype_name(rnnc_dtype t);
+/* Converts n floating-point values (F32, F16, BF16, F64) from src_type to
+ * dst_type, rounding to nearest even; RNNC_ERR_INVALID_ARG for another dtype. */
+rnnc_status rnnc_convert(void *dst, rnnc_dtype dst_type, const void *src, rnnc_dtype src_type,
+                         int64_t n);
 
 #define RNNC_MAX_RANK 8
 
@@ -224,8 +234,15 @@ typedef enum rnnc_hoist {
 
 typedef enum rnnc_math {
     RNNC_MATH_FFMA = 0, /* fp32 with FMA only: PyTorch with allow_tf32 off */
-    RNNC_MATH_TF32 = 1  /* tensor cores with TF32 allowed */
+    RNNC_MATH_TF32 = 1, /* tensor cores with TF32 allowed: operands rounded to TF32 */
+    RNNC_MATH_3XTF32 = 2 /* fp32 models: tensor cores, each operand split into a high and a
+                            low TF32 part and three products summed (about fp32 accuracy);
+                            cudnn runs it as FFMA (it has no such mode) */
 } rnnc_math;
+
+/* "ffma", "tf32", "3xtf32". */
+const char *rnnc_math_name(rnnc_math m);
+rnnc_status rnnc_math_from_name(const char *name, rnnc_math *out);
 
 typedef struct rnnc_model rnnc_model;
 
@@ -255,7 +272,9 @@ typedef struct rnnc_model_desc {
     bool batch_first; /* x and y are [B, T, *]; states never are */
     double dropout;   /* between layers, training only */
     uint64_t seed;    /* Philox seed for dropout */
-    rnnc_dtype dtype; /* F32 (default) or F16 on cudnn */
+    rnnc_dtype dtype; /* F32 (default); F16 on cudnn, cpu, interp; BF16 on cpu, interp
+                         (the host backends convert: weights rounded to the dtype, fp32
+                         compute, outputs rounded); fused: F32 only */
     rnnc_math math;
     rnnc_backend backend;
     rnnc_hoist hoist;
@@ -278,6 +297,15 @@ rnnc_backend rnnc_model_backend(const rnnc_model *m);
  * Every present parameter must be given exactly once; extra names are an error. */
 rnnc_status rnnc_model_load_weights(rnnc_model *m, const char *safetensors_path);
 rnnc_status rnnc_model_set_weights(rnnc_model *m, const rnnc_tensors *ts);
+/* The same from a whole model's state_dict, whose RNN is one sub-module:
+ * only the names that start with `prefix` (e.g. "encoder.lstm.") are read,
+ * with the prefix taken off, and must be exactly the model's weights; the
+ * names outside it (`fc.weight`, ...) are ignored and *ignored (may be NULL)
+ * gets how many.  prefix NULL or "" is rnnc_model_load_weights. */
+rnnc_status rnnc_model_load_weights_prefix(rnnc_model *m, const char *safetensors_path,
+                                           const char *prefix, int *ignored);
+rnnc_status rnnc_model_set_weights_prefix(rnnc_model *m, const rnnc_tensors *ts,
+                                          const char *prefix, int *ignored);
 /* One weight from host memory (fp32), `count` elements, by state_dict name. */
 rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *data,
                                   int64_t count);
@@ -290,6 +318,9 @@ rnnc_status rnnc_model_set_weight_device(rnnc_model *m, const char *name, const 
  * its size and offsets[i] (NULL: not wanted; else rnnc_model_weight_count
  * entries) the byte offset of weight i, which lies there contiguous, in the
  * model's dtype and PyTorch's shape (as PyTorch's flatten_parameters makes it).
+ * The offsets are where cuDNN itself places each matrix and bias
+ * (cudnnGetRNNWeightParams): every layer's matrices come before all the
+ * biases, so read them from here rather than summing sizes.
  */
 rnnc_status rnnc_model_weight_buffer(const rnnc_model *m, size_t *bytes, size_t *offsets);
 /*
@@ -303,7 +334,10 @@ rnnc_status rnnc_model_weight_buffer(const rnnc_model *m, size_t *bytes, size_t 
  */
 rnnc_status rnnc_model_bind_weight_buffer(rnnc_model *m, void *weights, void *grads,
                                           size_t bytes);
-/* Name and element count of the i-th weight the model expects. */
+/* Name, rank and shape of the i-th weight the model expects (0 <= i <
+ * rnnc_model_weight_count): *name (NULL: not wanted) stays valid while m
+ * lives, shape[0..rank) gets up to `rank` dims, *out_rank the weight's rank
+ * (1 or 2).  Any pointer may be NULL. */
 int rnnc_model_weight_count(const rnnc_model *m);
 rnnc_status rnnc_model_weight_info(const rnnc_model *m, int i, const char **name, int rank,
                                    int64_t *shape, int *out_rank);
@@ -343,7 +377,7 @@ typedef struct rnnc_forward_args {
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a);
 
 /*
- * Backward (cudnn and interp backends; others: RNNC_ERR_UNSUPPORTED): after
+ * Backward (cudnn, fused and interp backends; others: RNNC_ERR_UNSUPPORTED): after
  * a training forward with the same shapes, once per forward (else
  * RNNC_ERR_STATE).  dy [T,B,D*Hout] (packed like y when the forward was);
  * dfinal[s] gradients of the final states (NULL = zero); gives dx (packed
@@ -369,6 +403,14 @@ rnnc_status rnnc_model_cudnn_algo(const rnnc_model *m, rnnc_cudnn_algo *out);
  * (CUDA events on a GPU, a monotonic clock on the CPU), on the buffers of `a`. */
 rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, int warmup,
                                     int iters, double *median_ms);
+/* Median time in milliseconds of one training step: a training forward
+ * (f->training must be set) followed by its backward with `b`, over
+ * `iters` runs after `warmup`.  cudnn times its kernels alone with CUDA
+ * events on device buffers staged once; the interp backend the host clock.
+ * Leaves the last run's outputs and gradients, as forward plus backward. */
+rnnc_status rnnc_model_time_training(rnnc_model *m, const rnnc_forward_args *f,
+                                     const rnnc_backward_args *b, int warmup, int iters,
+                                     double *median_ms);
 
 /* Feature sizes of a model's tensors, for callers that size buffers without
  * knowing the cell (e.g. the rnnc command): `hout` is Hout above (y has

@@ -209,7 +209,14 @@ static int32_t fwd_value(ad *c, int32_t v)
         snprintf(name, sizeof name, "next_%s", state_name(f, s));
         out = declare_in(c, IR_GSRC_NEXT, s, name, n->cols);
     } else if (c->save[v]) {
-        snprintf(name, sizeof name, "saved_t%d", (int)v);
+        /* saved_<name> after the cell's name of the value, else its opt-dump number */
+        const char *given = ir_value_name(f, v);
+        if (given && strlen(given) < sizeof name - 8)
+            snprintf(name, sizeof name, "saved_%s", given);
+        else
+            snprintf(name, sizeof name, "saved_t%d", (int)v);
+        if (ir_find_decl(c->b, name) >= 0) /* a declaration already has that name */
+            snprintf(name, sizeof name, "saved_t%d", (int)v);
         out = declare_in(c, IR_GSRC_SAVED, v, name, n->cols);
     } else {
         ir_node m = *n;
@@ -217,6 +224,8 @@ static int32_t fwd_value(ad *c, int32_t v)
             if (n->a[k] >= 0)
                 m.a[k] = fwd_value(c, n->a[k]);
         out = emit(c, m);
+        if (c->st == RNNC_OK && out >= 0 && ir_value_name(f, v)) /* recomputed: same name */
+            c->st = ir_name_value(c->b, out, ir_value_name(f, v));
     }
     c->fwd[v] = out;
     return out;

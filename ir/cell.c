@@ -56,6 +56,7 @@ void rnnc_cell_destroy(rnnc_cell *c)
     free(c->inputs);
     free(c->states);
     free(c->params);
+    ir_names_free(c);
     free(c->nodes);
     free(c->htab);
     free(c->ntab);
@@ -328,14 +329,17 @@ rnnc_status rnnc_cell_clone(rnnc_cell **out, const rnnc_cell *c)
     *d = *c;
     d->nodes = NULL, d->htab = NULL, d->inputs = NULL, d->states = NULL, d->params = NULL;
     d->ntab = NULL, d->ncap = 0;
+    d->vnames = NULL, d->n_vnames = 0;
     d->name = dup_or_null(c->name, &ok);
     d->nodes = malloc(sizeof(ir_node) * (size_t)(c->cap ? c->cap : 1));
     d->inputs = calloc((size_t)c->cap_inputs + 1, sizeof *d->inputs);
     d->states = calloc((size_t)c->cap_states + 1, sizeof *d->states);
     d->params = calloc((size_t)c->cap_params + 1, sizeof *d->params);
     d->hcap = 0;
-    if (!ok || !d->nodes || !d->inputs || !d->states || !d->params)
+    if (!ok || !d->nodes || !d->inputs || !d->states || !d->params) {
+        d->n_inputs = d->n_states = d->n_params = 0; /* none of their names is copied yet */
         goto fail;
+    }
     memcpy(d->nodes, c->nodes, sizeof(ir_node) * (size_t)c->n);
     for (int i = 0; i < c->n_inputs; i++)
         d->inputs[i] = (ir_input){c->inputs[i].node, dup_or_null(c->inputs[i].name, &ok)};
@@ -345,7 +349,8 @@ rnnc_status rnnc_cell_clone(rnnc_cell **out, const rnnc_cell *c)
     for (int i = 0; i < c->n_params; i++)
         d->params[i] = (ir_param){c->params[i].node, c->params[i].optional,
                                   dup_or_null(c->params[i].name, &ok)};
-    if (!ok || htab_grow(d) != RNNC_OK || ntab_grow(d) != RNNC_OK)
+    if (!ok || htab_grow(d) != RNNC_OK || ntab_grow(d) != RNNC_OK ||
+        ir_names_copy(d, c) != RNNC_OK)
         goto fail;
     *out = d;
     return RNNC_OK;

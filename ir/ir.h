@@ -157,6 +157,10 @@ struct rnnc_cell {
     /* declared names: open addressing over leaf node indices, -1 empty */
     int32_t *ntab;
     int32_t ncap;
+    /* names the cell text gave to values (`gates = ...`): vnames[i] for node
+     * i < n_vnames, NULL where none (names.c); kept through rewrites */
+    char **vnames;
+    int32_t n_vnames;
 };
 
 typedef struct rnnc_cell ir_fn;
@@ -173,6 +177,18 @@ int ir_param_of(const ir_fn *f, int32_t node);
 int32_t ir_find_decl(const ir_fn *f, const char *name);
 /* Indexes the name of a just-declared leaf for ir_find_decl. */
 rnnc_status ir_index_decl(ir_fn *f, int32_t node);
+
+/* ---------------------------------------------------------------- value names (names.c) */
+
+/* Gives node `v` (not a declaration) the name `name`, unless it has one:
+ * the first name a value gets is the one printed. */
+rnnc_status ir_name_value(ir_fn *f, int32_t v, const char *name);
+/* The name the cell gave node v, or NULL. */
+const char *ir_value_name(const ir_fn *f, int32_t v);
+/* dst's names from src's through map (src node -> dst node, -1 dropped). */
+rnnc_status ir_names_carry(ir_fn *dst, const ir_fn *src, const int32_t *map);
+rnnc_status ir_names_copy(ir_fn *dst, const ir_fn *src);
+void ir_names_free(ir_fn *f);
 
 /* ---------------------------------------------------------------- shapes (shape.c) */
 

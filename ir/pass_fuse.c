@@ -32,12 +32,22 @@ static rnnc_status list_hoist_out(const ir_fn *f, ir_schedule *s, ir_arena *a)
     return RNNC_OK;
 }
 
-/* True when node n reads operand k as a whole vector. */
-static bool needs_whole(const ir_node *n, int k)
+/* A dim made of H and P only: its values are whole slices of the hidden
+ * units (the generator's unit of work), so a concat of such values is
+ * slice-local and needs no exchange. */
+static bool slice_aligned(ir_dim d)
 {
+    return d.c == 0 && d.i == 0;
+}
+
+/* True when node n reads operand k as a whole vector. */
+static bool needs_whole(const ir_fn *f, const ir_node *n, int k)
+{
+    if (n->op == IR_CONCAT)
+        return !slice_aligned(f->nodes[n->a[0]].cols) || !slice_aligned(f->nodes[n->a[1]].cols);
     if (k != 0)
         return false;
-    return n->op == IR_LINEAR || n->op == IR_CONCAT || (ir_ops[n->op].flags & IR_F_REDUCE);
+    return n->op == IR_LINEAR || (ir_ops[n->op].flags & IR_F_REDUCE);
 }
 
 static rnnc_status assign_phases(const ir_fn *f, ir_schedule *s, ir_arena *a)
@@ -59,7 +69,7 @@ static rnnc_status assign_phases(const ir_fn *f, ir_schedule *s, ir_arena *a)
             int32_t o = n->a[k];
             if (o < 0 || part[o] != IR_PART_STEP || f->nodes[o].op == IR_STATE)
                 continue;
-            int32_t need = s->phase[o] + (needs_whole(n, k) || (k == 1 && n->op == IR_CONCAT));
+            int32_t need = s->phase[o] + needs_whole(f, n, k);
             if (need > ph)
                 ph = need;
         }

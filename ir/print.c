@@ -46,7 +46,7 @@ static void put(out *o, const char *fmt, ...)
     }
 }
 
-/* Intermediates are t<N>, unless a declared name already looks like that. */
+/* Unnamed intermediates are t<N>, unless a declared name already looks like that. */
 static const char *temp_prefix(const ir_fn *f)
 {
     static const char *const choices[] = {"t", "tmp", "v", "_t"};
@@ -68,6 +68,23 @@ static const char *temp_prefix(const ir_fn *f)
     return "_tmp";
 }
 
+/* The name node i's value is printed under: the cell's own where it gave
+ * one that is unique and clashes with nothing, else <pfx><i>. */
+static bool name_usable(const ir_fn *f, const char *pfx, int32_t i)
+{
+    const char *nm = ir_value_name(f, i);
+    size_t k = strlen(pfx);
+    if (!nm || (strncmp(nm, pfx, k) == 0 && nm[k] >= '0' && nm[k] <= '9') ||
+        ir_find_decl(f, nm) >= 0)
+        return false;
+    for (int32_t j = 0; j < f->n; j++) {
+        const char *other = j != i ? ir_value_name(f, j) : NULL;
+        if (other && strcmp(other, nm) == 0)
+            return false;
+    }
+    return true;
+}
+
 static void put_ref(out *o, const ir_fn *f, const char *pfx, int32_t i)
 {
     const ir_node *n = &f->nodes[i];
@@ -75,7 +92,12 @@ static void put_ref(out *o, const ir_fn *f, const char *pfx, int32_t i)
     case IR_INPUT: put(o, "%s", f->inputs[n->i0].name); break;
     case IR_STATE: put(o, "%s", f->states[n->i0].name); break;
     case IR_PARAM: put(o, "%s", f->params[n->i0].name); break;
-    default: put(o, "%s%d", pfx, (int)i); break;
+    default:
+        if (name_usable(f, pfx, i))
+            put(o, "%s", ir_value_name(f, i));
+        else
+            put(o, "%s%d", pfx, (int)i);
+        break;
     }
 }
 
@@ -99,7 +121,9 @@ static void print_op(out *o, const ir_fn *f, const char *pfx, int32_t i)
 {
     const ir_node *n = &f->nodes[i];
     char b1[48], b2[48];
-    put(o, "    %s%d = ", pfx, (int)i);
+    put(o, "    ");
+    put_ref(o, f, pfx, i);
+    put(o, " = ");
     if (n->op == IR_CONST) {
         put(o, "%.17g\n", n->f);
         return;

@@ -35,11 +35,13 @@ static void node_label(const ir_fn *f, int32_t i, char *buf, size_t n)
                        : x->op == IR_STATE ? f->states[x->i0].name
                        : x->op == IR_PARAM ? f->params[x->i0].name
                                            : NULL;
+    const char *given = ir_value_name(f, i);
     char d[48];
     if (name)
         snprintf(buf, n, "%%%d %s", (int)i, name);
     else
-        snprintf(buf, n, "%%%d %s [%s]", (int)i, ir_ops[x->op].name, ir_dim_str(x->cols, d, sizeof d));
+        snprintf(buf, n, "%%%d %s%s%s [%s]", (int)i, given ? given : "", given ? " = " : "",
+                 ir_ops[x->op].name, ir_dim_str(x->cols, d, sizeof d));
 }
 
 rnnc_status ir_schedule_print(const ir_schedule *s, char **text)

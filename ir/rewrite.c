@@ -118,7 +118,7 @@ static rnnc_status finish(ir_fn *dst, const ir_fn *src, const int32_t *map)
     if (src->output >= 0 && dst->output < 0)
         return rnnc_fail(RNNC_ERR_INTERNAL, "cell '%s': a pass dropped the output", src->name);
     dst->n_dropout = src->n_dropout;
-    return RNNC_OK;
+    return ir_names_carry(dst, src, map);
 }
 
 /* A callback leaves *out at -2 to keep a declaration (leaf) as it is. */

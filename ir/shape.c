@@ -3,6 +3,7 @@
  * size follow from its operands; the builder runs these before a node
  * enters the cell, so a cell never holds an ill-shaped node.
  */
+#include <float.h>
 #include <stdio.h>
 
 #include "ir/ir.h"
@@ -78,8 +79,9 @@ static rnnc_status infer_layernorm(const ir_fn *f, ir_node *n, const ir_node *x)
 {
     if (x->kind != IR_ROW && x->kind != IR_VEC)
         return shape_fail(n, "layernorm needs a row or vector value", x, NULL);
-    if (!(n->f >= 0))
-        return rnnc_fail(RNNC_ERR_SHAPE, "layernorm: eps must be >= 0, got %g", n->f);
+    if (!(n->f >= 0 && n->f <= DBL_MAX)) /* an argument, not a shape: NaN and inf too */
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "layernorm: eps must be finite and >= 0, got %g",
+                         n->f);
     for (int k = 1; k < 3; k++) {
         if (n->a[k] < 0)
             continue;
@@ -158,7 +160,7 @@ static rnnc_status infer_other(const ir_fn *f, ir_node *n, const ir_node *x, con
         if (x->kind != IR_ROW)
             return shape_fail(n, "dropout applies to row values", x, NULL);
         if (!(n->f >= 0 && n->f < 1))
-            return rnnc_fail(RNNC_ERR_SHAPE, "dropout: p must be in [0, 1), got %g", n->f);
+            return rnnc_fail(RNNC_ERR_INVALID_ARG, "dropout: p must be in [0, 1), got %g", n->f);
         n->kind = IR_ROW;
         n->cols = x->cols;
         return RNNC_OK;

@@ -8,8 +8,11 @@
 #define _GNU_SOURCE
 #include "runtime/runtime.h"
 
+#include "common/common.h"
+
 #include <cJSON.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,12 @@
 #include <xxhash.h>
 
 static const char k_magic[8] = {'R', 'N', 'N', 'C', 'P', 'K', 'G', '\0'};
+
+/* The range of every number in a manifest (sm_XX as NVRTC names archs; 2^53:
+ * the largest integer a JSON double holds exactly). */
+#define BUNDLE_MIN_SM 10
+#define BUNDLE_MAX_SM 1000
+#define BUNDLE_MAX_INT 9007199254740992ull
 
 typedef struct bundle_header {
     char magic[8];
@@ -216,12 +225,15 @@ static cJSON *manifest(const rt_bundle *b)
     return m;
 }
 
-static bool write_payloads(FILE *f, const rt_bundle *b)
+static rnnc_status write_bundle(cm_out *o, const rt_bundle *b, const bundle_header *h,
+                                const char *text, cm_why *why)
 {
-    for (int i = 0; i < b->n_k; i++)
-        if (fwrite(b->k[i].data, 1, b->k[i].size, f) != b->k[i].size)
-            return false;
-    return true;
+    rnnc_status s = cm_out_write(o, h, sizeof *h, why);
+    if (s == RNNC_OK)
+        s = cm_out_write(o, text, h->manifest_size, why);
+    for (int i = 0; s == RNNC_OK && i < b->n_k; i++)
+        s = cm_out_write(o, b->k[i].data, b->k[i].size, why);
+    return s;
 }
 
 rnnc_status rt_bundle_save(const rt_bundle *b, const char *path)
@@ -236,24 +248,15 @@ rnnc_status rt_bundle_save(const rt_bundle *b, const char *path)
     bundle_header h = {.format = RT_BUNDLE_FORMAT, .manifest_size = strlen(text)};
     memcpy(h.magic, k_magic, sizeof k_magic);
     h.manifest_hash = XXH3_64bits(text, h.manifest_size);
-    char tmp[PATH_MAX];
-    rnnc_status s = RNNC_OK;
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        s = rnnc_fail(RNNC_ERR_IO, "cannot write %s", tmp);
-        goto free_text;
-    }
-    bool ok = fwrite(&h, sizeof h, 1, f) == 1 &&
-              fwrite(text, 1, h.manifest_size, f) == h.manifest_size && write_payloads(f, b);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        s = rnnc_fail(RNNC_ERR_IO, "cannot write bundle %s", path);
-    }
-free_text:
+    cm_out o;
+    cm_why why;
+    rnnc_status s = cm_out_open(&o, path, CM_OUT_DISCARD, &why);
+    if (s == RNNC_OK && (s = write_bundle(&o, b, &h, text, &why)) != RNNC_OK)
+        cm_out_abort(&o);
+    else if (s == RNNC_OK)
+        s = cm_out_commit(&o, &why);
     free(text);
-    return s;
+    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "cannot write bundle: %s", why.text);
 }
 
 /* ---------------------------------------------------------------- registry */
@@ -380,25 +383,16 @@ bool rt_bundle_has_tuning_prefix(const char *prefix)
 
 /* ---------------------------------------------------------------- load */
 
+/* Bundles hold cubins for a few archs; anything near this is not one. */
+#define MAX_BUNDLE (4ull << 30)
+
 static rnnc_status read_whole(const char *path, unsigned char **buf, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rnnc_fail(RNNC_ERR_IO, "cannot open bundle %s", path);
-    rnnc_status s = RNNC_OK;
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    if (!*buf)
-        s = rnnc_fail(len < 0 ? RNNC_ERR_IO : RNNC_ERR_OUT_OF_MEMORY, "cannot read bundle %s",
-                      path);
-    else if (fseek(f, 0, SEEK_SET) != 0 || fread(*buf, 1, (size_t)len, f) != (size_t)len) {
-        free(*buf);
-        *buf = NULL;
-        s = rnnc_fail(RNNC_ERR_IO, "cannot read bundle %s", path);
-    }
-    *n = (size_t)len;
-    fclose(f);
-    return s;
+    cm_why why;
+    rnnc_status s = cm_read_file(path, 0, MAX_BUNDLE, (char **)buf, n, &why);
+    if (s == RNNC_ERR_NOT_FOUND)
+        s = RNNC_ERR_IO;
+    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "cannot read bundle: %s", why.text);
 }
 
 static rnnc_status check_header(const unsigned char *buf, size_t n, const char *path)
@@ -438,39 +432,60 @@ static bool parse_key(const char *hex, rt_cache_key *k)
     return parse_hex64(hi, &k->hi) && parse_hex64(hex + 16, &k->lo);
 }
 
+/* The manifest's numbers are doubles in cJSON: each is checked to be an
+ * integer in [lo, hi] before it is converted (a cast of 1e300 is undefined). */
+static bool json_uint(const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v))
+        return false;
+    double d = v->valuedouble;
+    if (!(d >= (double)lo && d <= (double)hi) || d != floor(d))
+        return false;
+    *out = (uint64_t)d;
+    return *out >= lo && *out <= hi; /* (double)hi may round up */
+}
+
 static rnnc_status load_kernel(rt_bundle *b, const cJSON *k, const unsigned char *payload,
                                size_t n_payload, const char *path)
 {
-    const cJSON *name = cJSON_GetObjectItem(k, "name"), *sm = cJSON_GetObjectItem(k, "sm");
-    const cJSON *off = cJSON_GetObjectItem(k, "offset"), *size = cJSON_GetObjectItem(k, "size");
+    const cJSON *name = cJSON_GetObjectItem(k, "name");
     rt_cache_key key;
-    uint64_t hash = 0;
-    if (!cJSON_IsString(name) || !cJSON_IsNumber(sm) || !cJSON_IsNumber(off) ||
-        !cJSON_IsNumber(size) || off->valuedouble < 0 || size->valuedouble < 0 ||
-        !parse_key(cJSON_GetStringValue(cJSON_GetObjectItem(k, "key")), &key) ||
+    uint64_t hash = 0, sm = 0, o = 0, z = 0;
+    if (!cJSON_IsString(name))
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s: malformed kernel entry (name)", path);
+    if (!json_uint(cJSON_GetObjectItem(k, "sm"), BUNDLE_MIN_SM, BUNDLE_MAX_SM, &sm) ||
+        !json_uint(cJSON_GetObjectItem(k, "offset"), 0, BUNDLE_MAX_INT, &o) ||
+        !json_uint(cJSON_GetObjectItem(k, "size"), 0, BUNDLE_MAX_INT, &z))
+        return rnnc_fail(RNNC_ERR_FORMAT,
+                         "%s: kernel %s: sm, offset or size is not an integer in range "
+                         "(sm %d..%d, offset and size 0..2^53)",
+                         path, name->valuestring, BUNDLE_MIN_SM, BUNDLE_MAX_SM);
+    if (!parse_key(cJSON_GetStringValue(cJSON_GetObjectItem(k, "key")), &key) ||
         !parse_hex64(cJSON_GetStringValue(cJSON_GetObjectItem(k, "hash")), &hash))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: malformed kernel entry", path);
-    uint64_t o = (uint64_t)off->valuedouble, z = (uint64_t)size->valuedouble;
+        return rnnc_fail(RNNC_ERR_FORMAT, "%s: kernel %s: malformed key or hash", path,
+                         name->valuestring);
     if (o > n_payload || z > n_payload - o)
         return rnnc_fail(RNNC_ERR_FORMAT, "%s is truncated (kernel %s)", path,
                          name->valuestring);
     if (XXH3_64bits(payload + o, z) != hash)
         return rnnc_fail(RNNC_ERR_FORMAT, "%s is damaged (kernel %s, sm_%d)", path,
-                         name->valuestring, sm->valueint);
-    return add_kernel(b, key, sm->valueint, name->valuestring, payload + o, z);
+                         name->valuestring, (int)sm);
+    return add_kernel(b, key, (int)sm, name->valuestring, payload + o, (size_t)z);
 }
 
 static rnnc_status load_manifest(rt_bundle *b, const cJSON *m, const unsigned char *payload,
                                  size_t n_payload, const char *path)
 {
-    const cJSON *cg = cJSON_GetObjectItem(m, "codegen_version");
-    if (!cJSON_IsNumber(cg))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: manifest without codegen_version", path);
-    if (cg->valueint != RT_CODEGEN_VERSION)
+    uint64_t cg = 0;
+    if (!json_uint(cJSON_GetObjectItem(m, "codegen_version"), 0, INT_MAX, &cg))
+        return rnnc_fail(RNNC_ERR_FORMAT,
+                         "%s: manifest without codegen_version (an integer in 0..%d)", path,
+                         INT_MAX);
+    if (cg != RT_CODEGEN_VERSION)
         return rnnc_fail(RNNC_ERR_FORMAT,
                          "%s was made by an rnnc with code generator version %d; this one (%s) "
                          "is version %d: rebuild it with `rnnc compile`",
-                         path, cg->valueint, rnnc_version_string(), RT_CODEGEN_VERSION);
+                         path, (int)cg, rnnc_version_string(), RT_CODEGEN_VERSION);
     const cJSON *k, *t;
     cJSON_ArrayForEach(k, cJSON_GetObjectItem(m, "kernels"))
     {
@@ -506,6 +521,10 @@ rnnc_status rt_bundle_load(rt_bundle **out, const char *path)
     bundle_header h;
     memcpy(&h, buf, sizeof h);
     cJSON *m = cJSON_ParseWithLength((const char *)buf + sizeof h, h.manifest_size);
+    if (!m && rt_json_parses((const char *)buf + sizeof h, h.manifest_size)) {
+        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: out of memory for the manifest", path);
+        goto free_buf;
+    }
     if (!m) {
         s = rnnc_fail(RNNC_ERR_FORMAT, "%s: manifest is not JSON", path);
         goto free_buf;

@@ -122,8 +122,17 @@ double rt_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+static _Atomic unsigned long origin_count[RT_FROM_COMPILE + 1];
+
+unsigned long rt_cache_origin_count(rt_origin o)
+{
+    return (unsigned)o <= RT_FROM_COMPILE ? origin_count[o] : 0;
+}
+
 void rt_cache_log(const rt_kernel_req *req, int sm, rt_origin o, double ms)
 {
+    if ((unsigned)o <= RT_FROM_COMPILE)
+        origin_count[o]++;
     if (rt_log_enabled("info"))
         fprintf(stderr, "rnnc: kernel %s (sm_%d): %s, %.3f ms\n", req->name ? req->name : "?",
                 sm, rt_origin_name(o), ms);

@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "runtime/runtime.h"
 
+#include "common/common.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 /* A temp file older than this was left by a process that died mid-write. */
 #define STALE_TMP_SECONDS 3600
+/* `rnnc cache clear` was asked to empty the cache: any temp file not written
+ * to for this long is left over (a live writer finishes in milliseconds). */
+#define CLEAR_TMP_SECONDS 10
+#define NO_SWEEP (-1)
 
 typedef struct entry {
     char file[64];
@@ -59,8 +67,8 @@ static bool push(entry_list *l, const char *file, const struct stat *st)
 }
 
 /* Lists `suffix` files of dir (NULL suffix: all but . and ..), removing
- * stale temp files on the way when `sweep`. */
-static void scan(const char *dir, const char *suffix, bool sweep, entry_list *l)
+ * temp files older than `sweep` seconds on the way (NO_SWEEP: none). */
+static void scan(const char *dir, const char *suffix, long sweep, entry_list *l)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -74,8 +82,8 @@ static void scan(const char *dir, const char *suffix, bool sweep, entry_list *l)
             continue;
         if (fstatat(dirfd(d), f, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
-        if (strncmp(f, ".tmp-", 5) == 0) {
-            if (sweep && now - st.st_mtime > STALE_TMP_SECONDS)
+        if (strncmp(f, CM_TMP_PREFIX, strlen(CM_TMP_PREFIX)) == 0) {
+            if (sweep != NO_SWEEP && now - st.st_mtime > sweep)
                 unlinkat(dirfd(d), f, 0);
             continue;
         }
@@ -98,7 +106,7 @@ void rt_cache_evict(const char *dir, uint64_t limit)
     char kdir[PATH_MAX], path[PATH_MAX + 80];
     snprintf(kdir, sizeof kdir, "%s/kernels", dir);
     entry_list l = {0};
-    scan(kdir, ".cubin", true, &l);
+    scan(kdir, ".cubin", STALE_TMP_SECONDS, &l);
     if (l.bytes > limit) {
         qsort(l.e, l.n, sizeof *l.e, older_first);
         for (size_t i = 0; i + 1 < l.n && l.bytes > limit; i++) {
@@ -132,9 +140,9 @@ rnnc_status rt_cache_info(FILE *out)
         return out ? RNNC_OK : RNNC_ERR_INVALID_ARG;
     entry_list k = {0}, t = {0};
     snprintf(sub, sizeof sub, "%s/kernels", dir);
-    scan(sub, ".cubin", false, &k);
+    scan(sub, ".cubin", NO_SWEEP, &k);
     snprintf(sub, sizeof sub, "%s/tuning", dir);
-    scan(sub, ".txt", false, &t);
+    scan(sub, ".txt", NO_SWEEP, &t);
     int major = 0, minor = 0;
     bool nv = rt_nvrtc_available() && rt_nvrtc_version(&major, &minor) == RNNC_OK;
     fprintf(out, "directory:      %s\n", dir);
@@ -180,7 +188,7 @@ rnnc_status rt_cache_list(FILE *out)
         return out ? RNNC_OK : RNNC_ERR_INVALID_ARG;
     entry_list l = {0};
     snprintf(kdir, sizeof kdir, "%s/kernels", dir);
-    scan(kdir, ".cubin", false, &l);
+    scan(kdir, ".cubin", NO_SWEEP, &l);
     if (l.n > 0) /* qsort wants a non-NULL base even for no elements */
         qsort(l.e, l.n, sizeof *l.e, newer_first);
     fprintf(out, "%-32s  %-6s %13s  %-19s  %s\n", "key", "arch", "size", "last used", "kernel");
@@ -191,12 +199,69 @@ rnnc_status rt_cache_list(FILE *out)
     return RNNC_OK;
 }
 
+static cJSON *entry_json(const char *kdir, const entry *e)
+{
+    char path[PATH_MAX + 80], name[56], when[32];
+    int sm = 0;
+    int64_t created = 0;
+    bool valid = false;
+    snprintf(path, sizeof path, "%s/%s", kdir, e->file);
+    if (!rt_cache_peek(path, &sm, name, &created, &valid))
+        return NULL;
+    struct tm tm;
+    time_t mt = e->mtime.tv_sec;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S%z", localtime_r(&mt, &tm));
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "key", e->file);
+    cJSON_AddNumberToObject(o, "sm", sm);
+    cJSON_AddNumberToObject(o, "bytes", (double)e->size);
+    cJSON_AddStringToObject(o, "last_used", when);
+    cJSON_AddStringToObject(o, "kernel", valid ? name : "");
+    cJSON_AddBoolToObject(o, "valid", valid);
+    return o;
+}
+
+rnnc_status rt_cache_list_json(FILE *out)
+{
+    char dir[PATH_MAX], kdir[PATH_MAX + 16];
+    if (!out)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cache: NULL output stream");
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "entries");
+    entry_list l = {0};
+    if (rt_cache_dir(dir, sizeof dir)) {
+        snprintf(kdir, sizeof kdir, "%s/kernels", dir);
+        cJSON_AddStringToObject(root, "directory", kdir);
+        scan(kdir, ".cubin", NO_SWEEP, &l);
+        if (l.n > 0)
+            qsort(l.e, l.n, sizeof *l.e, newer_first);
+        for (size_t i = 0; i < l.n; i++) {
+            cJSON *e = entry_json(kdir, &l.e[i]);
+            if (e)
+                cJSON_AddItemToArray(arr, e);
+        }
+    } else {
+        cJSON_AddNullToObject(root, "directory");
+    }
+    cJSON_AddNumberToObject(root, "count", cJSON_GetArraySize(arr));
+    cJSON_AddNumberToObject(root, "bytes", (double)l.bytes);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    free(l.e);
+    if (!text)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cache list: out of memory");
+    fprintf(out, "%s\n", text);
+    free(text);
+    return RNNC_OK;
+}
+
 /* Removes the entries of dir (not temp files: a writer may be busy); returns bytes. */
+/* Removes the entries of dir and its left-over temp files (not fresh ones:
+ * a writer may be busy); returns bytes. */
 static uint64_t clear_dir(const char *dir, size_t *count)
 {
     entry_list l = {0};
     char path[PATH_MAX + 80];
-    scan(dir, NULL, false, &l);
+    scan(dir, NULL, CLEAR_TMP_SECONDS, &l);
     uint64_t bytes = 0;
     for (size_t i = 0; i < l.n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, l.e[i].file);

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "runtime/runtime.h"
 
+#include "common/common.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -98,7 +100,37 @@ static uint64_t header_hash(const entry_header *h)
     return XXH3_64bits(h, offsetof(entry_header, header_hash));
 }
 
-static rnnc_status check_header(const entry_header *h, rt_cache_key k, off_t file_size,
+/* The range of sm in a header: sm_XX as NVRTC names archs. */
+#define ENTRY_MIN_SM 10
+#define ENTRY_MAX_SM 1000
+
+/* Every field of a header whose checksum matched (xxh3 is no signature: a
+ * shared cache directory may hold a crafted entry): each number is checked
+ * in range before anything is sized or converted from it. */
+static bool header_fields_ok(const entry_header *h, uint64_t file_size, char *why,
+                             size_t n_why)
+{
+    if (h->payload_size > file_size - sizeof *h) { /* file_size >= sizeof *h here */
+        snprintf(why, n_why, "size %llu, header says %llu + %llu",
+                 (unsigned long long)file_size, (unsigned long long)sizeof *h,
+                 (unsigned long long)h->payload_size);
+        return false;
+    }
+    if (h->payload_size != file_size - sizeof *h) {
+        snprintf(why, n_why, "size %llu, header says %llu", (unsigned long long)file_size,
+                 (unsigned long long)(sizeof *h + h->payload_size));
+        return false;
+    }
+    if (h->sm < ENTRY_MIN_SM || h->sm > ENTRY_MAX_SM || h->reserved != 0 || h->created < 0 ||
+        memchr(h->name, '\0', sizeof h->name) == NULL) {
+        snprintf(why, n_why, "a header field out of range (sm %u, created %lld)", h->sm,
+                 (long long)h->created);
+        return false;
+    }
+    return true;
+}
+
+static rnnc_status check_header(const entry_header *h, rt_cache_key k, uint64_t file_size,
                                 char *why, size_t n_why)
 {
     if (memcmp(h->magic, k_magic, sizeof k_magic) != 0) {
@@ -117,38 +149,19 @@ static rnnc_status check_header(const entry_header *h, rt_cache_key k, off_t fil
         snprintf(why, n_why, "entry holds another key");
         return RNNC_ERR_FORMAT;
     }
-    if ((uint64_t)file_size != sizeof *h + h->payload_size) {
-        snprintf(why, n_why, "size %lld, header says %llu", (long long)file_size,
-                 (unsigned long long)(sizeof *h + h->payload_size));
-        return RNNC_ERR_FORMAT;
-    }
-    return RNNC_OK;
+    return header_fields_ok(h, file_size, why, n_why) ? RNNC_OK : RNNC_ERR_FORMAT;
 }
 
-static bool read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-static rnnc_status read_payload(int fd, const entry_header *h, void **cubin, size_t *size,
+static rnnc_status read_payload(cm_in *in, const entry_header *h, void **cubin, size_t *size,
                                 char *why, size_t n_why)
 {
+    cm_why w;
     void *buf = malloc(h->payload_size ? h->payload_size : 1);
     if (!buf) {
         snprintf(why, n_why, "out of memory");
         return RNNC_ERR_OUT_OF_MEMORY;
     }
-    if (!read_all(fd, buf, h->payload_size)) {
+    if (cm_in_read(in, buf, h->payload_size, "", &w) != RNNC_OK) {
         free(buf);
         snprintf(why, n_why, "short read");
         return RNNC_ERR_FORMAT;
@@ -169,23 +182,29 @@ rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why,
     snprintf(why, n_why, "no entry");
     if (!rt_cache_entry_path(k, path, sizeof path))
         return RNNC_ERR_NOT_FOUND;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return RNNC_ERR_NOT_FOUND;
-    entry_header h;
-    struct stat st;
-    rnnc_status s = RNNC_ERR_FORMAT;
-    if (fstat(fd, &st) != 0 || !read_all(fd, &h, sizeof h)) {
-        snprintf(why, n_why, "truncated header");
-        goto close_fd;
+    /* rnnc names entries itself: a symbolic link or a FIFO there is foreign. */
+    cm_in in;
+    cm_why w;
+    rnnc_status s = cm_in_open(&in, path, CM_IN_NOFOLLOW, &w);
+    if (s == RNNC_ERR_NOT_FOUND)
+        return s;
+    if (s != RNNC_OK) {
+        snprintf(why, n_why, "%s", w.text);
+        return RNNC_ERR_FORMAT;
     }
-    s = check_header(&h, k, st.st_size, why, n_why);
+    entry_header h;
+    s = RNNC_ERR_FORMAT;
+    if (in.size < sizeof h || cm_in_read(&in, &h, sizeof h, path, &w) != RNNC_OK) {
+        snprintf(why, n_why, "truncated header");
+        goto close_in;
+    }
+    s = check_header(&h, k, in.size, why, n_why);
     if (s == RNNC_OK)
-        s = read_payload(fd, &h, cubin, size, why, n_why);
+        s = read_payload(&in, &h, cubin, size, why, n_why);
     if (s == RNNC_OK)
-        futimens(fd, NULL); /* mtime = last use, for LRU eviction; may fail read-only */
-close_fd:
-    close(fd);
+        futimens(in.fd, NULL); /* mtime = last use, for LRU eviction; may fail read-only */
+close_in:
+    cm_in_close(&in);
     return s;
 }
 
@@ -205,39 +224,24 @@ bool rt_cache_mkdirs(const char *dir)
     return mkdir(p, 0755) == 0 || errno == EEXIST;
 }
 
-static bool write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 /* Another process may be renaming the same entry into place at the same
  * time: rename is atomic, so the last one wins and both are whole. */
 bool rt_cache_write_atomic(const char *path, const void *a, size_t na, const void *b, size_t nb)
 {
-    char tmp[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.tmp-%s-XXXXXX", (int)(slash - path), path,
-                           slash + 1) >= (int)sizeof tmp)
-        return false;
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return false;
-    fchmod(fd, 0644);
-    bool ok = write_all(fd, a, na) && (nb == 0 || write_all(fd, b, nb));
-    ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, path) == 0)
+    cm_why why;
+    struct stat st;
+    /* The cache's own names: a FIFO or a link planted at one is removed (the
+     * name only, never what a link points to), or no entry could be stored. */
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        (void)unlink(path);
+    int saved = errno;
+    errno = 0;
+    if (cm_write_file(path, 0, a, na, b, nb, &why) == RNNC_OK) {
+        errno = saved;
         return true;
-    unlink(tmp);
+    }
+    if (errno == 0)
+        errno = EIO;
     return false;
 }
 
@@ -268,10 +272,17 @@ static void fill_header(entry_header *h, rt_cache_key k, const char *name, int s
     h->header_hash = header_hash(h);
 }
 
+static _Atomic bool writes_off;
+
+void rt_cache_set_writes(bool on)
+{
+    writes_off = !on;
+}
+
 void rt_cache_write(rt_cache_key k, const char *name, int sm, const void *cubin, size_t size)
 {
     char dir[PATH_MAX], kdir[PATH_MAX + 16], path[PATH_MAX];
-    if (!rt_cache_dir(dir, sizeof dir) || !rt_cache_entry_path(k, path, sizeof path))
+    if (writes_off || !rt_cache_dir(dir, sizeof dir) || !rt_cache_entry_path(k, path, sizeof path))
         return;
     snprintf(kdir, sizeof kdir, "%s/kernels", dir);
     entry_header h;
@@ -287,16 +298,17 @@ void rt_cache_write(rt_cache_key k, const char *name, int sm, const void *cubin,
 /* For `rnnc cache list`: the header of an entry file, checked but not its payload. */
 bool rt_cache_peek(const char *path, int *sm, char name[56], int64_t *created, bool *valid)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    cm_in in;
+    cm_why w;
+    char why[160];
+    if (cm_in_open(&in, path, CM_IN_NOFOLLOW, &w) != RNNC_OK)
         return false;
     entry_header h;
-    struct stat st;
-    *valid = fstat(fd, &st) == 0 && read_all(fd, &h, sizeof h) &&
+    *valid = in.size >= sizeof h && cm_in_read(&in, &h, sizeof h, path, &w) == RNNC_OK &&
              memcmp(h.magic, k_magic, sizeof k_magic) == 0 && h.format == RT_CACHE_FORMAT &&
-             h.header_hash == header_hash(&h) &&
-             (uint64_t)st.st_size == sizeof h + h.payload_size;
-    close(fd);
+             h.header_size == sizeof h && h.header_hash == header_hash(&h) &&
+             header_fields_ok(&h, in.size, why, sizeof why);
+    cm_in_close(&in);
     *sm = *valid ? (int)h.sm : 0;
     *created = *valid ? h.created : 0;
     snprintf(name, 56, "%.*s", *valid ? 55 : 0, *valid ? h.name : "");

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "runtime/runtime.h"
 
+#include "common/common.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +41,19 @@ rnnc_status rt_tuning_get(const char *shape_key, char *tuning, size_t n)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "tuning lookup: bad key or buffer");
     if (!record_path(shape_key, path, sizeof path, dir, sizeof dir))
         return RNNC_ERR_NOT_FOUND;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* A record over MAX_RECORD bytes, a link or a FIFO is not one rnnc wrote: a miss. */
+    cm_in in;
+    cm_why why;
+    if (cm_in_open(&in, path, CM_IN_NOFOLLOW, &why) != RNNC_OK)
         return RNNC_ERR_NOT_FOUND;
-    size_t len = fread(buf, 1, MAX_RECORD, f);
-    fclose(f);
+    size_t len = in.size <= MAX_RECORD ? (size_t)in.size : 0;
+    bool ok = len > 0 && cm_in_read(&in, buf, len, path, &why) == RNNC_OK;
+    cm_in_close(&in);
+    if (!ok)
+        return RNNC_ERR_NOT_FOUND;
     buf[len] = '\0';
+    if (strlen(buf) != len) /* a NUL inside */
+        return RNNC_ERR_NOT_FOUND;
     size_t klen = strlen(shape_key);
     if (len < klen + 3 || memcmp(buf, shape_key, klen) != 0 || buf[klen] != '\n')
         return RNNC_ERR_NOT_FOUND;

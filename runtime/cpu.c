@@ -73,8 +73,8 @@ static rnnc_status cpu_create(const rt_spec *s, void **state)
 {
     if (!s || !state || !s->fn[0] || s->layers < 1 || (s->layers > 1 && !s->fn[1]))
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: incomplete model spec");
-    if (s->dtype != RNNC_F32)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: only fp32 models run on the CPU (got %s)",
+    if (s->dtype != RNNC_F32 && !rt_dtype_is_half(s->dtype))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: f32, f16 and bf16 models run on the CPU (got %s)",
                          rnnc_dtype_name(s->dtype));
     rt_cpu_model *m = calloc(1, sizeof *m);
     if (!m)
@@ -159,8 +159,16 @@ static rnnc_status cpu_bind(void *state, const rt_weights *w)
     return st;
 }
 
+static rnnc_status cpu_forward_f32(void *state, const rnnc_forward_args *a)
+{
+    return rt_cpu_forward(state, a);
+}
+
 static rnnc_status cpu_forward(void *state, const rnnc_forward_args *a)
 {
+    const rt_cpu_model *m = state;
+    if (rt_dtype_is_half(m->spec.dtype))
+        return rt_forward_half(&m->spec, a, cpu_forward_f32, state);
     return rt_cpu_forward(state, a);
 }
 

@@ -349,6 +349,21 @@ rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block
                          "cuLaunchCooperativeKernel");
 }
 
+rnnc_status rt_launch_resident(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                               unsigned smem, CUstream s, void **args)
+{
+    rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
+    if (st == RNNC_OK)
+        st = allow_smem(f, smem);
+    if (st == RNNC_OK)
+        st = check_coresident(f, grid, block, smem);
+    if (st != RNNC_OK)
+        return st;
+    return rt_cuda_check(g_api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1],
+                                            block[2], smem, s, args, NULL),
+                         "cuLaunchKernel");
+}
+
 /* ---------------------------------------------------------------- timing */
 
 static rnnc_status time_iters(rnnc_status (*fn)(void *, CUstream), void *ctx, CUstream s,

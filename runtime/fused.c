@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "codegen/codegen.h"
+#include "runtime/fused_grad.h"
 #include "runtime/runtime.h"
 
 #ifdef RT_HAVE_CUDA_H
@@ -21,7 +22,11 @@
 static rnnc_status check_spec(const rt_spec *s)
 {
     if (s->dtype != RNNC_F32)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: only fp32");
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "fused backend: %s models are not generated yet (fp32 with --math "
+                         "ffma, tf32 or 3xtf32; cudnn runs f16, the cpu and interp backends "
+                         "f16 and bf16)",
+                         rnnc_dtype_name(s->dtype));
     if (s->layers < 1 || (s->dirs != 1 && s->dirs != 2))
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused backend: %d layers, %d directions",
                          s->layers, s->dirs);
@@ -34,9 +39,10 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     cfg->sizes = m->spec.sizes[k];
     cfg->batch = batch;
     cfg->sm = m->sm;
-    cfg->sm_count = m->sm_count;
+    cfg->sm_count = m->sm_count / (m->share > 1 ? m->share : 1);
     cfg->batch_first = m->spec.batch_first;
     cfg->y_ld = m->spec.dirs * m->spec.hout;
+    cfg->math = (int)m->spec.math;
     if (!tuned)
         return;
     cfg->unit_tile = m->tuning.unit_tile;
@@ -80,6 +86,19 @@ static rnnc_status trial(rt_fused *m, int k, const ir_schedule *sched, cg_cuda_p
     return st;
 }
 
+/* Both directions of a layer run at once, as do two layers of a
+ * unidirectional model (a wavefront of chunks, fused_model.c); each kernel
+ * then gets half the SMs.  batch_first rows of a time chunk are not
+ * contiguous, so such a model runs its layers one after another, on all
+ * the SMs.  RNNC_FUSED_SHARE=1 turns the overlap off (measurements). */
+int rt_fused_share(const rt_spec *s)
+{
+    const char *e = getenv("RNNC_FUSED_SHARE");
+    if (e && strcmp(e, "1") == 0)
+        return 1;
+    return s->dirs == 2 || (s->layers > 1 && !s->batch_first) ? 2 : 1;
+}
+
 rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
 {
     rnnc_status st = check_spec(s);
@@ -88,6 +107,7 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
     m->spec = *s;
     m->sm = sm;
     m->sm_count = sm_count;
+    m->share = rt_fused_share(s);
     m->arena = ir_arena_create();
     if (!m->arena)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
@@ -217,6 +237,8 @@ static rnnc_status fused_bind(void *state, const rt_weights *w)
     free(wts);
     free(fold);
     if (st == RNNC_OK)
+        st = rt_fgrad_bind(m, w);
+    if (st == RNNC_OK)
         m->bound = true;
     return st;
 }
@@ -232,8 +254,10 @@ const rt_backend rt_backend_fused = {
     .bind = fused_bind,
     .forward = rt_fused_forward,
     .time_forward = rt_fused_time_forward,
-    .backward = NULL,
-    .weight_grad = NULL,
+    .backward = rt_fgrad_backward,
+    .weight_grad = rt_fgrad_weight_grad,
+    .time_training = rt_fgrad_time_training,
+    .can_train = rt_fgrad_can_train,
     .destroy = fused_destroy,
 };
 

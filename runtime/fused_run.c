@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/fused_grad.h"
 #include "runtime/runtime.h"
 
 #ifdef RT_HAVE_CUDA_H
@@ -74,7 +75,7 @@ static size_t bar_bytes(const cg_cuda_plan *p)
 }
 
 /* Grows *p to hold n bytes (contents not kept). */
-static rnnc_status grow(CUdeviceptr *p, size_t *have, size_t n)
+rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n)
 {
     if (n == 0)
         n = 16;
@@ -110,58 +111,87 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-/* Scratch for every kernel set of the model: the largest need of each. */
-static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
+int64_t rt_fused_st_stride(const rt_fused *m)
 {
     const cg_cuda_plan *p = &m->plan, *q = m->spec.layers > 1 ? &m->up.plan : &m->plan;
-    size_t TB = (size_t)a->seq_len * (size_t)a->batch;
-    size_t width = (size_t)(m->spec.dirs * m->spec.hout);
+    return 3 * max64(p->state_floats, q->state_floats);
+}
+
+/* Scratch of one slot: the largest need of every kernel set. */
+static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
+{
+    const cg_cuda_plan *p = &m->plan, *q = m->spec.layers > 1 ? &m->up.plan : &m->plan;
     rnnc_status st;
-    if ((st = grow(&m->st, &m->st_n, (size_t)max64(p->state_floats, q->state_floats) * 3 * 4)) ||
-        (st = grow(&m->hz, &m->hz_n, TB * (size_t)max64(p->hz_cols, q->hz_cols) * 4)) ||
-        (st = grow(&m->xb, &m->xb_n, (size_t)max64(p->xb_floats, q->xb_floats) * 4)) ||
-        (st = grow(&m->part, &m->part_n, (size_t)max64(p->part_floats, q->part_floats) * 4)))
+    if ((st = rt_fused_grow(&sl->hz, &sl->hz_n, TB * (size_t)max64(p->hz_cols, q->hz_cols) * 4)) ||
+        (st = rt_fused_grow(&sl->xb, &sl->xb_n, (size_t)max64(p->xb_floats, q->xb_floats) * 4)) ||
+        (st = rt_fused_grow(&sl->part, &sl->part_n,
+                            (size_t)max64(p->part_floats, q->part_floats) * 4)))
         return st;
     if (bar_bytes(p) > BAR_BYTES || bar_bytes(q) > BAR_BYTES)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
-    if (!m->bar && (st = rt_dev_alloc(&m->bar, BAR_BYTES)))
+    return sl->bar ? RNNC_OK : rt_dev_alloc(&sl->bar, BAR_BYTES);
+}
+
+/* Scratch for every kernel set of the model: the largest need of each;
+ * states per pseudo-layer (layers of a wavefront keep theirs between
+ * chunks); a second slot when kernels run at once. */
+static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
+{
+    size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    size_t width = (size_t)(m->spec.dirs * m->spec.hout);
+    int np = m->spec.layers * m->spec.dirs;
+    rnnc_status st;
+    if ((st = rt_fused_grow(&m->st, &m->st_n, (size_t)(rt_fused_st_stride(m) * np) * 4)))
         return st;
-    for (int i = 0; m->spec.layers > 1 && i < 2 && i < m->spec.layers - 1; i++)
-        if ((st = grow(&m->lay[i], &m->lay_n[i], TB * width * 4)))
+    for (int i = 0; i < (m->share > 1 ? 2 : 1); i++)
+        if ((st = slot_scratch(m, &m->slot[i], TB)))
             return st;
-    if (a->lengths && (st = grow(&m->dlen, &m->dlen_n, (size_t)a->batch * 4)))
-        return st;
+    for (int i = 0; m->spec.layers > 1 && i < 2 && i < m->spec.layers - 1; i++)
+        if ((st = rt_fused_grow(&m->lay[i], &m->lay_n[i], TB * width * 4)))
+            return st;
     if (!a->device_pointers &&
-        ((st = grow(&m->dx, &m->dx_n, TB * (size_t)p->in_cols * 4)) ||
-         (st = grow(&m->dy, &m->dy_n, TB * width * 4))))
+        ((st = rt_fused_grow(&m->dx, &m->dx_n, TB * (size_t)m->plan.in_cols * 4)) ||
+         (st = rt_fused_grow(&m->dy, &m->dy_n, TB * width * 4))))
         return st;
     return RNNC_OK;
 }
 
-rnnc_status rt_fused_launch(rt_fused *m, int k, CUdeviceptr x, CUdeviceptr y, int p, int T,
-                            bool rev, CUstream s)
+rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s)
 {
-    const cg_cuda_plan *pl = k ? &m->up.plan : &m->plan;
-    const rt_kernel *kern = k ? &m->up.kern : &m->kern;
-    CUdeviceptr xx = x, yy = y, st = m->st, hz = m->hz, xb = m->xb, part = m->part, bar = m->bar;
-    CUdeviceptr fold = m->fold + (CUdeviceptr)rt_fused_fold_at(m, p) * 4;
-    CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, p) * 4;
-    CUdeviceptr len = m->dlen_used ? m->dlen : 0;
-    int r = rev;
+    const cg_cuda_plan *pl = j->k ? &m->up.plan : &m->plan;
+    const rt_kernel *kern = j->k ? &m->up.kern : &m->kern;
+    const rt_fused_slot *sl = &m->slot[j->slot];
+    CUdeviceptr xx = j->x, yy = j->y, st = j->st, hz = j->hz, xb = sl->xb, part = sl->part,
+                bar = sl->bar, len = j->len;
+    CUdeviceptr fold = m->fold + (CUdeviceptr)rt_fused_fold_at(m, j->p) * 4;
+    CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, j->p) * 4;
+    int T = j->T, r = j->rev;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r};
-    /* the barrier's flags, or the tagged exchange words (a tag left by the
-     * last launch must not match this one's) */
-    rnnc_status e = pl->xb_zero_floats > 0 ? rt_dev_zero(m->xb, (size_t)pl->xb_zero_floats * 4, s)
-                                           : rt_dev_zero(m->bar, bar_bytes(pl), s);
     size_t TB = (size_t)T * (size_t)m->batch;
+    rnnc_status e = RNNC_OK;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
+        if (!(which & (l->cooperative ? RT_FUSED_STEP : RT_FUSED_HOIST)))
+            continue;
+        if (TB < l->min_rows || (l->max_rows && TB >= l->max_rows))
+            continue;
         unsigned grid[3] = {l->rows_per_block ? (unsigned)((TB + l->rows_per_block - 1) /
                                                            l->rows_per_block)
                                               : l->grid,
                             l->grid_y ? l->grid_y : 1, 1};
         unsigned block[3] = {l->threads, 1, 1};
-        e = rt_launch(kern->fn[i], grid, block, l->smem, s, args, l->cooperative);
+        if (!l->cooperative) {
+            e = rt_launch(kern->fn[i], grid, block, l->smem, s, args, false);
+            continue;
+        }
+        /* the barrier's flags, or the tagged exchange words (a tag left by
+         * the last launch must not match this one's) */
+        e = pl->xb_zero_floats > 0 ? rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s)
+                                   : rt_dev_zero(sl->bar, bar_bytes(pl), s);
+        /* a kernel sized for a share of the SMs may run beside another */
+        if (e == RNNC_OK)
+            e = m->share > 1 ? rt_launch_resident(kern->fn[i], grid, block, l->smem, s, args)
+                             : rt_launch(kern->fn[i], grid, block, l->smem, s, args, true);
     }
     return e;
 }
@@ -189,6 +219,11 @@ static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
 rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a)
 {
     rt_fused *m = state;
+    /* A training forward records what the backward reads, where it can. */
+    if (a && a->training && m->bound && rt_fgrad_check(m) == RNNC_OK)
+        return rt_fgrad_forward(m, a);
+    if (m->grad)
+        rt_fgrad_forget(m->grad);
     rnnc_status st = check_call(m, a);
     CUstream s = a ? (CUstream)a->stream : NULL;
     if (st || (st = rt_cuda_context(m->spec.device)) || (st = rt_fused_prepare(m, a->batch)) ||
@@ -251,13 +286,22 @@ void rt_fused_free(rt_fused *m)
     if (!m)
         return;
     if (m->wts || m->st) {
-        CUdeviceptr *bufs[] = {&m->wts, &m->fold, &m->st,     &m->hz,     &m->xb,
-                               &m->part, &m->bar, &m->dx,     &m->dy,     &m->dfin,
-                               &m->dlen, &m->lay[0], &m->lay[1]};
-        if (rt_cuda_context(m->spec.device) == RNNC_OK)
+        CUdeviceptr *bufs[] = {&m->wts, &m->fold, &m->st, &m->dx, &m->dy, &m->dfin, &m->dlen,
+                               &m->lay[0], &m->lay[1]};
+        if (rt_cuda_context(m->spec.device) == RNNC_OK) {
             for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
                 rt_dev_free(*bufs[i]);
+            for (int i = 0; i < 2; i++) {
+                rt_dev_free(m->slot[i].hz);
+                rt_dev_free(m->slot[i].xb);
+                rt_dev_free(m->slot[i].part);
+                rt_dev_free(m->slot[i].bar);
+            }
+            rt_fused_streams_free(m);
+        }
     }
+    if (m->grad && rt_cuda_context(m->spec.device) == RNNC_OK)
+        rt_fgrad_free(m->grad);
     free(m->src);
     free(m->up.src);
     free(m->hlen);

@@ -33,6 +33,9 @@ void rt_fused_model_key(const rt_fused *m, char *buf, size_t n)
              s->fn[0]->name, (unsigned long long)m->cell_hash, (long long)s->sizes[0].I,
              (long long)s->sizes[0].H, (long long)s->sizes[0].P, (int)s->hoist,
              (int)s->batch_first, (int)s->math, RT_CODEGEN_VERSION);
+    size_t len = strlen(buf);
+    if (m->share > 1 && len < n)
+        snprintf(buf + len, n - len, " share=%d", m->share);
 }
 
 void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n)
@@ -47,11 +50,35 @@ void rt_fused_tuning_text(rt_fused_tuning t, char *buf, size_t n)
     snprintf(buf, n, "ut=%d bt=%d nt=%d", t.unit_tile, t.batch_tile, t.threads);
 }
 
+/* "<name>=<digits>" at *p, the value in [0, max]; advances *p.  Not sscanf:
+ * its %d is undefined on a number past INT_MAX, and records come from disk. */
+static bool tuning_field(const char **p, const char *name, int max, int *out)
+{
+    size_t len = strlen(name);
+    if (strncmp(*p, name, len) != 0 || (*p)[len] != '=')
+        return false;
+    const char *c = *p + len + 1;
+    int v = 0, digits = 0;
+    for (; *c >= '0' && *c <= '9'; c++, digits++) {
+        if (v > (max - (*c - '0')) / 10)
+            return false;
+        v = v * 10 + (*c - '0');
+    }
+    *p = c;
+    *out = v;
+    return digits > 0 && digits <= 10;
+}
+
+/* Tiles of up to 2^16 units or rows; 0 = the generator's choice everywhere. */
+#define MAX_TUNING_TILE 65536
+
 bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t)
 {
-    int ut, bt, nt, used = 0;
-    if (!text || sscanf(text, "ut=%d bt=%d nt=%d%n", &ut, &bt, &nt, &used) != 3 ||
-        text[used] != '\0' || ut < 0 || bt < 0 || nt < 0 || nt > 1024 || nt % 32)
+    int ut, bt, nt;
+    const char *p = text;
+    if (!p || !tuning_field(&p, "ut", MAX_TUNING_TILE, &ut) || *p++ != ' ' ||
+        !tuning_field(&p, "bt", MAX_TUNING_TILE, &bt) || *p++ != ' ' ||
+        !tuning_field(&p, "nt", 1024, &nt) || *p != '\0' || nt % 32)
         return false;
     *t = (rt_fused_tuning){ut, bt, nt};
     return true;
@@ -252,6 +279,7 @@ static rt_fused *timing_clone(const rt_fused *m, rt_fused_tuning t)
     c->sched = m->sched;
     c->sm = m->sm;
     c->sm_count = m->sm_count;
+    c->share = m->share;
     c->bound = m->bound;
     c->cell_hash = m->cell_hash;
     c->plan = m->plan;
@@ -320,7 +348,8 @@ static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *no
     double t0 = rt_now_ms(), budget = budget_ms();
     rt_fused_tuning list[MAX_CANDIDATES];
     cand c[MAX_CANDIDATES];
-    int n = rt_fused_candidates(batch, m->spec.sizes[0].H, m->sm_count, list, MAX_CANDIDATES);
+    int sms = m->sm_count / (m->share > 1 ? m->share : 1);
+    int n = rt_fused_candidates(batch, m->spec.sizes[0].H, sms, list, MAX_CANDIDATES);
     n = generate(m, batch, list, n, c);
     compile_all(c, n, t0 + 0.75 * budget);
     double t_compiled = rt_now_ms();

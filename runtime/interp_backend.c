@@ -167,7 +167,7 @@ static void out_f32(float *dst, const double *src, int64_t n)
         dst[i] = (float)src[i];
 }
 
-static rnnc_status interp_forward(void *state, const rnnc_forward_args *a)
+static rnnc_status interp_forward_f32(void *state, const rnnc_forward_args *a)
 {
     interp_model *m = state;
     rnnc_status st = rt_check_forward(&m->spec, a);
@@ -193,6 +193,14 @@ static rnnc_status interp_forward(void *state, const rnnc_forward_args *a)
 free_io:
     io_free(&io);
     return st;
+}
+
+static rnnc_status interp_forward(void *state, const rnnc_forward_args *a)
+{
+    interp_model *m = state;
+    if (rt_dtype_is_half(m->spec.dtype))
+        return rt_forward_half(&m->spec, a, interp_forward_f32, state);
+    return interp_forward_f32(state, a);
 }
 
 static void interp_destroy(void *state)

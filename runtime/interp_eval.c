@@ -66,6 +66,7 @@ rnnc_status rt_frame_init(rt_frame *fr, const ir_fn *f, ir_sizes sz, int64_t bat
     fr->f = f;
     fr->sz = sz;
     fr->batch = batch;
+    fr->rows_total = batch;
     fr->w = w;
     size_t n = (size_t)f->n;
     fr->val = calloc(n, sizeof *fr->val);
@@ -330,7 +331,8 @@ static rnnc_status eval_reduce(rt_frame *fr, int32_t i)
     return RNNC_OK;
 }
 
-/* Element (t, b, j) of the site's [T, B, n] tensor draws index (t*B + b)*n + j. */
+/* Element (t, b, j) of the site's [T, B, n] tensor draws index (t*B + b)*n + j,
+ * with b and B the row in the whole batch (row0 + r, rows_total). */
 static rnnc_status eval_dropout(rt_frame *fr, int32_t i, int64_t t)
 {
     const ir_node *n = &fr->f->nodes[i];
@@ -347,7 +349,7 @@ static rnnc_status eval_dropout(rt_frame *fr, int32_t i, int64_t t)
     int64_t m = fr->cols[i], rows = fr->batch;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < m; j++) {
-            uint64_t idx = (uint64_t)((t * rows + r) * m + j);
+            uint64_t idx = (uint64_t)((t * fr->rows_total + fr->row0 + r) * m + j);
             double v = fr->val[ia][r * m + j];
             fr->buf[i][r * m + j] = rt_dropout_keep(fr->seed, site, idx, n->f) ? v * scale : 0.0;
         }

@@ -7,23 +7,35 @@
  * len[b]) neither writes output (y stays zero) nor updates its states, so
  * the final states are those of its own last step, and the reverse
  * direction, walking t = T-1 .. 0, first touches a row at t = len[b]-1.
+ *
+ * Batch rows never meet (every op is per row), so each direction of each
+ * layer splits its rows over threads (RNNC_THREADS, default the cores
+ * online): every row is computed by the same code in the same order as in
+ * one thread, so the result is bit for bit the serial one.
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/runtime.h"
+
+#define MAX_THREADS 64
 
 typedef struct run_ctx {
     const rt_spec *s;
     const rt_weights_f64 *w;
     const rt_seq_f64 *q;
-    int64_t T, B;
+    int64_t T, B;  /* B: the whole batch */
     int64_t width; /* D * Hout: a layer's output features */
+    int64_t b0, nb; /* the rows this context runs: [b0, b0 + nb) */
 } run_ctx;
 
+/* Row b of the context's own rows. */
 static int64_t seq_len_of(const run_ctx *c, int64_t b)
 {
-    return c->q->lengths ? c->q->lengths[b] : c->T;
+    return c->q->lengths ? c->q->lengths[c->b0 + b] : c->T;
 }
 
 /* The features of node `node` of the fn of `layer`, evaluated. */
@@ -85,8 +97,15 @@ static rnnc_status check_run(const rt_spec *s, const rt_weights_f64 *w, const rt
 static const double *input_row(const run_ctx *c, const double *in, bool batch_first,
                                int64_t in_width, int64_t t, int64_t b)
 {
+    b += c->b0;
     int64_t r = batch_first ? b * c->T + t : t * c->B + b;
     return in + r * in_width;
+}
+
+/* States are [L*D, B, n]: pseudo-layer p's rows b0.. are contiguous. */
+static size_t state_offset(const run_ctx *c, int p, int64_t n)
+{
+    return (size_t)(p * c->B * n + c->b0 * n);
 }
 
 static void load_states(const run_ctx *c, rt_frame *fr, int p)
@@ -94,9 +113,10 @@ static void load_states(const run_ctx *c, rt_frame *fr, int p)
     const ir_fn *f = fr->f;
     for (int k = 0; k < f->n_states; k++) {
         int32_t node = f->states[k].node;
-        size_t m = (size_t)(c->B * fr->cols[node]);
+        size_t m = (size_t)(c->nb * fr->cols[node]);
         if (c->q->init && c->q->init[k])
-            memcpy(fr->buf[node], c->q->init[k] + (size_t)p * m, m * sizeof(double));
+            memcpy(fr->buf[node], c->q->init[k] + state_offset(c, p, fr->cols[node]),
+                   m * sizeof(double));
         else
             memset(fr->buf[node], 0, m * sizeof(double));
     }
@@ -107,9 +127,10 @@ static void save_states(const run_ctx *c, const rt_frame *fr, int p)
     const ir_fn *f = fr->f;
     for (int k = 0; k < f->n_states; k++) {
         int32_t node = f->states[k].node;
-        size_t m = (size_t)(c->B * fr->cols[node]);
+        size_t m = (size_t)(c->nb * fr->cols[node]);
         if (c->q->final && c->q->final[k])
-            memcpy(c->q->final[k] + (size_t)p * m, fr->buf[node], m * sizeof(double));
+            memcpy(c->q->final[k] + state_offset(c, p, fr->cols[node]), fr->buf[node],
+                   m * sizeof(double));
     }
 }
 
@@ -125,9 +146,9 @@ static rnnc_status commit_step(const run_ctx *c, rt_frame *fr, int64_t t, int di
     if (!y)
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: the output is an absent parameter");
     int64_t yrs = f->nodes[f->output].kind == IR_ROW ? hout : 0;
-    for (int64_t b = 0; b < c->B; b++)
+    for (int64_t b = 0; b < c->nb; b++)
         if (t < seq_len_of(c, b))
-            memcpy(out + (t * c->B + b) * c->width + dir * hout, y + b * yrs,
+            memcpy(out + (t * c->B + c->b0 + b) * c->width + dir * hout, y + b * yrs,
                    (size_t)hout * sizeof(double));
     double *sp = stage;
     for (int k = 0; k < f->n_states; k++) {
@@ -137,18 +158,18 @@ static rnnc_status commit_step(const run_ctx *c, rt_frame *fr, int64_t t, int di
                              f->states[k].name);
         int64_t n = fr->cols[f->states[k].node];
         int64_t nrs = f->nodes[next].kind == IR_ROW ? n : 0;
-        for (int64_t b = 0; b < c->B; b++)
+        for (int64_t b = 0; b < c->nb; b++)
             memcpy(sp + b * n, fr->val[next] + b * nrs, (size_t)n * sizeof(double));
-        sp += c->B * n;
+        sp += c->nb * n;
     }
     sp = stage;
     for (int k = 0; k < f->n_states; k++) {
         int32_t node = f->states[k].node;
         int64_t n = fr->cols[node];
-        for (int64_t b = 0; b < c->B; b++)
+        for (int64_t b = 0; b < c->nb; b++)
             if (t < seq_len_of(c, b))
                 memcpy(fr->buf[node] + b * n, sp + b * n, (size_t)n * sizeof(double));
-        sp += c->B * n;
+        sp += c->nb * n;
     }
     return RNNC_OK;
 }
@@ -160,7 +181,7 @@ static rnnc_status walk_time(const run_ctx *c, rt_frame *fr, int dir, const doub
     int64_t in_width = fr->cols[in_node];
     for (int64_t step = 0; step < c->T; step++) {
         int64_t t = dir ? c->T - 1 - step : step;
-        for (int64_t b = 0; b < c->B; b++)
+        for (int64_t b = 0; b < c->nb; b++)
             memcpy(fr->buf[in_node] + b * in_width, input_row(c, in, in_bf, in_width, t, b),
                    (size_t)in_width * sizeof(double));
         rnnc_status st = rt_frame_eval_step(fr, t);
@@ -172,23 +193,26 @@ static rnnc_status walk_time(const run_ctx *c, rt_frame *fr, int dir, const doub
     return RNNC_OK;
 }
 
-/* One direction of one layer: reads `in`, writes its columns of `out` [T, B, width]. */
-static rnnc_status run_direction(const run_ctx *c, int layer, int dir, const double *in,
-                                 bool in_bf, double *out)
+/* One direction of one layer over the context's rows: reads `in`, writes
+ * their columns of `out` [T, B, width]. */
+static rnnc_status run_rows(const run_ctx *c, int layer, int dir, const double *in, bool in_bf,
+                            double *out)
 {
     const rt_spec *s = c->s;
     int p = layer * s->dirs + dir;
     rt_frame fr;
-    rnnc_status st = rt_frame_init(&fr, rt_spec_fn(s, layer), rt_spec_sizes(s, layer), c->B,
+    rnnc_status st = rt_frame_init(&fr, rt_spec_fn(s, layer), rt_spec_sizes(s, layer), c->nb,
                                    c->w->w + (size_t)p * (size_t)c->w->n_params);
     if (st != RNNC_OK)
         return st;
     fr.training = c->q->training;
     fr.seed = s->seed;
     fr.pseudo = p;
+    fr.row0 = c->b0;
+    fr.rows_total = c->B;
     int64_t stage_n = 0;
     for (int k = 0; k < fr.f->n_states; k++)
-        stage_n += c->B * fr.cols[fr.f->states[k].node];
+        stage_n += c->nb * fr.cols[fr.f->states[k].node];
     double *stage = malloc((size_t)(stage_n > 0 ? stage_n : 1) * sizeof(double));
     if (!stage) {
         st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the states");
@@ -206,6 +230,62 @@ free_stage:
 free_frame:
     rt_frame_free(&fr);
     return st;
+}
+
+/* RNNC_THREADS, else the cores online; at most one thread per row. */
+static int thread_count(int64_t rows)
+{
+    const char *env = getenv("RNNC_THREADS");
+    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    n = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+    return (int)(n < rows ? n : rows);
+}
+
+typedef struct rows_job {
+    run_ctx c;
+    int layer, dir;
+    const double *in;
+    bool in_bf;
+    double *out;
+    rnnc_status st;
+    char err[512]; /* the worker's rnnc_last_error, which is per thread */
+} rows_job;
+
+static void *rows_thread(void *arg)
+{
+    rows_job *j = arg;
+    j->st = run_rows(&j->c, j->layer, j->dir, j->in, j->in_bf, j->out);
+    if (j->st != RNNC_OK)
+        snprintf(j->err, sizeof j->err, "%s", rnnc_last_error());
+    return NULL;
+}
+
+/* One direction of one layer, its rows split over threads (the calling one
+ * takes the first share); a failure is reported as its thread saw it. */
+static rnnc_status run_direction(const run_ctx *c, int layer, int dir, const double *in,
+                                 bool in_bf, double *out)
+{
+    rows_job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    int n = thread_count(c->B);
+    for (int k = 0; k < n; k++) {
+        jobs[k] = (rows_job){*c, layer, dir, in, in_bf, out, RNNC_OK, ""};
+        jobs[k].c.b0 = c->B * k / n;
+        jobs[k].c.nb = c->B * (k + 1) / n - jobs[k].c.b0;
+    }
+    for (int k = 1; k < n; k++)
+        started[k] = pthread_create(&tid[k], NULL, rows_thread, &jobs[k]) == 0;
+    for (int k = 0; k < n; k++)
+        if (k == 0 || !started[k]) /* here, when a thread could not be had */
+            rows_thread(&jobs[k]);
+    for (int k = 1; k < n; k++)
+        if (started[k])
+            pthread_join(tid[k], NULL);
+    for (int k = 0; k < n; k++)
+        if (jobs[k].st != RNNC_OK)
+            return rnnc_fail(jobs[k].st, "%s", jobs[k].err);
+    return RNNC_OK;
 }
 
 /* Inverted dropout on a layer's output before the next layer reads it. */
@@ -255,7 +335,7 @@ rnnc_status rt_interp_run(const rt_spec *s, const rt_weights_f64 *w, const rt_se
     rnnc_status st = check_run(s, w, q);
     if (st != RNNC_OK)
         return st;
-    run_ctx c = {s, w, q, q->seq_len, q->batch, s->dirs * s->hout};
+    run_ctx c = {s, w, q, q->seq_len, q->batch, s->dirs * s->hout, 0, q->batch};
     if (c.width > (INT64_MAX / 8) / c.T / c.B)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: output too large");
     size_t n = (size_t)(c.T * c.B * c.width);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/common.h"
 #include "ir/ir.h"
 #include "rnnc.h"
 
@@ -86,6 +87,14 @@ typedef struct rt_backend {
     /* Optional (NULL = RNNC_ERR_UNSUPPORTED). */
     rnnc_status (*backward)(void *state, const rnnc_backward_args *a);
     rnnc_status (*weight_grad)(void *state, int pseudo, int param, float *out, int64_t count);
+    /* Optional (NULL: the host clock over forward and backward): median ms of
+     * a training forward plus its backward on the buffers of f and b. */
+    rnnc_status (*time_training)(void *state, const rnnc_forward_args *f,
+                                 const rnnc_backward_args *b, int warmup, int iters,
+                                 double *median_ms);
+    /* Optional (NULL: backward decides): RNNC_OK when a training forward
+     * here can be differentiated, else why not (AUTO then moves on). */
+    rnnc_status (*can_train)(void *state);
     void (*destroy)(void *state);
 } rt_backend;
 
@@ -101,6 +110,17 @@ rnnc_status rt_time_host(const rt_backend *be, void *state, const rnnc_forward_a
                          int warmup, int iters, double *median_ms);
 /* The median of v[n] (n >= 1), sorting v. */
 double rt_median(double *v, int n);
+
+/* Half-precision models (half.c): F16 or BF16; conversions with round to
+ * nearest even; n floats rounded to the dtype in place (F32: unchanged);
+ * a host backend's forward (fwd on fp32 copies of the caller's buffers,
+ * outputs rounded back to the dtype). */
+bool rt_dtype_is_half(rnnc_dtype t);
+void rt_f32_to_half(rnnc_dtype t, const float *src, void *dst, size_t n);
+void rt_half_to_f32(rnnc_dtype t, const void *src, float *dst, size_t n);
+void rt_round_f32(rnnc_dtype t, float *p, size_t n);
+rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
+                            rnnc_status (*fwd)(void *, const rnnc_forward_args *), void *state);
 
 /* ================================================================ 2. tensors */
 
@@ -132,6 +152,14 @@ rnnc_status rt_tensor_expect(const rnnc_tensors *ts, const char *name, rnnc_dtyp
 /* Converts a float tensor (F32, F16, BF16, F64) to fp32 into out[numel];
  * RNNC_ERR_FORMAT for an integer dtype. */
 rnnc_status rt_tensor_to_f32(const rnnc_tensor *t, float *out);
+/* rnnc_tensors_save in two steps, for a command that writes several files
+ * all or none: stage writes the whole file to its temp file (o is closed on
+ * failure); commit renames it into place; cm_out_abort drops it instead. */
+rnnc_status rt_tensors_stage(const rnnc_tensors *ts, const char *path, cm_out *o);
+rnnc_status rt_tensors_commit(cm_out *o);
+/* After cJSON failed on text: true if it parses now (so what failed was an
+ * allocation, RNNC_ERR_OUT_OF_MEMORY, not the text). */
+bool rt_json_parses(const char *text, size_t n);
 
 /* ================================================================ 3. CUDA driver */
 
@@ -166,7 +194,7 @@ bool rt_cuda_available(void); /* driver loaded, cuInit ok, >= 1 device */
     X(ModuleGetGlobal) X(FuncSetAttribute) X(FuncGetAttribute) X(LaunchKernel)                 \
     X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor) X(EventCreate)     \
     X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(StreamCreate)     \
-    X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
+    X(StreamWaitEvent) X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
 
 #define RT_CUDA_FIELD(n) __typeof__(cu##n) *n;
 typedef struct rt_cuda_api {
@@ -215,6 +243,12 @@ rnnc_status rt_dev_check_pointer(const void *p, int device, const char *what);
  */
 rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                       unsigned smem, CUstream s, void **args, bool cooperative);
+/* The same check, then an ordinary launch: for a persistent kernel that
+ * runs beside another on its own share of the SMs (the driver need not
+ * overlap two cooperative launches).  The caller keeps the grids of the
+ * kernels that run at once within the device. */
+rnnc_status rt_launch_resident(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                               unsigned smem, CUstream s, void **args);
 /* Blocks of f (with `threads` per block and `smem` bytes) that can be
  * resident at once on the whole device of the current context. */
 rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem, int *blocks);
@@ -265,7 +299,7 @@ const char *const *rt_nvrtc_base_options(void);
  */
 
 /* Bump whenever the code generators change what they emit for a given input. */
-#define RT_CODEGEN_VERSION 3
+#define RT_CODEGEN_VERSION 5
 #define RT_MAX_KERNELS 16
 
 typedef enum rt_origin {
@@ -321,6 +355,10 @@ bool rt_cache_dir(char *buf, size_t n);
 /* For `rnnc cache info|list|clear`: print to out. */
 rnnc_status rt_cache_info(FILE *out);
 rnnc_status rt_cache_list(FILE *out);
+/* The same as one JSON object (`rnnc cache list --json`): directory,
+ * entries [{key, sm, bytes, last_used, kernel, valid}], count, bytes;
+ * directory null when the cache is off. */
+rnnc_status rt_cache_list_json(FILE *out);
 rnnc_status rt_cache_clear(FILE *out);
 
 /* Autotuning records: the winning tuning text for a shape key (any string
@@ -385,6 +423,9 @@ rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why,
 /* Stores an entry (temp file + rename) and evicts down to the limit; a
  * directory that cannot be written is warned about once, then ignored. */
 void rt_cache_write(rt_cache_key k, const char *name, int sm, const void *cubin, size_t size);
+/* Off: rt_cache_write writes nothing (the process only reads the cache), so
+ * that `rnnc compile` leaves the user's cache as it was.  On by default. */
+void rt_cache_set_writes(bool on);
 /* Writes a + b to path through a temp file in the same directory + rename. */
 bool rt_cache_write_atomic(const char *path, const void *a, size_t na, const void *b,
                            size_t nb);
@@ -397,6 +438,9 @@ void rt_cache_evict(const char *dir, uint64_t limit);
 rnnc_status rt_cache_mem_key(const rt_kernel_req *req, int sm, rt_cache_key *out);
 double rt_now_ms(void); /* monotonic */
 void rt_cache_log(const rt_kernel_req *req, int sm, rt_origin o, double ms);
+/* How many kernel sets this process took from origin o (memory hits that
+ * are not logged excepted): `rnnc run --bundle` says when the bundle served none. */
+unsigned long rt_cache_origin_count(rt_origin o);
 /* Reads an entry file's header only (for listings); false if unreadable. */
 bool rt_cache_peek(const char *path, int *sm, char name[56], int64_t *created, bool *valid);
 
@@ -469,6 +513,10 @@ typedef struct rt_frame {
     bool training;
     uint64_t seed;
     int pseudo;
+    /* The frame's rows are rows [row0, row0 + batch) of a batch of
+     * rows_total (rt_frame_init: 0 and batch): dropout draws by the global
+     * row, so a forward split over threads keeps its masks. */
+    int64_t row0, rows_total;
 } rt_frame;
 
 rnnc_status rt_frame_init(rt_frame *fr, const ir_fn *f, ir_sizes sz, int64_t batch,
@@ -520,10 +568,12 @@ rnnc_status rt_grad_frame_eval(rt_frame *fr, const uint8_t *dep, bool fixed, int
  * schedule goes through the CUDA generator (codegen/cuda) once per batch
  * size; the kernels come from the kernel cache; one direction of one layer
  * is the hoisted GEMMs, the row kernel and ONE cooperative persistent step
- * kernel.  A forward runs the (layer, direction) pairs one after another
- * (fused_model.c): layer l+1 reads layer l's output, directions write
- * their columns of it, lengths are a per-row step limit, dropout between
- * layers is a Philox kernel.  fp32 only.  The step kernel's tuning for a
+ * kernel.  A forward runs the (layer, direction) pairs (fused_model.c):
+ * layer l+1 reads layer l's output, directions write their columns of it
+ * (both at once where `share` sizes the kernels for half the SMs; the
+ * layers of a unidirectional stack then run as a wavefront of time
+ * chunks), lengths are a per-row step limit, dropout between layers is a
+ * Philox kernel.  fp32 only.  The step kernel's tuning for a
  * batch size (fused_tune.c; docs/cache.md): RNNC_FUSED_TILE="ut,bt,threads"
  * (0 = the generator's choice), else a registered bundle's record, else the
  * disk record, else autotuning on the device (RNNC_AUTOTUNE=0: the
@@ -536,6 +586,13 @@ rnnc_status rt_grad_frame_eval(rt_frame *fr, const uint8_t *dep, bool fixed, int
 typedef struct rt_fused_tuning {
     int unit_tile, batch_tile, threads;
 } rt_fused_tuning;
+
+/* Scratch of one running step kernel: hoisted values, the exchange
+ * buffer, reduction partials, the barrier's flags. */
+typedef struct rt_fused_slot {
+    CUdeviceptr hz, xb, part, bar;
+    size_t hz_n, xb_n, part_n;
+} rt_fused_slot;
 
 /* The kernels of layers > 0 (their input is D * Hout wide). */
 typedef struct rt_fused_upper {
@@ -566,20 +623,29 @@ typedef struct rt_fused {
     /* device memory: weights and folds (bound), scratch grown on demand */
     CUdeviceptr wts, fold;
     int64_t wts_floats, fold_floats;
-    CUdeviceptr st, hz, xb, part, bar, dx, dy, dfin;
-    size_t st_n, hz_n, xb_n, part_n, dx_n, dy_n, dfin_n;
+    CUdeviceptr st, dx, dy, dfin; /* st: 3 copies of the states per pseudo-layer */
+    size_t st_n, dx_n, dy_n, dfin_n;
+    rt_fused_slot slot[2];        /* scratch of the two kernels that run at once */
+    /* share > 1: kernels are sized for sm_count / share SMs, so that the
+     * directions of a layer, or two layers of a wavefront, run at once on
+     * their own streams (fused_model.c) */
+    int share;
+    CUstream aux[3];              /* 0: the second step stream; 1, 2: GEMM streams */
+    CUevent *ev;
+    int ev_n;
     /* whole models (fused_model.c): kernels of layers > 0, the floats of
      * one pseudo-layer's arenas per layer kind (0: layer 0, 1: above),
      * layer outputs, lengths, the dropout kernel */
     rt_fused_upper up;
     int64_t arena_wts[2], arena_fold[2];
-    CUdeviceptr lay[2], dlen;
+    CUdeviceptr lay[2], dlen; /* dlen: the lengths, then each chunk's (wavefront) */
     size_t lay_n[2], dlen_n;
     int *hlen;
     int64_t hlen_n;
     bool dlen_used; /* this forward has lengths (in dlen) */
     rt_kernel drop;
     bool drop_loaded;
+    struct rt_fgrad *grad; /* training (fused_grad*.c), NULL until first needed */
 } rt_fused;
 
 /* Generates (not compiles) the kernel set for `batch` into m->plan/m->src. */
@@ -637,12 +703,32 @@ int64_t rt_fused_wts_at(const rt_fused *m, int p);
 int64_t rt_fused_fold_at(const rt_fused *m, int p);
 /* Loads the kernel set of layer kind k (0 or 1) from the kernel cache. */
 rnnc_status rt_fused_load(rt_fused *m, int k);
-/* Runs layer kind k's kernels for one direction of one layer: x in, y the
- * layer's output (its direction's columns), pseudo-layer p's weights and
- * states in st (copy 0 in, FIN out). */
-rnnc_status rt_fused_launch(rt_fused *m, int k, CUdeviceptr x, CUdeviceptr y, int p, int T,
-                            bool rev, CUstream s);
+/* One run of layer kind k's kernels over T steps (a whole sequence or a
+ * chunk of it): x in, y the layer's output (its direction's columns),
+ * pseudo-layer p's weights, states in st (copy 0 in, FIN out), hoisted
+ * values in hz, lengths len (0: none), the scratch of slot `slot`. */
+typedef struct rt_fused_job {
+    int k, p, T, slot;
+    bool rev;
+    CUdeviceptr x, y, st, hz, len;
+} rt_fused_job;
+#define RT_FUSED_HOIST 1 /* the launches before the step kernel */
+#define RT_FUSED_STEP 2  /* the persistent step kernel */
+rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s);
+/* Grows device buffer *p to hold n bytes (contents not kept). */
+rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n);
+/* The streams and events of the overlapped runs (fused_model.c). */
+void rt_fused_streams_free(rt_fused *m);
+/* Floats of one pseudo-layer's states in st (three copies). */
+int64_t rt_fused_st_stride(const rt_fused *m);
+/* The kernel sizing of spec s: 2 where directions or layers run at once. */
+int rt_fused_share(const rt_spec *s);
 /* Every (layer, direction) of a forward whose buffers are on the device. */
+/* Dropout between layers l and l+1 on a layer output buf ([T, B, D*Hout],
+ * or [B, T, ...] when batch_first), the interpreter's mask and scale; run
+ * again on a gradient it applies the same mask (the backward). */
+rnnc_status rt_fused_dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
+                             bool batch_first, CUstream s);
 rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
                                CUdeviceptr y, CUstream s);
 rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a);

@@ -7,23 +7,19 @@
  *   the rest  the data; offsets are relative to its start.
  * The reader trusts nothing in a file: every field is checked before any
  * size in it is used, as the reference implementation does (tensors must
- * tile the data exactly).  The writer writes a temporary file next to the
- * target and renames it into place, so a reader never sees a partial file.
+ * tile the data exactly).  Files are opened and written through common/
+ * (no FIFO hangs a reader; a writer replaces only a regular file, through a
+ * unique temp file and a rename, so a reader never sees a partial file).
  */
-#define _POSIX_C_SOURCE 200809L /* fsync, mkstemp, fchmod, O_DIRECTORY */
-
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cJSON.h>
 
+#include "common/common.h"
 #include "runtime/runtime.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -46,7 +42,7 @@ typedef struct st_info {
 /* A file being read. */
 typedef struct st_file {
     const char *path;
-    FILE *f;
+    cm_in in;
     uint64_t size;      /* of the whole file */
     uint64_t data_size; /* after the header */
     char *header;
@@ -62,28 +58,25 @@ static void st_file_close(st_file *sf)
     free(sf->infos);
     cJSON_Delete(sf->json);
     free(sf->header);
-    if (sf->f)
-        fclose(sf->f);
+    cm_in_close(&sf->in);
 }
 
-static bool read_exact(FILE *f, void *p, size_t n)
+static rnnc_status read_exact(st_file *sf, void *p, size_t n)
 {
-    return n == 0 || fread(p, 1, n, f) == n;
+    cm_why why;
+    rnnc_status s = cm_in_read(&sf->in, p, n, sf->path, &why);
+    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
 }
 
 /* ---------------------------------------------------------------- the header */
 
 static rnnc_status open_file(st_file *sf)
 {
-    struct stat st;
-    sf->f = fopen(sf->path, "rb");
-    if (!sf->f)
-        return rnnc_fail(RNNC_ERR_IO, "%s: cannot open: %s", sf->path, strerror(errno));
-    if (fstat(fileno(sf->f), &st) != 0)
-        return rnnc_fail(RNNC_ERR_IO, "%s: cannot stat: %s", sf->path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return rnnc_fail(RNNC_ERR_IO, "%s: not a regular file", sf->path);
-    sf->size = (uint64_t)st.st_size;
+    cm_why why;
+    rnnc_status s = cm_in_open(&sf->in, sf->path, 0, &why);
+    if (s != RNNC_OK)
+        return rnnc_fail(s == RNNC_ERR_NOT_FOUND ? RNNC_ERR_IO : s, "%s", why.text);
+    sf->size = sf->in.size;
     return RNNC_OK;
 }
 
@@ -112,6 +105,8 @@ static rnnc_status parse_json(st_file *sf, uint64_t n)
     if (has_control_byte(sf->header, (size_t)n))
         return rnnc_fail(RNNC_ERR_FORMAT, "%s: header holds a control byte", sf->path);
     sf->json = cJSON_ParseWithLengthOpts(sf->header, (size_t)n, &end, false);
+    if (!sf->json && rt_json_parses(sf->header, (size_t)n))
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: out of memory for the header", sf->path);
     if (!sf->json) {
         long at = end ? (long)(end - sf->header) : -1;
         return rnnc_fail(RNNC_ERR_FORMAT, "%s: header is not valid JSON (near byte %ld)",
@@ -128,11 +123,12 @@ static rnnc_status read_header(st_file *sf)
 {
     unsigned char len8[8];
     uint64_t n = 0;
+    rnnc_status s;
     if (sf->size < 8)
         return rnnc_fail(RNNC_ERR_FORMAT, "%s: truncated: %" PRIu64 " bytes, no header length",
                          sf->path, sf->size);
-    if (!read_exact(sf->f, len8, 8))
-        return rnnc_fail(RNNC_ERR_IO, "%s: cannot read the header length", sf->path);
+    if ((s = read_exact(sf, len8, 8)) != RNNC_OK)
+        return s;
     for (int i = 7; i >= 0; i--)
         n = n << 8 | len8[i];
     if (n > sf->size - 8)
@@ -147,8 +143,8 @@ static rnnc_status read_header(st_file *sf)
     sf->header = malloc((size_t)n + 1);
     if (!sf->header)
         return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory for the header", sf->path);
-    if (!read_exact(sf->f, sf->header, (size_t)n))
-        return rnnc_fail(RNNC_ERR_IO, "%s: cannot read the header", sf->path);
+    if ((s = read_exact(sf, sf->header, (size_t)n)) != RNNC_OK)
+        return s;
     sf->header[n] = '\0';
     return parse_json(sf, n);
 }
@@ -356,9 +352,7 @@ static rnnc_status read_data(st_file *sf, rnnc_tensors *ts)
     }
     for (int i = 0; i < sf->n && s == RNNC_OK; i++) {
         const st_info *t = sf->order[i];
-        if (!read_exact(sf->f, data[t - sf->infos], (size_t)(t->end - t->begin)))
-            s = rnnc_fail(RNNC_ERR_IO, "%s: tensor '%s': cannot read its data", sf->path,
-                          t->name);
+        s = read_exact(sf, data[t - sf->infos], (size_t)(t->end - t->begin));
     }
     free(data);
     return s;
@@ -366,7 +360,7 @@ static rnnc_status read_data(st_file *sf, rnnc_tensors *ts)
 
 rnnc_status rnnc_tensors_load(rnnc_tensors **out, const char *path)
 {
-    st_file sf = {.path = path};
+    st_file sf = {.path = path, .in = {.fd = -1}};
     rnnc_tensors *ts = NULL;
     rnnc_status s;
     if (!out || !path)
@@ -456,88 +450,45 @@ done:
     return s;
 }
 
-static bool write_all(int fd, const void *p, size_t n)
+static rnnc_status write_tensors(cm_out *o, const rnnc_tensors *ts, const char *header,
+                                 size_t len, cm_why *why)
 {
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n < (1u << 30) ? n : (1u << 30));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        c += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool write_tensors(int fd, const rnnc_tensors *ts, const char *header, size_t len)
-{
-    if (!write_all(fd, header, len))
-        return false;
-    for (int i = 0; i < rnnc_tensors_count(ts); i++) {
+    rnnc_status s = cm_out_write(o, header, len, why);
+    for (int i = 0; s == RNNC_OK && i < rnnc_tensors_count(ts); i++) {
         const rnnc_tensor *t = rnnc_tensors_get(ts, rnnc_tensors_name(ts, i));
-        if (!write_all(fd, t->data, rt_tensor_nbytes(t)))
-            return false;
+        s = cm_out_write(o, t->data, rt_tensor_nbytes(t), why);
     }
-    return true;
+    return s;
 }
 
-/* So that the rename itself survives a crash; a failure here loses nothing. */
-static void sync_parent_dir(const char *path)
+rnnc_status rt_tensors_stage(const rnnc_tensors *ts, const char *path, cm_out *o)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-rnnc_status rnnc_tensors_save(const rnnc_tensors *ts, const char *path)
-{
-    char *header = NULL, *tmp = NULL;
+    char *header = NULL;
     size_t len = 0;
-    int fd;
+    cm_why why;
+    *o = (cm_out){.fd = -1};
     if (!ts || !path || !*path)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_save: NULL or empty argument");
     rnnc_status s = build_header(ts, path, &header, &len);
     if (s != RNNC_OK)
         return s;
-    if (!(tmp = malloc(strlen(path) + sizeof ".tmp.XXXXXX"))) {
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory", path);
-        goto free_header;
-    }
-    sprintf(tmp, "%s.tmp.XXXXXX", path);
-    if ((fd = mkstemp(tmp)) < 0) {
-        s = rnnc_fail(RNNC_ERR_IO, "%s: cannot create a file there: %s", path, strerror(errno));
-        goto free_tmp;
-    }
-    /* mkstemp makes the file 0600; give what a plain creat() usually would. */
-    if (fchmod(fd, 0644) != 0 || !write_tensors(fd, ts, header, len) || fsync(fd) != 0) {
-        s = rnnc_fail(RNNC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        goto close_fd;
-    }
-    if (close(fd) != 0) {
-        s = rnnc_fail(RNNC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        goto unlink_tmp;
-    }
-    if (rename(tmp, path) != 0) {
-        s = rnnc_fail(RNNC_ERR_IO, "%s: cannot replace: %s", path, strerror(errno));
-        goto unlink_tmp;
-    }
-    sync_parent_dir(path);
-    goto free_tmp;
-
-close_fd:
-    close(fd);
-unlink_tmp:
-    unlink(tmp);
-free_tmp:
-    free(tmp);
-free_header:
+    if ((s = cm_out_open(o, path, CM_OUT_DISCARD, &why)) == RNNC_OK &&
+        (s = write_tensors(o, ts, header, len, &why)) != RNNC_OK)
+        cm_out_abort(o);
     free(header);
-    return s;
+    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
+}
+
+rnnc_status rt_tensors_commit(cm_out *o)
+{
+    cm_why why;
+    rnnc_status s = cm_out_commit(o, &why);
+    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
+}
+
+rnnc_status rnnc_tensors_save(const rnnc_tensors *ts, const char *path)
+{
+    cm_out o;
+    rnnc_status s = rt_tensors_stage(ts, path, &o);
+    return s == RNNC_OK ? rt_tensors_commit(&o) : s;
 }

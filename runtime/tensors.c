@@ -15,6 +15,8 @@
 
 #include <xxhash.h>
 
+#include <cJSON.h>
+
 #include "runtime/runtime.h"
 
 typedef struct rt_entry {
@@ -363,4 +365,13 @@ rnnc_status rt_tensor_to_f32(const rnnc_tensor *t, float *out)
         }
     }
     return RNNC_OK;
+}
+
+/* cJSON reports a failed allocation as a syntax error.  Called after a
+ * parse failed: if the text parses now, what failed was memory. */
+bool rt_json_parses(const char *text, size_t n)
+{
+    cJSON *j = cJSON_ParseWithLength(text, n);
+    cJSON_Delete(j);
+    return j != NULL;
 }

@@ -7,6 +7,10 @@ rnnc_install_deps() {
     if [ "${RNNC_WITH_BENCH_DEPS:-OFF}" = ON ]; then pkgs+=(libdnnl-dev); fi
     # PyTorch (CPU) for the Python package's torch tests off the GPU machine; optional.
     if [ "${RNNC_WITH_TORCH:-OFF}" = ON ]; then pkgs+=(python3-torch); fi
+    # libFuzzer for scripts/fuzz.sh, only where clang is already installed.
+    if command -v clang > /dev/null; then
+        pkgs+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
+    fi
     local missing=()
     for p in "${pkgs[@]}"; do
         [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
@@ -31,4 +35,16 @@ rnnc_build() {
     cmake -S . -B "$dir" -DRNNC_WITH_LLVM="${RNNC_WITH_LLVM:-ON}" "${cuda_opts[@]}" "${launcher[@]}" "$@" |
         { grep '^-- rnnc:' || true; }
     cmake --build "$dir" -j "$(nproc)" ${RNNC_TARGET:+--target "$RNNC_TARGET"}
+}
+
+# True when clang can link a libFuzzer target here (scripts/fuzz.sh).
+rnnc_have_libfuzzer() {
+    command -v clang > /dev/null || return 1
+    local d
+    d=$(mktemp -d)
+    printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' > "$d/f.c"
+    clang -fsanitize=fuzzer,address,undefined "$d/f.c" -o "$d/f" > /dev/null 2>&1
+    local rc=$?
+    rm -rf "$d"
+    return $rc
 }

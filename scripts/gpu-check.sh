@@ -49,9 +49,10 @@ if [ "${BENCH:-1}" != 0 ]; then
     cmp gru_b64 --cell gru --batch 64 --backends fused,cudnn
   fi
   # Every cuDNN algorithm against the fused path (issue 14): LSTM T=100,
-  # B 1/8/64/256, H 256/512/1024, fp32 and fp16 (cuDNN only), on its own.
+  # B 1/8/64/256, H 256/512/1024, fp32 and fp16 (cuDNN only), on its own
+  # (72 s on an H100 with --iters 30; its JSON is rewritten after each shape).
   if [ -x build-gpu/bench/bench_cudnn_algo_bench ] && [[ bench_cudnn_algo_bench =~ ${BENCHES:-.} ]]; then
-    RNNC_AUTOTUNE=1 timeout 580 build-gpu/bench/bench_cudnn_algo_bench --iters 30 \
+    RNNC_AUTOTUNE=1 timeout 300 build-gpu/bench/bench_cudnn_algo_bench --iters 30 \
       --json "$OUT/bench_cudnn_algo_bench.json" > "$OUT/bench_cudnn_algo_bench.txt" 2>&1
     echo "== bench_cudnn_algo_bench rc=$?"; cat "$OUT/bench_cudnn_algo_bench.txt"
   fi
@@ -72,20 +73,41 @@ if [ "${BENCH:-1}" != 0 ]; then
   fi
 fi
 
-# ---- convolution (issue 13): its gpu test, rnnc's benchmark, PyTorch's on the same shapes.
-#   CONV=0 skips this block.
+# ---- convolution (issue 13): its gpu tests (library, `rnnc conv`, the CRNN example), the
+#   example's output, rnnc's benchmark and PyTorch's on the same shapes.
+#   CONV=0 skips this block; CONV_BENCH=0 (or BENCH=0) its benchmarks.
 if [ "${CONV:-1}" != 0 ]; then
   if [ "${BENCH_ONLY:-0}" != 1 ]; then
-    (cd build-gpu && ctest -R gpu_cudnn_conv --output-on-failure --timeout 400) > "$OUT/conv-test.log" 2>&1
-    echo "== conv test rc=$?"
-    grep -E '^(FAIL|SKIP|cuDNN|grid|plans|heuristic|benchmark)|tests passed|\[  (FAILED|PASSED)' \
+    (cd build-gpu && ctest -R 'gpu_cudnn_conv|cli_conv|cli_crnn' --output-on-failure --timeout 400) \
+      > "$OUT/conv-test.log" 2>&1
+    echo "== conv tests rc=$?"
+    grep -E '^(FAIL|SKIP|cuDNN|grid|plans|heuristic|benchmark)|tests passed|\[  (FAILED|PASSED)|Passed|Failed' \
       "$OUT/conv-test.log" | head -60
+    timeout 120 build-gpu/examples/example_crnn > "$OUT/crnn.txt" 2>&1
+    echo "== crnn rc=$?"; cat "$OUT/crnn.txt"
   fi
-  if [ "${BENCH:-1}" != 0 ]; then
-    timeout 400 build-gpu/bench/bench_conv_bench --json "$OUT/conv_bench.json" > "$OUT/conv_bench.txt" 2>&1
-    echo "== conv bench rc=$?"; cat "$OUT/conv_bench.txt"
+  if [ "${CONV_BENCH:-${BENCH:-1}}" != 0 ]; then
+    # PyTorch brings its own cuDNN: rnnc's benchmark also runs on that one, so that the
+    # comparison is of one library (the system's cuDNN first, for the record).
+    timeout 300 build-gpu/bench/bench_conv_bench --json "$OUT/conv_bench_system.json" \
+      > "$OUT/conv_bench_system.txt" 2>&1
+    echo "== conv bench (system cuDNN) rc=$?"; grep -E "^total|^ResNet" "$OUT/conv_bench_system.txt"
+    tcudnn=$(python3 -c "import os, nvidia.cudnn as m; print(os.path.join(list(m.__path__)[0], 'lib', 'libcudnn.so.9'))" 2>/dev/null)
+    [ -f "$tcudnn" ] || tcudnn=$(find /opt -path '*nvidia/cudnn/lib/libcudnn.so.9' 2>/dev/null | head -1)
+    echo "== PyTorch's cuDNN: ${tcudnn:-none found}"; ls "$(dirname "${tcudnn:-/x}")" 2>/dev/null | grep -E 'so\.9\.' | head -2
+    if [ -f "$tcudnn" ]; then
+      LD_LIBRARY_PATH=$(dirname "$tcudnn"):$LD_LIBRARY_PATH RNNC_CUDNN_PATH=$tcudnn timeout 300 \
+        build-gpu/bench/bench_conv_bench --json "$OUT/conv_bench.json" > "$OUT/conv_bench.txt" 2>&1
+    else
+      cp "$OUT/conv_bench_system.json" "$OUT/conv_bench.json"; cp "$OUT/conv_bench_system.txt" "$OUT/conv_bench.txt"
+    fi
+    echo "== conv bench rc=$?"; grep -E "^total|^ResNet" "$OUT/conv_bench.txt"
+    sed -n '/fused ms/,$p' "$OUT/conv_bench.txt"
     timeout 300 python3 bench/conv_torch.py --json "$OUT/conv_torch.json" --rnnc "$OUT/conv_bench.json" \
       > "$OUT/conv_torch.txt" 2>&1
-    echo "== conv torch rc=$?"; tail -32 "$OUT/conv_torch.txt"
+    echo "== conv torch rc=$?"; tail -50 "$OUT/conv_torch.txt"
+    timeout 120 build-gpu/rnnc conv --x-shape 32,64,56,56 --w-shape 64,64,3,3 --padding 1 \
+      --algo benchmark --bench > "$OUT/conv_cli_bench.txt" 2>&1
+    echo "== rnnc conv --bench rc=$?"; cat "$OUT/conv_cli_bench.txt"
   fi
 fi

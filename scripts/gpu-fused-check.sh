@@ -6,6 +6,11 @@
 # a folder packed into $OUT/results.tgz; a short table is printed last.
 #   TESTS=0  skip the tests     COMPARE=0  skip the comparisons
 #   ONLY=regex  only the comparisons whose name matches
+#   TESTLIST="gpu_fused_model ..."  the tests to run (default all three;
+#             gpu_fused_model also runs with RNNC_FUSED_CHUNK=3: many chunks)
+#   SEQ=1     also the multi-layer comparisons with RNNC_FUSED_SHARE=1
+#             (layers and directions one after another, on all SMs)
+#   CHUNKS="8 25"  also the unidirectional stacks at these chunk lengths
 set -u
 cd "$(dirname "$0")/.."
 FINAL=${OUT:-/tmp/rnnc-gpu-out}
@@ -16,8 +21,8 @@ deps=/tmp/rnnc-deps
 rm -rf "$deps" && cp -r .deps "$deps"
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2; } \
-    > "$OUT/machine.txt" 2>&1
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2;
+  find / -name 'libcudnn.so.9*' -path '*lib*' 2>/dev/null | head -3; } > "$OUT/machine.txt" 2>&1
 t0=$(date +%s)
 cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
       -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
@@ -28,11 +33,16 @@ echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
 [ $rc -ne 0 ] && { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
 
 if [ "${TESTS:-1}" != 0 ]; then
-  for t in gpu_fused_large gpu_fused_model gpu_fused; do
+  for t in ${TESTLIST:-gpu_fused_large gpu_fused_model gpu_fused}; do
     t1=$(date +%s)
     timeout "${TEST_TIMEOUT:-200}" build-gpu/tests/$t > "$OUT/$t.log" 2>&1
     echo "== $t rc=$? in $(( $(date +%s) - t1 )) s"
     grep -E "FAILED|ERROR|PASSED|rel err" "$OUT/$t.log" | head -12
+    [ "$t" = gpu_fused_model ] || continue
+    t1=$(date +%s)
+    RNNC_FUSED_CHUNK=3 timeout "${TEST_TIMEOUT:-200}" build-gpu/tests/$t > "$OUT/${t}_chunk3.log" 2>&1
+    echo "== $t (RNNC_FUSED_CHUNK=3) rc=$? in $(( $(date +%s) - t1 )) s"
+    grep -E "FAILED|ERROR|PASSED|rel err" "$OUT/${t}_chunk3.log" | head -12
   done
 fi
 
@@ -45,7 +55,7 @@ cmp() { local name=$1; shift
 if [ "${COMPARE:-1}" != 0 ]; then
   cmp lstm_l4_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 4
   cmp lstm_l2_bi_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 2 --bidirectional
-  cmp lstm_len_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --lengths random
+  cmp lstm_len_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --lengths random:30
   cmp lstm_h1024_b64 --cell lstm --batch 64 --input-size 1024 --hidden 1024
   cmp lstm_h1024_b256 --cell lstm --batch 256 --input-size 1024 --hidden 1024
   cmp lstm_h512_b128 --cell lstm --batch 128 --input-size 512 --hidden 512
@@ -53,5 +63,13 @@ if [ "${COMPARE:-1}" != 0 ]; then
   cmp lstm_h2048_b64 --cell lstm --batch 64 --input-size 2048 --hidden 2048
   cmp lstm_l4_b1 --cell lstm --batch 1 --input-size 512 --hidden 512 --layers 4
   cmp gru_l2_bi_b64 --cell gru --batch 64 --input-size 512 --hidden 512 --layers 2 --bidirectional
+  stacks() { local sfx=$1
+    cmp lstm_l4_b64$sfx --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 4
+    cmp lstm_l2_bi_b64$sfx --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 2 --bidirectional
+  }
+  [ "${SEQ:-0}" = 1 ] && RNNC_FUSED_SHARE=1 stacks _seq
+  for c in ${CHUNKS:-}; do
+    RNNC_FUSED_CHUNK=$c cmp lstm_l4_b64_c$c --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 4
+  done
 fi
 echo "total $(( $(date +%s) - t0 )) s"

@@ -15,3 +15,8 @@ echo "== build-minimal: every optional dependency off"
 RNNC_WITH_LLVM=OFF rnnc_build build-minimal "${san[@]}" -DRNNC_WITH_CUDA=OFF \
     -DRNNC_WITH_CUDNN=OFF -DRNNC_WITH_DNNL=OFF
 (cd build-minimal && ctest --output-on-failure -j "$(nproc)" "$@")
+# libFuzzer targets (tests/fuzz) under clang's ASan and UBSan (with the
+# float-cast-overflow check GCC lacks), each for a bounded time; skipped
+# where clang is not installed.
+echo "== build-fuzz: fuzz targets, RNNC_FUZZ_SECONDS=${RNNC_FUZZ_SECONDS:-20} s each"
+bash scripts/fuzz.sh

@@ -34,6 +34,24 @@ done
 "$RNNC" compare --seq 2 --batch 1 > /dev/null 2>&1
 [ $? -eq 2 ] || fail "compare without sizes: want exit 2"
 
+# compare --training: the training step of each backend with a backward,
+# its gradients against the interpreter's; the others say they have none
+"$RNNC" compare --training --cell lstm --seq 6 --batch 3 --input-size 8 --hidden-size 16 \
+    --layers 2 --bidirectional --lengths random --backends cudnn,cpu,interp --warmup 1 \
+    --iters 3 --json t.json > out.txt 2> err.txt || { fail "compare --training exit $?"; cat out.txt err.txt >&2; }
+grep -q "train ms" out.txt || fail "compare --training does not say it timed training steps"
+grep -Eq '^interp +[0-9.]+\*' out.txt || { fail "no interp training row"; cat out.txt >&2; }
+if usable cpu; then
+    grep -Eq '^cpu +unavailable: .*no backward' out.txt || fail "cpu training row: $(grep ^cpu out.txt)"
+fi
+if line=$(grep -E '^cudnn +[0-9]' out.txt); then
+    gerr=$(echo "$line" | awk '{print $6}')
+    awk -v e="$gerr" 'BEGIN { exit !(e + 0 <= 1e-4) }' || fail "cudnn gradients differ: $gerr"
+fi
+for key in '"train_ms"' '"max_rel_err_grad_vs_interp"' '"training":'; do
+    grep -q "$key" t.json || fail "t.json lacks $key"
+done
+
 # demo: what ran, a checksum, agreement; on the CPU it says so and why
 "$RNNC" demo > demo.txt 2> err.txt || { fail "demo exit $?"; cat demo.txt err.txt >&2; }
 grep -q "^backend: " demo.txt || fail "demo does not name the backend"

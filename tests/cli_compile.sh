@@ -71,5 +71,14 @@ expect 1 "bundle format 7.*rnnc compile" "$RNNC" run --cell lstm --weights w.st 
 ok "$RNNC" run --cell lstm --weights w.st --input x.st --out y.st --bundle m.rnncpkg \
    --backend interp
 
+# 4. the user's kernel cache is read, not written, unless --cache asks
+count_kernels() { find "$1" -name '*.cubin' 2>/dev/null | wc -l; }
+RNNC_CACHE_DIR=$PWD/own_cache ok "$RNNC" compile --cell lstm --input-size 6 --hidden 6 \
+    --batch 2 --arch sm_90 -o c.rnncpkg
+[ "$(count_kernels own_cache)" -eq 0 ] || fail "compile wrote into the kernel cache"
+RNNC_CACHE_DIR=$PWD/own_cache ok "$RNNC" compile --cell lstm --input-size 6 --hidden 6 \
+    --batch 2 --arch sm_90 -o c.rnncpkg --cache
+[ "$(count_kernels own_cache)" -eq 1 ] || fail "compile --cache did not fill the kernel cache"
+
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
 echo "cli_compile: all checks passed"

@@ -35,6 +35,40 @@ else
     grep -q "^rnnc: " err.txt || { fail "cuda stage failed without a message"; cat err.txt >&2; }
 fi
 
+# the cell's own names stay in the dumps; only unnamed values are numbered
+"$RNNC" dump --cell lstm --stage opt > opt.txt
+grep -q '^    gates = add(' opt.txt || fail "opt lost the name 'gates'"
+grep -q '^    c_next = add(' opt.txt || fail "opt lost the name 'c_next'"
+grep -q '^    next c = c_next$' opt.txt || fail "next c is not c_next"
+grep -q '^    i = chunk(gates, 4, 0)$' opt.txt || fail "chunk pieces lost their names"
+grep -Eq '^    t[0-9]+ = sigmoid\(f\)$' opt.txt || fail "unnamed values are not numbered"
+"$RNNC" dump --cell lstm --stage backward | grep -q 'input saved_gates\[4H\]' ||
+    fail "the backward does not name what it saves after the forward's names"
+"$RNNC" dump --cell lstm --stage schedule "${sizes[@]}" | grep -Eq '%[0-9]+ gates = add' ||
+    fail "the schedule lost the name 'gates'"
+# a name that looks like a number of the printer's is numbered instead, and
+# the printed text parses back to the same text
+cat > named.cell <<'CELL'
+cell named {
+    input x[I]
+    state h[H]
+    param w[H, I]
+    t1 = linear(x, w)
+    pre = t1 + h
+    h_next = tanh(pre)
+    next h = h_next
+    output h_next
+}
+CELL
+"$RNNC" dump --cell named.cell --stage ir > named1.txt || fail "dump of named.cell"
+grep -q '^    pre = add(' named1.txt || fail "named.cell lost 'pre'"
+if grep -q '^    t1 = ' named1.txt || ! grep -q '^    t3 = linear(x, w)$' named1.txt; then
+    fail "t1 was not renumbered"; cat named1.txt >&2
+fi
+cp named1.txt named2.cell
+"$RNNC" dump --cell named2.cell --stage ir > named2.txt || fail "the dump does not parse back"
+cmp -s named1.txt named2.txt || { fail "print -> parse -> print changed the text"; diff named1.txt named2.txt >&2; }
+
 # refusals
 "$RNNC" dump --cell lstm --stage schedule > out.txt 2> err.txt
 [ $? -eq 1 ] && grep -q "needs the input size" err.txt || fail "schedule without sizes"

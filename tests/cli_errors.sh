@@ -53,13 +53,13 @@ expect 1 "truncated|bad file format|I/O error" \
     "$RNNC" run --cell lstm --weights truncated.st --input x.st --out y.st
 expect 1 "holds 'weight_ih_l0'" "$RNNC" run --cell lstm --weights w.st --input w.st --out y.st
 expect 1 "holds 'c0'" "$RNNC" run --cell gru --weights wg.st --input x.st --out y.st
-# an input of another dtype than the model's: named, with the dtypes rnnc reads
-# (x as F16 [1, 1, 4], written byte by byte: 8-byte header length, JSON, data)
-hdr='{"x":{"dtype":"F16","shape":[1,1,4],"data_offsets":[0,8]}}'
+# an input of a dtype rnnc does not read as numbers: named, with the dtypes it reads
+# (x as I32 [1, 1, 4], written byte by byte: 8-byte header length, JSON, data)
+hdr='{"x":{"dtype":"I32","shape":[1,1,4],"data_offsets":[0,16]}}'
 while [ $(( ${#hdr} % 8 )) -ne 0 ]; do hdr="$hdr "; done
 { printf "\\x$(printf %02x ${#hdr})"'\x00\x00\x00\x00\x00\x00\x00'; printf '%s' "$hdr"
-  printf '\x00\x3c\x00\x38\x00\xb8\x00\x3c'; } > x16.st
-expect 1 "'x' is F16; rnnc run reads F32 or F64" "$RNNC" run --cell gru --weights wg.st \
+  printf '\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x04\x00\x00\x00'; } > x16.st
+expect 1 "'x' is I32; rnnc run reads F32, F64, F16 or BF16" "$RNNC" run --cell gru --weights wg.st \
     --input x16.st --out y16.st
 [ ! -e y16.st ] || fail "a refused run left y16.st behind"
 expect 1 "no hidden size fits" "$RNNC" run --cell lstm --weights wg.st --input x.st --out y.st

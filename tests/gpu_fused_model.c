@@ -231,7 +231,9 @@ static void test_cell_files_grid(void **state)
 }
 
 /* Larger shapes: several batch groups (rows of different groups end at
- * different steps), a projection, the fastrnns width. */
+ * different steps), a projection, the fastrnns width, unidirectional
+ * stacks (which run as a wavefront of chunks: RNNC_FUSED_CHUNK=3 makes
+ * many, scripts/gpu-fused-check.sh runs the test with it too). */
 static void test_model_shapes(void **state)
 {
     (void)state;
@@ -242,6 +244,9 @@ static void test_model_shapes(void **state)
         {"gru", 25, 64, 512, 512, 0, 2, true, true, false, 0.0},
         {"layernorm_lstm", 12, 48, 64, 128, 0, 2, true, true, false, 0.2},
         {"lstm", 50, 3, 64, 256, 128, 2, false, true, false, 0.0},
+        /* the wavefront of time chunks: several groups, rows ending mid-chunk */
+        {"lstm", 40, 64, 512, 512, 0, 4, false, true, false, 0.0},
+        {"gru", 37, 32, 64, 256, 0, 3, false, false, false, 0.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], &rng);

@@ -44,7 +44,7 @@ static void test_one_parameter(void **st)
     fb_conv_geom base = geom();
     fb_conv_key k0;
     fb_conv_key_make(&k0, &base, RNNC_CONV_FORWARD, 0, k_ptrs);
-    for (int e = 0; e < 16; e++) {
+    for (int e = 0; e < 17; e++) {
         fb_conv_geom g = base;
         rnnc_conv_pass pass = RNNC_CONV_FORWARD;
         const void *p[3] = {k_ptrs[0], k_ptrs[1], k_ptrs[2]};
@@ -65,9 +65,12 @@ static void test_one_parameter(void **st)
         case 13: g.d.deterministic = true; break;
         case 14: pass = RNNC_CONV_BACKWARD_DATA; break;
         case 15: p[0] = (const char *)k_ptrs[0] + 4; break; /* alignment 16 -> 4 */
+        default: break; /* 16: the graph API's key, the rest the same */
         }
         fb_conv_key k;
         fb_conv_key_make(&k, &g, pass, 0, p);
+        if (e == 16)
+            k.api = FB_CONV_GRAPH;
         if (fb_conv_key_equal(&k, &k0) || fb_conv_key_hash(&k) == fb_conv_key_hash(&k0))
             fail_msg("edit %d did not change the key", e);
     }
@@ -93,7 +96,7 @@ static void test_cache(void **st)
     fb_conv_key_make(&k2, &g, RNNC_CONV_FORWARD, 0, k_ptrs);
     fb_conv_choice c = {.algo = -1};
     assert_false(fb_conv_cache_get(&k1, &c));
-    fb_conv_choice a = {1, 2, 4096}, b = {6, 0, 0};
+    fb_conv_choice a = {1, 2, 4096, FB_CONV_LEGACY}, b = {6, 0, 0, FB_CONV_GRAPH};
     assert_ok(fb_conv_cache_put(&k1, &a));
     assert_ok(fb_conv_cache_put(&k2, &b));
     assert_int_equal(fb_conv_cache_count(), 2);
@@ -102,6 +105,7 @@ static void test_cache(void **st)
     assert_int_equal(c.workspace, 4096);
     assert_true(fb_conv_cache_get(&k2, &c));
     assert_int_equal(c.algo, 6);
+    assert_int_equal(c.api, FB_CONV_GRAPH);
     /* A second put of a key replaces, not adds. */
     assert_ok(fb_conv_cache_put(&k1, &b));
     assert_int_equal(fb_conv_cache_count(), 2);

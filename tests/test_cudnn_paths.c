@@ -211,12 +211,16 @@ static void test_no_bias_is_zero_bias(void **state)
 
 /* ---------------------------------------------------------------- flat buffer */
 
-/* Offsets from cuDNN's layout: each PyTorch weight one contiguous tensor,
- * weights of one pseudo-layer in the order matrices, then biases. */
+/* Offsets from cuDNN's layout: each PyTorch weight one contiguous tensor;
+ * the matrices of every pseudo-layer (weight_ih, weight_hh, weight_hr) come
+ * first, one pseudo-layer after another, then every pseudo-layer's biases
+ * (bias_ih, bias_hh) in the same order. */
 static void test_weight_buffer_offsets(void **state)
 {
     (void)state;
     static const fb_rnn_mode modes[] = {FB_LSTM, FB_GRU, FB_RNN_TANH};
+    static const char *const names[] = {"weight_ih", "weight_hh", "weight_hr", "bias_ih",
+                                        "bias_hh"};
     for (size_t k = 0; k < 3; k++) {
         for (int bias = 0; bias < 2; bias++) {
             fb_rnn_mode m = modes[k];
@@ -230,21 +234,23 @@ static void test_weight_buffer_offsets(void **state)
             fb_lin_slot *slots = calloc((size_t)(layers * dirs * n_lin), sizeof *slots);
             size_t total = fb_rnn_expected_slots(m, layers, dirs, d, bias, esz, slots);
             size_t at = 0;
-            for (int p = 0; p < layers * dirs; p++) {
-                fb_rnn_dims pd = d[p / dirs > 0];
-                const char *names[] = {"weight_ih", "weight_hh", "weight_hr", "bias_ih", "bias_hh"};
-                for (int i = 0; i < 5; i++) {
-                    int64_t numel = fb_rnn_param_numel(m, names[i], pd);
-                    size_t off = 0;
-                    rnnc_status st = fb_rnn_param_offset(m, names[i], pd, &slots[p * n_lin], esz, &off);
-                    bool present = numel > 0 && (bias || i < 3);
-                    if (!present) {
-                        assert_int_not_equal(st, RNNC_OK);
-                        continue;
+            for (int part = 0; part < 2; part++) { /* 0: matrices, 1: biases */
+                for (int p = 0; p < layers * dirs; p++) {
+                    fb_rnn_dims pd = d[p / dirs > 0];
+                    for (int i = part ? 3 : 0; i < (part ? 5 : 3); i++) {
+                        int64_t numel = fb_rnn_param_numel(m, names[i], pd);
+                        size_t off = 0;
+                        rnnc_status st =
+                            fb_rnn_param_offset(m, names[i], pd, &slots[p * n_lin], esz, &off);
+                        bool present = numel > 0 && (bias || i < 3);
+                        if (!present) {
+                            assert_int_not_equal(st, RNNC_OK);
+                            continue;
+                        }
+                        assert_ok(st);
+                        assert_int_equal(off, at); /* the next weight follows the last */
+                        at += (size_t)numel * esz;
                     }
-                    assert_ok(st);
-                    assert_int_equal(off, at); /* the next weight follows the last */
-                    at += (size_t)numel * esz;
                 }
             }
             assert_int_equal(at, total);
@@ -308,7 +314,10 @@ static void test_algo_limits(void **state)
     q.mode = FB_LSTM, q.training = false;
     q.ragged = true;
     assert_int_equal(fb_algo_candidates(&q, c), 1);
-    q.ragged = false, q.proj = 64;
+    q.ragged = false, q.no_bias = true; /* cuDNN 9 refuses NO_BIAS with them */
+    assert_int_equal(fb_algo_candidates(&q, c), 1);
+    assert_non_null(strstr(fb_algo_refusal(RNNC_CUDNN_ALGO_PERSIST_STATIC, &q), "bias=False"));
+    q.no_bias = false, q.proj = 64;
     assert_int_equal(fb_algo_candidates(&q, c), 1);
     assert_non_null(strstr(fb_algo_refusal(RNNC_CUDNN_ALGO_PERSIST_DYNAMIC, &q), "projection"));
     q.proj = 0, q.sm = 52;
@@ -324,6 +333,8 @@ static void test_algo_limits(void **state)
     q.half = true, q.hidden = 500;
     assert_int_equal(fb_algo_heuristic(&q), RNNC_CUDNN_ALGO_STANDARD);
     q.hidden = 512, q.layers = 2;
+    assert_int_equal(fb_algo_heuristic(&q), RNNC_CUDNN_ALGO_STANDARD);
+    q.layers = 1, q.no_bias = true;
     assert_int_equal(fb_algo_heuristic(&q), RNNC_CUDNN_ALGO_STANDARD);
 }
 

@@ -5,8 +5,9 @@
  * options (cli_model.c), sizes from a weights file (cli_infer.c), buffers and
  * seeded random data (cli_data.c), the tensors of the files (cli_files.c).
  * Everything goes through the public API (rnnc.h), except `rnnc cache`,
- * which reads the kernel cache, the GPU's name in `rnnc compare --json` and
- * the host clock rt_now_ms (runtime.h).
+ * which reads the kernel cache, the GPU's name in `rnnc compare --json`,
+ * the host clock rt_now_ms, `rnnc compile` keeping the cache unwritten and
+ * `rnnc run --bundle` asking whether the bundle served (runtime.h).
  */
 #ifndef RNNC_CLI_H
 #define RNNC_CLI_H
@@ -31,6 +32,7 @@ int cmd_show(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
+int cmd_conv(int argc, char **argv);
 
 /* ---------------------------------------------------------------- errors (cli_common.c) */
 
@@ -73,6 +75,12 @@ typedef struct cli_command {
 /* getopt_long over argv; -1 to go on, else the exit code (0 after --help).
  * Arguments that are not options are a usage error. */
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *args);
+/* The same for a command that has no use for some model options: `refuses`
+ * holds CLI_REFUSE(id) of each; they are refused with the command's usage
+ * (and left out of its --help) rather than silently ignored. */
+int cli_parse_refusing(const cli_command *cmd, uint32_t refuses, int argc, char **argv,
+                       void *args);
+#define CLI_REFUSE(id) (1u << ((id) - CLI_OPT_CELL))
 
 /* ---------------------------------------------------------------- model options (cli_model.c) */
 
@@ -90,6 +98,10 @@ typedef struct cli_model_opts {
     int device;
     bool no_bias;               /* --no-bias: PyTorch's bias=False */
     rnnc_cudnn_algo cudnn_algo; /* --cudnn-algo */
+    rnnc_math math;             /* --math */
+    rnnc_dtype dtype;           /* --dtype (F32 by default) */
+    const char *weights_prefix; /* --weights-prefix, or the one found; NULL: none */
+    int weights_ignored;        /* tensors of the weights file outside the prefix */
 } cli_model_opts;
 
 /* Option ids above any character getopt_long returns. */
@@ -110,6 +122,8 @@ enum {
     CLI_OPT_DEVICE,
     CLI_OPT_NO_BIAS,
     CLI_OPT_CUDNN_ALGO,
+    CLI_OPT_MATH,
+    CLI_OPT_DTYPE,
     CLI_OPT_FIRST_OWN /* each command numbers its own options from here */
 };
 
@@ -132,6 +146,8 @@ enum {
     {"device", required_argument, NULL, CLI_OPT_DEVICE},                                       \
     {"no-bias", no_argument, NULL, CLI_OPT_NO_BIAS},                                           \
     {"cudnn-algo", required_argument, NULL, CLI_OPT_CUDNN_ALGO},                               \
+    {"math", required_argument, NULL, CLI_OPT_MATH},                                           \
+    {"dtype", required_argument, NULL, CLI_OPT_DTYPE},                                         \
     {"help", no_argument, NULL, 'h'}
 
 /* Help text for the options above, for each command's --help. */
@@ -153,6 +169,17 @@ rnnc_status cli_model_create(const cli_model_opts *o, const rnnc_cell *cell, rnn
  * be set (cli_infer.c). */
 rnnc_status cli_infer_sizes(cli_model_opts *o, const rnnc_cell *cell, rnnc_hoist hoist,
                             const rnnc_tensors *w, const char *path);
+
+/* The weights file (cli_weights.c): *w gets the whole file; the sizes o
+ * lacks are inferred from the tensors under o->weights_prefix, which is set
+ * (and reported on stderr) when none was given and exactly one prefix holds
+ * every weight of a model that fits. */
+rnnc_status cli_load_weights(cli_model_opts *o, const rnnc_cell *cell, rnnc_hoist hoist,
+                             const char *path, rnnc_tensors **w);
+/* Sets m's weights from w under o->weights_prefix; the tensors outside it
+ * are counted in o->weights_ignored and on stderr. */
+rnnc_status cli_set_weights(rnnc_model *m, cli_model_opts *o, const rnnc_tensors *w,
+                            const char *path);
 
 /* ---------------------------------------------------------------- data (cli_data.c) */
 
@@ -186,13 +213,20 @@ typedef struct cli_io {
     /* what cli_io_args points at */
     const void *init_ptr[CLI_MAX_STATES];
     void *final_ptr[CLI_MAX_STATES];
+    /* A half-precision model (--dtype f16/bf16) reads and writes copies in
+     * its dtype: cli_io_args fills them from the fp32 buffers above,
+     * cli_io_finish copies the outputs back. */
+    rnnc_dtype dtype;
+    void *hx, *hy, *hinit[CLI_MAX_STATES], *hfinal[CLI_MAX_STATES];
 } cli_io;
 
 rnnc_status cli_io_alloc(cli_io *io, const rnnc_model *m, const rnnc_cell *cell,
                          const cli_model_opts *o, int64_t T, int64_t B);
 void cli_io_free(cli_io *io);
-/* Forward arguments over io's buffers. */
+/* Forward arguments over io's buffers (in the model's dtype). */
 rnnc_forward_args cli_io_args(cli_io *io, bool training);
+/* After a forward: y and the final states back into io's fp32 buffers. */
+void cli_io_finish(cli_io *io);
 /* Element counts of x, y and of state s. */
 int64_t cli_x_numel(const cli_io *io);
 int64_t cli_y_numel(const cli_io *io);
@@ -204,14 +238,17 @@ void cli_io_copy_inputs(cli_io *dst, const cli_io *src);
 double cli_rel_err(const float *out, const float *ref, int64_t n);
 double cli_io_rel_err(const cli_io *out, const cli_io *ref);
 /* Random x, init states (unless `zero_states`) and lengths (when
- * `random_lengths`) into io, also added to ts as `rnnc run` reads them. */
+ * `min_length` > 0: uniform in [min_length, T]) into io, also added to ts
+ * as `rnnc run` reads them. */
 rnnc_status cli_random_inputs(cli_io *io, const rnnc_cell *cell, cli_rng *r, bool zero_states,
-                              bool random_lengths, rnnc_tensors *ts);
+                              int64_t min_length, rnnc_tensors *ts);
 
 /* ---------------------------------------------------------------- files (cli_files.c) */
 
 /* A float tensor (F32 or F64 in the file) as fp32 into out[numel]. */
 rnnc_status cli_tensor_to_f32(const rnnc_tensor *t, const char *name, float *out);
+/* A copy of src with its F32 tensors in `dtype` (rounded); others as they are. */
+rnnc_status cli_tensors_as(const rnnc_tensors *src, rnnc_dtype dtype, rnnc_tensors **out);
 /* Adds the outputs of a forward to ts: y and `<state>y` for each state. */
 rnnc_status cli_add_outputs(rnnc_tensors *ts, const cli_io *io, const rnnc_cell *cell);
 /* Shape of x or y ([T,B,n], or [B,T,n] batch first) and of a state. */
@@ -230,9 +267,30 @@ rnnc_status cli_find_x(const rnnc_tensors *in, cli_model_opts *m, const char *pa
 rnnc_status cli_read_inputs(const rnnc_tensors *in, cli_io *io, const rnnc_cell *cell,
                             const char *path);
 
+/* ---------------------------------------------------------------- progress (cli_progress.c) */
+
+/* On only when stderr is a terminal and not `quiet`; returns whether it is. */
+bool cli_progress_enable(bool quiet);
+/* A line "what ... 2.4 s" on stderr while a step runs past a second,
+ * erased by cli_progress_end (or the next begin). */
+void cli_progress_begin(const char *what);
+void cli_progress_end(void);
+
 /* ---------------------------------------------------------------- compare (cmd_compare*.c) */
 
 #define CLI_MAX_BACKENDS 8
+
+/* The gradients of `rnnc compare --training`: the shared inputs dy and
+ * dfinal, or one row's outputs dx, dinit and every weight's gradient (in
+ * the model's weight order, one after another). */
+typedef struct cli_grads {
+    float *dy, *dfinal[CLI_MAX_STATES];
+    float *dx, *dinit[CLI_MAX_STATES];
+    float *dw;
+    int64_t n_dw;
+    int n_weights;
+    int64_t *w_count; /* [n_weights]: elements of each weight, in order */
+} cli_grads;
 
 /* One backend's row of `rnnc compare`. */
 typedef struct cli_compare_row {
@@ -243,22 +301,66 @@ typedef struct cli_compare_row {
     int runs;             /* how many runs the median is of */
     double err_interp, err_cudnn; /* NAN: no such reference */
     rnnc_cudnn_algo algo; /* cudnn: the algorithm it ran (AUTO: not cudnn) */
+    bool done;            /* it has run (rows run references first) */
     cli_io io;
+    cli_grads grad;                    /* --training: this row's gradients */
+    double gerr_interp, gerr_cudnn;    /* --training: over dx, dinit and dw; NAN: none */
 } cli_compare_row;
 
 typedef struct cli_compare {
     cli_model_opts m;
     const char *cell_name; /* as the library names it */
     int64_t T, B;
-    bool random_lengths;
+    int64_t min_length; /* random lengths in [min_length, T]; 0: all T */
     int warmup, iters;
     const char *json;
+    bool quiet; /* --quiet: no progress line */
     cli_compare_row rows[CLI_MAX_BACKENDS];
     int n_rows;
+    cli_grads grad_in; /* --training: dy and dfinal, the same for every row */
 } cli_compare;
 
-/* The table on stdout, and the JSON file when asked (cmd_compare_report.c). */
+/* The table on stdout, and the JSON file when asked (cmd_compare_report.c):
+ * whole, or its header, each row as it is known, and the notes after. */
 void cli_compare_print(const cli_compare *c);
+void cli_compare_print_header(const cli_compare *c);
+void cli_compare_print_row(const cli_compare *c, int i);
+void cli_compare_print_footer(const cli_compare *c);
+/* --training (cmd_compare_train.c): random dy and dfinal for io's shapes;
+ * one row's timed training step (forward and backward) on model m, with
+ * its gradients kept in the row; the gradients' error against a reference
+ * row; freeing a row's (or the inputs') buffers. */
+rnnc_status cli_train_inputs(cli_compare *c, const cli_io *in, cli_rng *r);
+rnnc_status cli_train_row(const cli_compare *c, rnnc_model *m, cli_compare_row *r);
+double cli_train_rel_err(const cli_compare *c, const cli_compare_row *out,
+                         const cli_compare_row *ref);
+void cli_grads_free(cli_grads *g);
 rnnc_status cli_compare_json(const cli_compare *c, const char *path);
+
+/* ---------------------------------------------------------------- conv (cmd_conv*.c) */
+
+/* What `rnnc conv --check` computes on the host: the forward
+ * act(alpha1 * conv(in, w) + alpha2 * z + bias) (z, bias may be NULL), or
+ * the transposed convolution of in (shaped as c's y) into c's x shape. */
+typedef struct cli_conv_ref_args {
+    const float *in, *w, *z, *bias;
+    double alpha1, alpha2;
+    bool relu, transposed;
+} cli_conv_ref_args;
+void cli_conv_reference(const rnnc_conv *c, const cli_conv_ref_args *a, double *out);
+/* The --bench table on stdout; the run as JSON (err NAN: not checked). */
+void cli_conv_print_table(const rnnc_conv_algo_perf *p, int n);
+rnnc_status cli_conv_json(const char *path, const rnnc_conv *c, bool transposed, const char *algo,
+                          double ms, double err, const rnnc_conv_algo_perf *p, int n);
+
+/* ---------------------------------------------------------------- outputs (cli_outputs.c) */
+
+/* A path given by an option, named for messages ("--out"); path may be NULL. */
+typedef struct cli_path {
+    const char *opt, *path;
+} cli_path;
+/* RNNC_ERR_INVALID_ARG (with cli_error's detail) if an output is the same
+ * file as an input (device and inode) or as another output. */
+rnnc_status cli_check_outputs(const cli_path *outs, int n_out, const cli_path *ins, int n_in);
 
 #endif /* RNNC_CLI_H */

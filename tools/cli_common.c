@@ -100,17 +100,67 @@ bool cli_u64(const char *cmd, const char *opt, const char *arg, uint64_t *out)
     return true;
 }
 
+/* The model option named at `line` ("  --name ...") is one cmd refuses. */
+static bool refused_line(const cli_command *cmd, uint32_t refuses, const char *line)
+{
+    if (strncmp(line, "  --", 4) != 0)
+        return false;
+    size_t n = strcspn(line + 4, " \n");
+    for (const struct option *o = cmd->opts; o->name; o++)
+        if (strlen(o->name) == n && strncmp(o->name, line + 4, n) == 0)
+            return o->val >= CLI_OPT_CELL && o->val < CLI_OPT_FIRST_OWN &&
+                   (refuses & CLI_REFUSE(o->val));
+    return false;
+}
+
+/* cli_model_help less the options cmd refuses (and their continuation lines). */
+static void print_model_help(const cli_command *cmd, uint32_t refuses)
+{
+    bool skip = false;
+    for (const char *line = cli_model_help; *line;) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line + 1) : (int)strlen(line);
+        if (strncmp(line, "  --", 4) == 0 || strncmp(line, "   ", 3) != 0)
+            skip = refused_line(cmd, refuses, line);
+        if (!skip)
+            printf("%.*s", len, line);
+        line += len;
+    }
+}
+
+/* An option the command does not use: its usage (the help's first
+ * paragraph) and what it said no to. */
+static int refuse(const cli_command *cmd, const char *opt)
+{
+    const char *end = strstr(cmd->help, "\n\n");
+    int n = end ? (int)(end - cmd->help) : (int)strlen(cmd->help);
+    fprintf(stderr, "rnnc %s: --%s does not apply to `rnnc %s`\n%.*s\nTry 'rnnc %s --help'.\n",
+            cmd->name, opt, cmd->name, n, cmd->help, cmd->name);
+    return CLI_EXIT_USAGE;
+}
+
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *args)
 {
-    int id;
+    return cli_parse_refusing(cmd, 0, argc, argv, args);
+}
+
+int cli_parse_refusing(const cli_command *cmd, uint32_t refuses, int argc, char **argv,
+                       void *args)
+{
+    int id, at = -1;
     optind = 0;
-    while ((id = getopt_long(argc, argv, cmd->shortopts, cmd->opts, NULL)) != -1) {
+    while ((id = getopt_long(argc, argv, cmd->shortopts, cmd->opts, &at)) != -1) {
         if (id == 'h') {
-            printf("%s%s", cmd->help, cmd->model_help ? cli_model_help : "");
+            fputs(cmd->help, stdout);
+            if (cmd->model_help)
+                print_model_help(cmd, refuses);
             return 0;
         }
         if (id == '?')
             return cli_bad_option(cmd->name, argv);
+        if (id >= CLI_OPT_CELL && id < CLI_OPT_FIRST_OWN && (refuses & CLI_REFUSE(id)))
+            return refuse(cmd, at >= 0 ? cmd->opts[at].name : "?");
+        at = -1;
         if (!cmd->option(args, id, optarg))
             return CLI_EXIT_USAGE;
     }

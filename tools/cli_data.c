@@ -108,6 +108,15 @@ rnnc_status cli_io_alloc(cli_io *io, const rnnc_model *m, const rnnc_cell *cell,
         io->final[i] = alloc_f32(cli_state_numel(io, i), true);
         ok = ok && io->init[i] && io->final[i];
     }
+    io->dtype = o->dtype;
+    if (ok && io->dtype != RNNC_F32) {
+        size_t es = rnnc_dtype_size(io->dtype);
+        ok = (io->hx = malloc(es * (size_t)cli_x_numel(io) + 1)) &&
+             (io->hy = malloc(es * (size_t)cli_y_numel(io) + 1));
+        for (int i = 0; ok && i < io->n_states; i++)
+            ok = (io->hinit[i] = malloc(es * (size_t)cli_state_numel(io, i) + 1)) &&
+                 (io->hfinal[i] = malloc(es * (size_t)cli_state_numel(io, i) + 1));
+    }
     return ok ? RNNC_OK : cli_error(RNNC_ERR_OUT_OF_MEMORY, "out of memory for the data");
 }
 
@@ -115,10 +124,14 @@ void cli_io_free(cli_io *io)
 {
     free(io->x);
     free(io->y);
+    free(io->hx);
+    free(io->hy);
     free(io->lengths);
     for (int i = 0; i < CLI_MAX_STATES; i++) {
         free(io->init[i]);
         free(io->final[i]);
+        free(io->hinit[i]);
+        free(io->hfinal[i]);
     }
     memset(io, 0, sizeof *io);
 }
@@ -139,11 +152,36 @@ rnnc_forward_args cli_io_args(cli_io *io, bool training)
         .final = io->n_states ? io->final_ptr : NULL,
         .training = training,
     };
+    if (io->dtype == RNNC_F32)
+        return a;
+    /* the fp32 data rounded to the model's dtype (conversions of valid
+     * buffers between float dtypes cannot fail) */
+    (void)rnnc_convert(io->hx, io->dtype, io->x, RNNC_F32, cli_x_numel(io));
+    a.x = io->hx;
+    a.y = io->hy;
+    for (int i = 0; i < io->n_states; i++) {
+        if (io->has_init[i]) {
+            (void)rnnc_convert(io->hinit[i], io->dtype, io->init[i], RNNC_F32,
+                               cli_state_numel(io, i));
+            io->init_ptr[i] = io->hinit[i];
+        }
+        io->final_ptr[i] = io->hfinal[i];
+    }
     return a;
 }
 
+void cli_io_finish(cli_io *io)
+{
+    if (io->dtype == RNNC_F32)
+        return;
+    (void)rnnc_convert(io->y, RNNC_F32, io->hy, io->dtype, cli_y_numel(io));
+    for (int i = 0; i < io->n_states; i++)
+        (void)rnnc_convert(io->final[i], RNNC_F32, io->hfinal[i], io->dtype,
+                           cli_state_numel(io, i));
+}
+
 rnnc_status cli_random_inputs(cli_io *io, const rnnc_cell *cell, cli_rng *r, bool zero_states,
-                              bool random_lengths, rnnc_tensors *ts)
+                              int64_t min_length, rnnc_tensors *ts)
 {
     int64_t shape[3];
     cli_fill(r, io->x, cli_x_numel(io), -1, 1);
@@ -157,9 +195,10 @@ rnnc_status cli_random_inputs(cli_io *io, const rnnc_cell *cell, cli_rng *r, boo
         cli_state_shape(io, i, shape);
         s = ts ? rnnc_tensors_add(ts, name, RNNC_F32, 3, shape, io->init[i]) : RNNC_OK;
     }
-    if (random_lengths && s == RNNC_OK) {
+    if (min_length > 0 && s == RNNC_OK) {
+        int64_t lo = min_length < io->T ? min_length : io->T;
         for (int64_t b = 0; b < io->B; b++)
-            io->lengths[b] = 1 + (int64_t)cli_uniform(r, 0, (double)io->T);
+            io->lengths[b] = lo + (int64_t)cli_uniform(r, 0, (double)(io->T - lo + 1));
         io->has_lengths = true;
         s = ts ? rnnc_tensors_add(ts, "lengths", RNNC_I64, 1, &io->B, io->lengths) : RNNC_OK;
     }

@@ -28,7 +28,13 @@ const char cli_model_help[] =
     "  --no-bias               no bias parameters (PyTorch's bias=False)\n"
     "  --cudnn-algo A          cudnn backend: auto (default: the fastest, timed once per\n"
     "                          shape), standard, persist_static, persist_static_small_h,\n"
-    "                          persist_dynamic\n";
+    "                          persist_dynamic\n"
+    "  --math ffma|tf32|3xtf32 fp32 math: FMA only (default), TF32 tensor cores, or\n"
+    "                          three TF32 products of split operands (about fp32 accuracy;\n"
+    "                          cudnn runs it as ffma)\n"
+    "  --dtype f32|f16|bf16    the model's dtype (default f32): weights, inputs and\n"
+    "                          outputs rounded to it; f16 on cudnn, cpu, interp; bf16 on\n"
+    "                          cpu, interp\n";
 
 void cli_model_opts_init(cli_model_opts *o, const char *default_cell)
 {
@@ -70,6 +76,29 @@ static bool parse_algo(const char *cmd, const char *arg, rnnc_cudnn_algo *out)
     return false;
 }
 
+static bool parse_math(const char *cmd, const char *arg, rnnc_math *out)
+{
+    if (rnnc_math_from_name(arg, out) == RNNC_OK)
+        return true;
+    cli_usage(cmd, "--math wants ffma, tf32 or 3xtf32, not '%s'", arg);
+    return false;
+}
+
+static bool parse_dtype(const char *cmd, const char *arg, rnnc_dtype *out)
+{
+    static const struct {
+        const char *name;
+        rnnc_dtype t;
+    } names[] = {{"f32", RNNC_F32}, {"f16", RNNC_F16}, {"bf16", RNNC_BF16}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(arg, names[i].name) == 0) {
+            *out = names[i].t;
+            return true;
+        }
+    cli_usage(cmd, "--dtype wants f32, f16 or bf16, not '%s'", arg);
+    return false;
+}
+
 bool cli_model_opt(cli_model_opts *o, const char *cmd, int id, const char *arg)
 {
     int64_t v = 0;
@@ -90,6 +119,8 @@ bool cli_model_opt(cli_model_opts *o, const char *cmd, int id, const char *arg)
     case CLI_OPT_BACKEND: ok = parse_backend(cmd, arg, &o->backend); break;
     case CLI_OPT_NO_BIAS: o->no_bias = true; break;
     case CLI_OPT_CUDNN_ALGO: ok = parse_algo(cmd, arg, &o->cudnn_algo); break;
+    case CLI_OPT_MATH: ok = parse_math(cmd, arg, &o->math); break;
+    case CLI_OPT_DTYPE: ok = parse_dtype(cmd, arg, &o->dtype); break;
     case CLI_OPT_DEVICE:
         ok = cli_int(cmd, "device", arg, 0, 1023, &v);
         o->device = (int)v;
@@ -128,5 +159,7 @@ rnnc_status cli_model_create(const cli_model_opts *o, const rnnc_cell *cell, rnn
     d.device = o->device;
     d.no_bias = o->no_bias;
     d.cudnn_algo = o->cudnn_algo;
+    d.math = o->math;
+    d.dtype = o->dtype;
     return rnnc_model_create(out, &d);
 }

@@ -12,23 +12,31 @@
 
 static const char compare_help[] =
     "Usage: rnnc compare --cell lstm --seq T --batch B --input-size I --hidden-size H\n"
-    "                    [--layers L --bidirectional --proj-size P --lengths random]\n"
+    "                    [--layers L --bidirectional --proj-size P --lengths random[:MIN]]\n"
     "                    [--backends fused,cudnn,cpu,interp] [--seed S]\n"
-    "                    [--warmup N --iters N] [--json FILE]\n"
+    "                    [--warmup N --iters N] [--json FILE] [--quiet]\n"
     "\n"
     "Makes random weights (uniform(-1/sqrt(H), 1/sqrt(H)), as PyTorch) and inputs from\n"
     "--seed, runs every backend on that same data, and prints: the median forward time\n"
     "(CUDA events on a GPU, which time the computation only; a monotonic clock on the CPU),\n"
     "the speed relative to cuDNN, and max|out - ref| / max|ref| over y and the final states\n"
     "against the interpreter and against cuDNN.  The interpreter is timed on one run.\n"
+    "With --training each backend runs a training step instead: a training forward plus\n"
+    "its backward on the same seeded dy and final-state gradients, timed together, and\n"
+    "the gradients (dx, the initial states' and every weight's) are compared too.\n"
+    "The references (interp, then cudnn) run first; each row is printed as soon as it\n"
+    "is known, and on a terminal a line on stderr says what runs when a step takes\n"
+    "more than a second.\n"
     "\n"
     "  --seq T                 sequence length\n"
     "  --batch B               batch size\n"
     "  --backends LIST         comma-separated (default fused,cudnn,cpu,interp)\n"
-    "  --lengths full|random   all sequences of length T (default) or random in [1, T]\n"
+    "  --lengths full|random[:MIN]  all sequences of length T (default) or random in\n"
+    "                          [MIN, T] (MIN 1 unless given)\n"
     "  --warmup N              untimed runs first (default 5)\n"
     "  --iters N               timed runs (default 20)\n"
     "  --json FILE             also write the table, with machine details, as JSON\n"
+    "  --quiet                 no progress line on stderr\n"
     "\n";
 
 enum {
@@ -38,7 +46,8 @@ enum {
     OPT_LENGTHS,
     OPT_WARMUP,
     OPT_ITERS,
-    OPT_JSON
+    OPT_JSON,
+    OPT_QUIET
 };
 
 static bool parse_backends(cli_compare *c, const char *list)
@@ -76,8 +85,10 @@ static bool own_option(void *args, int id, const char *arg)
     case OPT_BATCH: return cli_int("compare", "batch", arg, 1, INT32_MAX, &c->B);
     case OPT_BACKENDS: return parse_backends(c, arg);
     case OPT_LENGTHS:
-        c->random_lengths = strcmp(arg, "random") == 0;
-        if (!c->random_lengths && strcmp(arg, "full") != 0) {
+        c->min_length = strcmp(arg, "full") == 0 ? 0 : strcmp(arg, "random") == 0 ? 1 : -1;
+        if (c->min_length < 0 && strncmp(arg, "random:", 7) == 0)
+            return cli_int("compare", "lengths", arg + 7, 1, INT32_MAX, &c->min_length);
+        if (c->min_length < 0) {
             cli_usage("compare", "--lengths wants full or random, not '%s'", arg);
             return false;
         }
@@ -93,6 +104,7 @@ static bool own_option(void *args, int id, const char *arg)
         c->iters = (int)v;
         return true;
     case OPT_JSON: c->json = arg; return true;
+    case OPT_QUIET: c->quiet = true; return true;
     default: return cli_model_opt(&c->m, "compare", id, arg);
     }
 }
@@ -108,6 +120,7 @@ static int parse(int argc, char **argv, cli_compare *c)
         {"warmup", required_argument, NULL, OPT_WARMUP},
         {"iters", required_argument, NULL, OPT_ITERS},
         {"json", required_argument, NULL, OPT_JSON},
+        {"quiet", no_argument, NULL, OPT_QUIET},
         {NULL, 0, NULL, 0},
     };
     cli_model_opts_init(&c->m, "lstm");
@@ -137,11 +150,19 @@ static rnnc_status run_row(cli_compare *c, const rnnc_cell *cell, rnnc_hoist hoi
     if (s != RNNC_OK)
         goto destroy;
     cli_io_copy_inputs(&r->io, in);
+    if (c->m.training) {
+        s = cli_train_row(c, m, r);
+        if (s == RNNC_OK && r->backend == RNNC_BACKEND_CUDNN)
+            s = rnnc_model_cudnn_algo(m, &r->algo);
+        goto destroy;
+    }
     rnnc_forward_args a = cli_io_args(&r->io, c->m.training);
     double t0 = rt_now_ms();
     s = rnnc_model_forward(m, &a);
     r->ms = rt_now_ms() - t0;
     r->runs = 1;
+    if (s == RNNC_OK)
+        cli_io_finish(&r->io);
     if (s == RNNC_OK && r->backend != RNNC_BACKEND_INTERP) {
         s = rnnc_model_time_forward(m, &a, c->warmup, c->iters, &r->ms);
         r->runs = c->iters;
@@ -157,7 +178,7 @@ destroy:
 static const cli_compare_row *find_row(const cli_compare *c, rnnc_backend b)
 {
     for (int i = 0; i < c->n_rows; i++)
-        if (c->rows[i].backend == b && c->rows[i].status == RNNC_OK)
+        if (c->rows[i].backend == b && c->rows[i].done && c->rows[i].status == RNNC_OK)
             return &c->rows[i];
     return NULL;
 }
@@ -168,9 +189,12 @@ static void errors(cli_compare *c)
     const cli_compare_row *rc = find_row(c, RNNC_BACKEND_CUDNN);
     for (int i = 0; i < c->n_rows; i++) {
         cli_compare_row *r = &c->rows[i];
-        bool ok = r->status == RNNC_OK;
+        bool ok = r->done && r->status == RNNC_OK;
         r->err_interp = ok && ri && ri != r ? cli_io_rel_err(&r->io, &ri->io) : NAN;
         r->err_cudnn = ok && rc && rc != r ? cli_io_rel_err(&r->io, &rc->io) : NAN;
+        bool train = ok && c->m.training;
+        r->gerr_interp = train && ri && ri != r ? cli_train_rel_err(c, r, ri) : NAN;
+        r->gerr_cudnn = train && rc && rc != r ? cli_train_rel_err(c, r, rc) : NAN;
     }
 }
 
@@ -186,9 +210,40 @@ static rnnc_status make_data(cli_compare *c, const rnnc_cell *cell, rnnc_hoist h
     if (s == RNNC_OK)
         s = cli_io_alloc(in, m, cell, &c->m, c->T, c->B);
     if (s == RNNC_OK)
-        s = cli_random_inputs(in, cell, &rng, false, c->random_lengths, NULL);
+        s = cli_random_inputs(in, cell, &rng, false, c->min_length, NULL);
+    if (s == RNNC_OK && c->m.training)
+        s = cli_train_inputs(c, in, &rng);
     rnnc_model_destroy(m);
     return s;
+}
+
+static bool is_reference(rnnc_backend b)
+{
+    return b == RNNC_BACKEND_INTERP || b == RNNC_BACKEND_CUDNN;
+}
+
+/* interp, then cudnn, then the rest as listed: a row's errors and speed are
+ * known once it and the references have run. */
+static void run_order(const cli_compare *c, int *order)
+{
+    int n = 0;
+    static const rnnc_backend refs[] = {RNNC_BACKEND_INTERP, RNNC_BACKEND_CUDNN};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < c->n_rows; i++)
+            if (c->rows[i].backend == refs[k])
+                order[n++] = i;
+    for (int i = 0; i < c->n_rows; i++)
+        if (!is_reference(c->rows[i].backend))
+            order[n++] = i;
+}
+
+/* Row i has run, and so has every reference. */
+static bool printable(const cli_compare *c, int i)
+{
+    for (int k = 0; k < c->n_rows; k++)
+        if (!c->rows[k].done && (k == i || is_reference(c->rows[k].backend)))
+            return false;
+    return true;
 }
 
 static bool unavailable(rnnc_status s)
@@ -208,23 +263,38 @@ static rnnc_status compare(cli_compare *c)
     c->cell_name = rnnc_cell_name(cell);
     if ((s = rnnc_tensors_create(&w)) || (s = make_data(c, cell, hoist, w, &in)))
         goto free_all;
-    for (int i = 0; i < c->n_rows; i++) {
-        cli_compare_row *r = &c->rows[i];
+    cli_progress_enable(c->quiet);
+    cli_compare_print_header(c);
+    int order[CLI_MAX_BACKENDS], printed = 0;
+    run_order(c, order);
+    for (int k = 0; k < c->n_rows; k++) {
+        cli_compare_row *r = &c->rows[order[k]];
+        char what[96];
+        snprintf(what, sizeof what, "rnnc compare: %s (%d of %d)", rnnc_backend_name(r->backend),
+                 k + 1, c->n_rows);
+        cli_progress_begin(what);
         r->status = run_row(c, cell, hoist, w, &in, r);
+        cli_progress_end();
+        r->done = true;
         if (r->status != RNNC_OK)
             snprintf(r->why, sizeof r->why, "%s", cli_detail());
         if (r->status != RNNC_OK && !unavailable(r->status))
             worst = r->status;
+        errors(c);
+        while (printed < c->n_rows && printable(c, printed))
+            cli_compare_print_row(c, printed++);
     }
-    errors(c);
-    cli_compare_print(c);
+    cli_compare_print_footer(c);
     if (c->json)
         s = cli_compare_json(c, c->json);
     if (s == RNNC_OK && worst != RNNC_OK)
         s = cli_error(worst, "a backend failed (see its row)");
 free_all:
-    for (int i = 0; i < c->n_rows; i++)
+    for (int i = 0; i < c->n_rows; i++) {
         cli_io_free(&c->rows[i].io);
+        cli_grads_free(&c->rows[i].grad);
+    }
+    cli_grads_free(&c->grad_in);
     cli_io_free(&in);
     rnnc_tensors_destroy(w);
     rnnc_cell_destroy(cell);
@@ -238,6 +308,9 @@ int cmd_compare(int argc, char **argv)
     int rc = parse(argc, argv, &c);
     if (rc >= 0)
         return rc;
-    rnnc_status s = compare(&c);
+    const cli_path out[] = {{"--json", c.json}}, in[] = {{"--cell", c.m.cell}};
+    rnnc_status s = cli_check_outputs(out, 1, in, 1);
+    if (s == RNNC_OK)
+        s = compare(&c);
     return s == RNNC_OK ? 0 : cli_fail(s);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/runtime.h" /* rt_cache_set_writes */
 #include "tools/cli.h"
 
 static const char compile_help[] =
@@ -22,9 +23,11 @@ static const char compile_help[] =
     "  --sm-count N            SMs of the target devices (default: 108 for sm_80,\n"
     "                          132 for sm_90, 148 for sm_100; the kernels depend on it)\n"
     "  -o, --out FILE          the bundle to write\n"
+    "  --cache                 also keep the compiled kernels in this machine's kernel\n"
+    "                          cache (by default the cache is read, never written)\n"
     "\n";
 
-enum { OPT_BATCH = CLI_OPT_FIRST_OWN, OPT_ARCH, OPT_SM_COUNT };
+enum { OPT_BATCH = CLI_OPT_FIRST_OWN, OPT_ARCH, OPT_SM_COUNT, OPT_CACHE };
 
 #define MAX_LIST 32
 
@@ -36,6 +39,7 @@ typedef struct compile_args {
     int n_archs;
     int64_t sm_count;
     const char *out;
+    bool cache; /* --cache: fill the kernel cache too */
 } compile_args;
 
 /* Splits a comma list; each item through `one`.  False after a usage message. */
@@ -85,6 +89,7 @@ static bool own_option(void *args, int c, const char *arg)
     case OPT_ARCH: return parse_list("arch", arg, &r->n_archs, one_arch, r->archs);
     case OPT_SM_COUNT: return cli_int("compile", "sm-count", arg, 1, 4096, &r->sm_count);
     case 'o': r->out = arg; return true;
+    case OPT_CACHE: r->cache = true; return true;
     default: return cli_model_opt(&r->m, "compile", c, arg);
     }
 }
@@ -98,11 +103,16 @@ static int parse(int argc, char **argv, compile_args *r)
         {"arch", required_argument, NULL, OPT_ARCH},
         {"sm-count", required_argument, NULL, OPT_SM_COUNT},
         {"out", required_argument, NULL, 'o'},
+        {"cache", no_argument, NULL, OPT_CACHE},
         {NULL, 0, NULL, 0},
     };
     cli_model_opts_init(&r->m, NULL);
     static const cli_command cmd = {"compile", compile_help, true, "ho:", opts, own_option};
-    int rc = cli_parse(&cmd, argc, argv, r);
+    static const uint32_t refuses =
+        CLI_REFUSE(CLI_OPT_DROPOUT) | CLI_REFUSE(CLI_OPT_SEED) | CLI_REFUSE(CLI_OPT_TRAINING) |
+        CLI_REFUSE(CLI_OPT_BACKEND) | CLI_REFUSE(CLI_OPT_DEVICE) |
+        CLI_REFUSE(CLI_OPT_CUDNN_ALGO);
+    int rc = cli_parse_refusing(&cmd, refuses, argc, argv, r);
     if (rc >= 0)
         return rc;
     if (!r->m.cell || !r->m.input_size || !r->m.hidden_size || !r->n_batches || !r->n_archs ||
@@ -122,6 +132,7 @@ static void describe(const compile_args *r, const rnnc_cell *cell, rnnc_model_de
     d->num_layers = r->m.layers > 0 ? (int)r->m.layers : 1;
     d->bidirectional = r->m.bidirectional;
     d->batch_first = r->m.batch_first;
+    d->no_bias = r->m.no_bias;
 }
 
 static void report(const compile_args *r, const rnnc_cell *cell)
@@ -145,7 +156,11 @@ int cmd_compile(int argc, char **argv)
         return rc;
     rnnc_cell *cell = NULL;
     rnnc_hoist hoist;
-    rnnc_status s = cli_load_cell(&r.m, &cell, &hoist);
+    const cli_path out[] = {{"-o", r.out}}, in[] = {{"--cell", r.m.cell}};
+    rnnc_status s = cli_check_outputs(out, 1, in, 1);
+    if (s == RNNC_OK)
+        s = cli_load_cell(&r.m, &cell, &hoist);
+    rt_cache_set_writes(r.cache); /* a bundle for elsewhere is no reason to fill this cache */
     if (s == RNNC_OK) {
         rnnc_model_desc d;
         describe(&r, cell, &d);

@@ -10,7 +10,7 @@
 #include "tools/cli.h"
 
 static const char demo_help[] =
-    "Usage: rnnc demo [--backend B] [--seed S]\n"
+    "Usage: rnnc demo [--backend B] [--seed S] [--device N]\n"
     "\n"
     "Runs an LSTM (T=50, B=8, I=H=128, random weights) on the best backend available\n"
     "(fused on a GPU, else cuDNN, else the CPU, else the interpreter), prints what it did\n"
@@ -125,10 +125,6 @@ free_all:
 
 static bool own_option(void *args, int c, const char *arg)
 {
-    if (c != CLI_OPT_BACKEND && c != CLI_OPT_SEED && c != CLI_OPT_DEVICE) {
-        cli_usage("demo", "takes only --backend, --seed and --device");
-        return false;
-    }
     return cli_model_opt(args, "demo", c, arg);
 }
 
@@ -138,8 +134,16 @@ int cmd_demo(int argc, char **argv)
     cli_model_opts o;
     cli_model_opts_init(&o, "lstm");
     o.seed = 1;
+    /* only --backend, --seed and --device */
     static const cli_command cmd = {"demo", demo_help, false, "h", opts, own_option};
-    int rc = cli_parse(&cmd, argc, argv, &o);
+    static const uint32_t refuses =
+        CLI_REFUSE(CLI_OPT_CELL) | CLI_REFUSE(CLI_OPT_ATTR) | CLI_REFUSE(CLI_OPT_LAYERS) |
+        CLI_REFUSE(CLI_OPT_BIDIR) | CLI_REFUSE(CLI_OPT_BATCH_FIRST) |
+        CLI_REFUSE(CLI_OPT_PROJ) | CLI_REFUSE(CLI_OPT_DROPOUT) |
+        CLI_REFUSE(CLI_OPT_TRAINING) | CLI_REFUSE(CLI_OPT_HOIST) |
+        CLI_REFUSE(CLI_OPT_INPUT_SIZE) | CLI_REFUSE(CLI_OPT_HIDDEN) |
+        CLI_REFUSE(CLI_OPT_NO_BIAS) | CLI_REFUSE(CLI_OPT_CUDNN_ALGO);
+    int rc = cli_parse_refusing(&cmd, refuses, argc, argv, &o);
     if (rc >= 0)
         return rc;
     o.input_size = o.hidden_size = DEMO_H;

@@ -49,8 +49,14 @@ static int parse(int argc, char **argv, dump_args *r)
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"dump", dump_help, true, "h", opts, own_option};
+    static const uint32_t refuses =
+        CLI_REFUSE(CLI_OPT_LAYERS) | CLI_REFUSE(CLI_OPT_BIDIR) |
+        CLI_REFUSE(CLI_OPT_BATCH_FIRST) | CLI_REFUSE(CLI_OPT_DROPOUT) |
+        CLI_REFUSE(CLI_OPT_SEED) | CLI_REFUSE(CLI_OPT_TRAINING) |
+        CLI_REFUSE(CLI_OPT_BACKEND) | CLI_REFUSE(CLI_OPT_DEVICE) |
+        CLI_REFUSE(CLI_OPT_NO_BIAS) | CLI_REFUSE(CLI_OPT_CUDNN_ALGO);
     cli_model_opts_init(&r->m, NULL);
-    int rc = cli_parse(&cmd, argc, argv, r);
+    int rc = cli_parse_refusing(&cmd, refuses, argc, argv, r);
     if (rc >= 0)
         return rc;
     if (!r->m.cell || !r->stage)

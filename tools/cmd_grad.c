@@ -22,13 +22,17 @@ static const char grad_help[] =
     "The backend must have a backward: interp (any cell, double precision inside) or\n"
     "cudnn; the default takes cudnn where it runs the cell, else interp.\n"
     "\n"
-    "  --weights FILE          the weights (safetensors)\n"
+    "  --weights FILE          the weights (safetensors): the RNN's alone, or a whole\n"
+    "                          model's state_dict with --weights-prefix\n"
+    "  --weights-prefix P      the RNN's weights are those named P... (e.g. encoder.lstm.);\n"
+    "                          the other tensors are ignored.  Found by itself when one\n"
+    "                          prefix fits\n"
     "  --input FILE            the inputs (safetensors)\n"
     "  --grad-output FILE      the gradients of y and the final states (safetensors)\n"
     "  --out FILE              where to write the gradients (safetensors)\n"
     "\n";
 
-enum { OPT_WEIGHTS = CLI_OPT_FIRST_OWN, OPT_INPUT, OPT_GRAD_OUTPUT, OPT_OUT };
+enum { OPT_WEIGHTS = CLI_OPT_FIRST_OWN, OPT_PREFIX, OPT_INPUT, OPT_GRAD_OUTPUT, OPT_OUT };
 
 typedef struct grad_args {
     cli_model_opts m;
@@ -40,6 +44,7 @@ static bool own_option(void *args, int c, const char *arg)
     grad_args *r = args;
     switch (c) {
     case OPT_WEIGHTS: r->weights = arg; return true;
+    case OPT_PREFIX: r->m.weights_prefix = arg; return true;
     case OPT_INPUT: r->input = arg; return true;
     case OPT_GRAD_OUTPUT: r->grad_output = arg; return true;
     case OPT_OUT: r->out = arg; return true;
@@ -52,6 +57,7 @@ static int parse(int argc, char **argv, grad_args *r)
     static const struct option opts[] = {
         CLI_MODEL_OPTIONS,
         {"weights", required_argument, NULL, OPT_WEIGHTS},
+        {"weights-prefix", required_argument, NULL, OPT_PREFIX},
         {"input", required_argument, NULL, OPT_INPUT},
         {"grad-output", required_argument, NULL, OPT_GRAD_OUTPUT},
         {"out", required_argument, NULL, OPT_OUT},
@@ -200,17 +206,21 @@ static rnnc_status grad(grad_args *r)
     grads g = {0};
     rnnc_hoist hoist;
     int64_t T = 0, B = 0;
+    if (r->m.dtype != RNNC_F32)
+        return cli_error(RNNC_ERR_UNSUPPORTED, "grad: --dtype %s: gradients are fp32 only",
+                         rnnc_dtype_name(r->m.dtype));
     rnnc_status s = cli_load_cell(&r->m, &cell, &hoist);
     if (s != RNNC_OK)
         return s;
     if ((s = rnnc_tensors_load(&in, r->input)) ||
         (s = cli_check_input_names(in, cell, r->input)) ||
-        (s = cli_find_x(in, &r->m, r->input, &T, &B)) || (s = rnnc_tensors_load(&w, r->weights)) ||
-        (s = cli_infer_sizes(&r->m, cell, hoist, w, r->weights)) ||
+        (s = cli_find_x(in, &r->m, r->input, &T, &B)) ||
+        (s = cli_load_weights(&r->m, cell, hoist, r->weights, &w)) ||
         (s = create_model(r, cell, hoist, &m)))
         goto free_tensors;
     double t0 = rt_now_ms();
-    if ((s = rnnc_model_set_weights(m, w)) || (s = cli_io_alloc(&io, m, cell, &r->m, T, B)) ||
+    if ((s = cli_set_weights(m, &r->m, w, r->weights)) ||
+        (s = cli_io_alloc(&io, m, cell, &r->m, T, B)) ||
         (s = cli_read_inputs(in, &io, cell, r->input)) ||
         (s = read_grad_output(r, &io, cell, &g)) || (s = run_backward(m, &io, &g)) ||
         (s = rnnc_tensors_create(&out)) || (s = add_grads(out, m, &io, cell, &g)) ||
@@ -239,6 +249,11 @@ int cmd_grad(int argc, char **argv)
     int rc = parse(argc, argv, &r);
     if (rc >= 0)
         return rc;
-    rnnc_status s = grad(&r);
+    const cli_path out[] = {{"--out", r.out}};
+    const cli_path in[] = {{"--input", r.input}, {"--weights", r.weights},
+                           {"--grad-output", r.grad_output}, {"--cell", r.m.cell}};
+    rnnc_status s = cli_check_outputs(out, 1, in, 4);
+    if (s == RNNC_OK)
+        s = grad(&r);
     return s == RNNC_OK ? 0 : cli_fail(s);
 }

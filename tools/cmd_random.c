@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "runtime/runtime.h"
 #include "tools/cli.h"
 
 static const char random_help[] =
@@ -71,13 +72,35 @@ static int parse(int argc, char **argv, random_args *r)
     cli_model_opts_init(&r->m, "lstm");
     r->m.seed = 1;
     static const cli_command cmd = {"random", random_help, true, "h", opts, own_option};
-    int rc = cli_parse(&cmd, argc, argv, r);
+    static const uint32_t refuses =
+        CLI_REFUSE(CLI_OPT_DROPOUT) | CLI_REFUSE(CLI_OPT_TRAINING) | CLI_REFUSE(CLI_OPT_HOIST) |
+        CLI_REFUSE(CLI_OPT_BACKEND) | CLI_REFUSE(CLI_OPT_DEVICE) |
+        CLI_REFUSE(CLI_OPT_CUDNN_ALGO);
+    int rc = cli_parse_refusing(&cmd, refuses, argc, argv, r);
     if (rc >= 0)
         return rc;
     if (!r->T || !r->B || !r->m.input_size || !r->m.hidden_size || !r->weights || !r->input)
         return cli_usage("random", "--seq, --batch, --input-size, --hidden-size, --weights and "
                                    "--input are all needed");
     return -1;
+}
+
+/* Both files or neither: each is written whole to a temp file first. */
+static rnnc_status save_both(const random_args *r, const rnnc_tensors *w, const rnnc_tensors *in)
+{
+    cm_out ow, oi;
+    rnnc_status s = rt_tensors_stage(w, r->weights, &ow);
+    if (s != RNNC_OK)
+        return s;
+    if ((s = rt_tensors_stage(in, r->input, &oi)) != RNNC_OK) {
+        cm_out_abort(&ow);
+        return s;
+    }
+    if ((s = rt_tensors_commit(&ow)) != RNNC_OK) {
+        cm_out_abort(&oi);
+        return s;
+    }
+    return rt_tensors_commit(&oi);
 }
 
 static rnnc_status write_files(random_args *r)
@@ -96,8 +119,16 @@ static rnnc_status write_files(random_args *r)
     if ((s = rnnc_tensors_create(&w)) || (s = rnnc_tensors_create(&in)) ||
         (s = cli_random_weights(m, r->m.hidden_size, &rng, w)) ||
         (s = cli_io_alloc(&io, m, cell, &r->m, r->T, r->B)) ||
-        (s = cli_random_inputs(&io, cell, &rng, r->zero_states, r->random_lengths, in)) ||
-        (s = rnnc_tensors_save(w, r->weights)) || (s = rnnc_tensors_save(in, r->input)))
+        (s = cli_random_inputs(&io, cell, &rng, r->zero_states, r->random_lengths ? 1 : 0, in)))
+        goto free_all;
+    /* --dtype f16/bf16: the files hold the data in that dtype */
+    rnnc_tensors *wd = NULL, *ind = NULL;
+    if ((s = cli_tensors_as(w, r->m.dtype, &wd)) == RNNC_OK &&
+        (s = cli_tensors_as(in, r->m.dtype, &ind)) == RNNC_OK)
+        s = save_both(r, wd, ind);
+    rnnc_tensors_destroy(wd);
+    rnnc_tensors_destroy(ind);
+    if (s != RNNC_OK)
         goto free_all;
     printf("rnnc: wrote %d weights of %s to %s and %d input tensors to %s (seed %llu)\n",
            rnnc_tensors_count(w), rnnc_cell_name(cell), r->weights, rnnc_tensors_count(in),
@@ -118,6 +149,10 @@ int cmd_random(int argc, char **argv)
     int rc = parse(argc, argv, &r);
     if (rc >= 0)
         return rc;
-    rnnc_status s = write_files(&r);
+    const cli_path out[] = {{"--weights", r.weights}, {"--input", r.input}};
+    const cli_path in[] = {{"--cell", r.m.cell}};
+    rnnc_status s = cli_check_outputs(out, 2, in, 1);
+    if (s == RNNC_OK)
+        s = write_files(&r);
     return s == RNNC_OK ? 0 : cli_fail(s);
 }

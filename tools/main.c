@@ -3,9 +3,36 @@
  * of the command line.  Exit codes: 0 done, 1 failed (the library's status
  * and detail on stderr), 2 the command line was not understood.
  */
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/cli.h"
+
+/* Where the docs are: <prefix>/share/doc/rnnc beside an installed rnnc
+ * (<prefix>/bin/rnnc), else the source tree's docs/ this rnnc was built from. */
+static const char *doc_dir(void)
+{
+    static char dir[PATH_MAX + 64];
+    char exe[PATH_MAX], probe[PATH_MAX + 80];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0'; /* the bin folder */
+        size_t nb = strlen(exe), ns = strlen(RNNC_BIN_SUBDIR);
+        if (nb > ns && strcmp(exe + nb - ns, RNNC_BIN_SUBDIR) == 0 && exe[nb - ns - 1] == '/') {
+            exe[nb - ns - 1] = '\0'; /* the prefix */
+            snprintf(dir, sizeof dir, "%s/%s", exe, RNNC_DOC_SUBDIR);
+            snprintf(probe, sizeof probe, "%s/cli.md", dir);
+            if (access(probe, R_OK) == 0)
+                return dir;
+        }
+    }
+    snprintf(probe, sizeof probe, "%s/cli.md", RNNC_SOURCE_DOCS);
+    return access(probe, R_OK) == 0 ? RNNC_SOURCE_DOCS : NULL;
+}
 
 static const struct command {
     const char *name;
@@ -22,6 +49,7 @@ static const struct command {
     {"diff", cmd_diff, "compare the tensors of two safetensors files"},
     {"cache", cmd_cache, "the on-disk kernel cache: info, list, clear"},
     {"compile", cmd_compile, "write a bundle of GPU kernels ahead of time (no GPU needed)"},
+    {"conv", cmd_conv, "one cuDNN convolution from safetensors files; --bench times each algorithm"},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -37,7 +65,12 @@ static void help(FILE *f)
     for (int b = RNNC_BACKEND_INTERP; b <= RNNC_BACKEND_CUDNN; b++)
         if (rnnc_backend_available((rnnc_backend)b))
             fprintf(f, " %s", rnnc_backend_name((rnnc_backend)b));
-    fprintf(f, "\nDocumentation: docs/cli.md\n");
+    const char *docs = doc_dir();
+    if (docs)
+        fprintf(f, "\nDocumentation: %s/cli.md (this command), and the rest of %s\n", docs,
+                docs);
+    else
+        fprintf(f, "\nDocumentation: docs/cli.md of the rnnc sources (not found here)\n");
 }
 
 int main(int argc, char **argv)

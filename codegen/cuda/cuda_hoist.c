@@ -153,25 +153,33 @@ static void frag_index(char *buf, size_t n, int tm, const char *who, const char 
         snprintf(buf, n, "%s * 2 + %s", who, i);
 }
 
-static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t)
+/* The GEMM of linear lin with tile g, named rnnc_gemm<lin><sfx>; it runs
+ * when min_rows <= T*B < max_rows (0: no bound). */
+static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t, gemm_tile g, const char *sfx,
+                      unsigned min_rows, unsigned max_rows)
 {
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]], N = (long long)c->cols[lin];
-    char wsrc[64], e[4096], ri[96], ci[96];
-    gemm_tile g = choose_tile(c);
+    char wsrc[64], e[4096], ri[160], ci[160];
+    /* tensor cores: the accumulators in mma fragment order, shared rows
+     * padded to 8 mod 32 floats (conflict-free fragment loads) */
+    bool mma = cg_mma_gemm(c, g.bm, g.bn, g.bk);
+    int pad = mma ? 8 : 4;
+    if (mma)
+        cg_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
     cg_printf(t,
-              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d(" CG_CUDA_ARGS ")\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(" CG_CUDA_ARGS ")\n{\n"
               "    __shared__ __align__(16) float As[2][%d][%d];\n"
               "    __shared__ __align__(16) float Ws[2][%d][%d];\n"
               "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
               "    const int m0 = blockIdx.x * %d, n0 = blockIdx.y * %d;\n"
               "    const size_t TB = (size_t)T * %lld;\n"
-              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)TB;\n"
+              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)TB; (void)tx; (void)ty;\n"
               "    float c_[%d][%d];\n"
               "    for (int i = 0; i < %d; ++i) for (int j = 0; j < %d; ++j) c_[i][j] = 0.f;\n"
               "    float4 ra, rw[%d];\n    int k0 = 0;\n",
-              (int)lin, g.bk, g.bm + 4, g.bk, g.bn + 4, (long long)c->B, g.bm, g.bn,
+              (int)lin, sfx, g.bk, g.bm + pad, g.bk, g.bn + pad, (long long)c->B, g.bm, g.bn,
               (long long)c->B, g.tm, g.tn, g.tm, g.tn, g.bn / g.bm);
     emit_gemm_loads(t, &g, wsrc, K);
     emit_gemm_store(t, &g);
@@ -184,17 +192,24 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t)
               "        if (more) {\n",
               K, g.bk, K);
     emit_gemm_loads(t, &g, wsrc, K);
-    cg_printf(t, "        }\n#pragma unroll\n        for (int kk = 0; kk < %d; ++kk) {\n", g.bk);
-    frag_loads(t, "As", "ty", g.bm, "a");
-    frag_loads(t, "Ws", "tx", g.bn, "b");
-    frag_index(ri, sizeof ri, g.tm, "ty", "i");
-    frag_index(ci, sizeof ci, g.tn, "tx", "j");
+    cg_printf(t, "        }\n");
+    if (mma) {
+        cg_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk);
+    } else {
+        cg_printf(t, "#pragma unroll\n        for (int kk = 0; kk < %d; ++kk) {\n", g.bk);
+        frag_loads(t, "As", "ty", g.bm, "a");
+        frag_loads(t, "Ws", "tx", g.bn, "b");
+        frag_index(ri, sizeof ri, g.tm, "ty", "i");
+        frag_index(ci, sizeof ci, g.tn, "tx", "j");
+        cg_printf(t,
+                  "#pragma unroll\n"
+                  "            for (int i = 0; i < %d; ++i)\n"
+                  "#pragma unroll\n"
+                  "                for (int j = 0; j < %d; ++j) c_[i][j] = fmaf(a_[i], b_[j], c_[i][j]);\n"
+                  "        }\n",
+                  g.tm, g.tn);
+    }
     cg_printf(t,
-              "#pragma unroll\n"
-              "            for (int i = 0; i < %d; ++i)\n"
-              "#pragma unroll\n"
-              "                for (int j = 0; j < %d; ++j) c_[i][j] = fmaf(a_[i], b_[j], c_[i][j]);\n"
-              "        }\n"
               "        if (more) STORE_(cb ^ 1)\n"
               "        __syncthreads();\n"
               "    }\n"
@@ -207,7 +222,7 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t)
               "            if (col >= N_) continue;\n"
               "            const float acc = c_[i][j];\n"
               "            (void)acc;\n",
-              g.tm, g.tn, g.tm, ri, g.tn, ci);
+              g.tm, ri, g.tn, ci);
     for (int32_t v = 0; v < c->f->n; v++) {
         if (c->role[v] != CG_HOIST_BUF || c->gemm[v] != lin)
             continue;
@@ -221,7 +236,9 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t)
     cg_cuda_plan *p = c->plan;
     cg_cuda_launch *l = &p->launch[p->n_launch++];
     memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "rnnc_gemm%d", (int)lin);
+    snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)lin, sfx);
+    l->min_rows = min_rows;
+    l->max_rows = max_rows;
     l->rows_per_block = (unsigned)g.bm;
     l->grid_y = (unsigned)((N + g.bn - 1) / g.bn);
     l->threads = 256;
@@ -315,9 +332,10 @@ static bool row_node(cg_ctx *c, int32_t v, cg_text *t)
                  row_expr(c, nd->a[1], "cx", b, sizeof b))
             snprintf(e, sizeof e, "(%s) %s (%s)", a, bo, b);
         else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT) {
+            uint8_t keep = c->role[v]; /* a stored buffer stays one (the step reads it) */
             c->role[v] = CG_HOIST_VIEW; /* read through, as a view */
             bool ok = row_expr(c, v, "cx", e, sizeof e);
-            c->role[v] = c->gemm[v] >= 0 ? CG_HOIST_BUF : CG_HOIST_TMP;
+            c->role[v] = keep;
             if (!ok)
                 return false;
         } else
@@ -329,6 +347,17 @@ static bool row_node(cg_ctx *c, int32_t v, cg_text *t)
         cg_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) hz[(size_t)%lld * TB + row * %lld + cx] = sm_[%lld + cx];\n",
                   cols, (long long)c->off[v], cols, s);
     return true;
+}
+
+/* Whether a row-kernel value reduces over its row (needs red_). */
+static bool reduces(const cg_ctx *c)
+{
+    for (int32_t v = 0; v < c->f->n; v++) {
+        int op = c->f->nodes[v].op;
+        if (c->sm[v] >= 0 && (op == IR_LAYERNORM || op == IR_SUM || op == IR_MEAN))
+            return true;
+    }
+    return false;
 }
 
 static bool emit_rows(cg_ctx *c, cg_text *t)
@@ -360,11 +389,11 @@ static bool emit_rows(cg_ctx *c, cg_text *t)
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_rows(" CG_CUDA_ARGS ")\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
-              "    __shared__ float red_[8];\n"
+              "%s"
               "    const int tid = threadIdx.x;\n"
               "    const size_t row = blockIdx.x, TB = (size_t)T * %lld;\n"
-              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)red_; (void)TB;\n",
-              (long long)c->B);
+              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)TB;\n",
+              reduces(c) ? "    __shared__ float red_[8];\n" : "", (long long)c->B);
     for (int32_t v = 0; v < c->f->n; v++)
         if (c->sm[v] >= 0 && (c->role[v] == CG_HOIST_TMP || c->role[v] == CG_HOIST_BUF) &&
             !row_node(c, v, t))
@@ -388,7 +417,18 @@ rnnc_status cg_emit_hoist(cg_ctx *c, cg_text *t)
             (c->role[v] != CG_HOIST_BUF && c->role[v] != CG_HOIST_TMP))
             continue;
         cg_printf(t, "#define N_ %lld\n", (long long)c->cols[v]);
-        bool ok = emit_gemm(c, v, t);
+        gemm_tile g = choose_tile(c), s = {32, 64, 32, 2, 4};
+        /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
+         * most SMs idle with large tiles (16 blocks of 128 x 128 took about
+         * 37 us at T = 1, B = 64, I = H = 512): below the row count where
+         * the large tiles fill the SMs a second GEMM with small tiles runs. */
+        int sms = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
+        long long cb = (c->cols[v] + g.bn - 1) / g.bn;
+        unsigned split = (unsigned)((sms + cb - 1) / cb * g.bm);
+        bool two = g.bm > s.bm && c->cfg.gemm_rows == 0 && c->plan->n_launch + 4 <= CG_CUDA_MAX_LAUNCH;
+        bool ok = emit_gemm(c, v, t, g, "", two ? split : 0, 0);
+        if (ok && two)
+            ok = emit_gemm(c, v, t, s, "s", 0, split);
         cg_printf(t, "#undef N_\n");
         if (!ok)
             return RNNC_ERR_UNSUPPORTED;

@@ -108,6 +108,7 @@ rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, ch
     if (!src || !plan)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: no output");
     *src = NULL;
+    rnnc_clear_error(); /* the detail is stale until a failure: the check at `fail` needs it empty */
     rnnc_status st = check_config(s, cfg);
     if (st)
         return st;
@@ -121,6 +122,7 @@ rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, ch
               c.f->name, (long long)c.B, (long long)c.I, (long long)cfg->sizes.H,
               (long long)cfg->sizes.P, cfg->sm, (int)s->setting,
               plan->tuning);
+    cg_emit_mma_helpers(&c, &t);
     if ((st = cg_emit_hoist(&c, &t)) || (st = cg_emit_step(&c, &t)))
         goto fail;
     if (t.oom) {

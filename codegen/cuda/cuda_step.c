@@ -182,6 +182,8 @@ static void emit_wload(const cg_ctx *c, int32_t lin, int i, cg_text *t)
  * staged in chunks of kc columns when it does not fit at once. */
 static rnnc_status emit_linear(const cg_ctx *c, int32_t lin, cg_text *t)
 {
+    if (c->mma)
+        return cg_emit_mma_linear(c, lin, t, emit_stage);
     long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
     int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
     bool chunked = KC < K4;
@@ -565,9 +567,12 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
     c->ll = cg_ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
     cg_text dry = {0};
     rnnc_status st = emit_steps(c, &dry);
+    bool oom = dry.oom;
     free(dry.p);
     if (st)
         return st;
+    if (oom) /* the dry run's findings may be partial */
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     if (c->ll)
         cg_ll_place(c);
     emit_prelude(c, t);

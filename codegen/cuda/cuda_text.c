@@ -59,6 +59,7 @@ const char *cg_unary_fmt(int op)
     case IR_SIGMOID: return "1.f / (1.f + expf(-(%s)))";
     case IR_TANH: return "tanhf(%s)";
     case IR_RELU: return "fmaxf(%s, 0.f)";
+    case IR_STEP: return "((%s) > 0.f ? 1.f : 0.f)"; /* relu', made by autodiff */
     case IR_EXP: return "expf(%s)";
     case IR_LOG: return "logf(%s)";
     case IR_SQRT: return "sqrtf(%s)";

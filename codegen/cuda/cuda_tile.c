@@ -43,6 +43,15 @@ static bool lay_linears(cg_ctx *c, int64_t kc)
             c->NT = (int)up(cells, 32);
         }
     }
+    /* tensor cores for every step linear or none; their fragment loads
+     * want rows padded to 4 mod 32 floats */
+    c->mma = c->cfg.math != 0;
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CG_STEP_LINEAR)
+            continue;
+        int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4);
+        c->mma = c->mma && cg_mma_fits(c, i, kc > 0 && kc < K4 ? kc : K4);
+    }
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CG_STEP_LINEAR)
             continue;
@@ -52,7 +61,7 @@ static bool lay_linears(cg_ctx *c, int64_t kc)
         while (ks * 2 <= 32 && (int64_t)ks * 2 * cells <= c->NT)
             ks *= 2;
         int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4);
-        int64_t pad = ks >= 8 ? 0 : 4 * ks;
+        int64_t pad = c->mma ? 4 : ks >= 8 ? 0 : 4 * ks;
         int64_t chunk = kc > 0 && kc < K4 ? up(kc, 4 * ks) : K4;
         c->ks[i] = ks;
         c->kp[i] = (int32_t)(up(K4, 32) + pad);
@@ -252,7 +261,7 @@ rnnc_status cg_choose_tiles(cg_ctx *c)
         if (c->role[i] == CG_STEP_LINEAR && c->kc[i] < (c->cols[c->f->nodes[i].a[0]] + 3) / 4 * 4)
             kc = c->kc[i];
     snprintf(c->plan->tuning, sizeof c->plan->tuning,
-             "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s kc=%d", c->UT, c->BT, c->NT, c->RR, c->BB,
-             c->NUB * c->NBB, c->stream ? " stream" : "", kc);
+             "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s kc=%d%s", c->UT, c->BT, c->NT, c->RR,
+             c->BB, c->NUB * c->NBB, c->stream ? " stream" : "", kc, c->mma ? " mma" : "");
     return RNNC_OK;
 }

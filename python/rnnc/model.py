@@ -14,7 +14,7 @@ from .errors import check, InvalidArgumentError, NotFoundError, ShapeError, Stat
 
 BACKENDS = ("auto", "interp", "cpu", "fused", "cudnn")
 _GPU = (3, 4)  # fused, cudnn
-_MATH = {"ffma": 0, "tf32": 1}
+_MATH = {"ffma": 0, "tf32": 1, "3xtf32": 2}
 
 
 def backend_available(name):
@@ -42,6 +42,7 @@ def _current_stream(torch, device):
 
 class _Buffers:
     """Allocation and pointers in the framework of the caller's input."""
+    __slots__ = ("torch", "home", "dev", "work", "dt", "stream", "moved")
 
     def __init__(self, x, dtype, gpu_backend, device):
         self.torch = A.is_torch(x)
@@ -54,8 +55,9 @@ class _Buffers:
             self.work = self.home if (self.dev or not x.is_cuda) else torch.device("cpu")
             self.dt = A.torch_dtype(dtype)
             self.stream = _current_stream(torch, self.home) if self.dev else None
+            self.moved = self.work != self.home
         else:
-            self.dev, self.stream = False, None
+            self.dev, self.stream, self.moved = False, None, False
             self.dt = A.np_dtype(dtype)
 
     def take(self, t, name, shape):
@@ -63,7 +65,9 @@ class _Buffers:
         if self.torch:
             if not A.is_torch(t):
                 raise InvalidArgumentError(f"{name}: expected a torch tensor like the input")
-            t = t.detach().to(device=self.work, dtype=self.dt).contiguous()
+            # Per-call cost matters at T = 1: a tensor already in place is used as it is.
+            if t.dtype != self.dt or t.device != self.work or not t.is_contiguous():
+                t = t.detach().to(device=self.work, dtype=self.dt).contiguous()
         else:
             t = A.numpy().ascontiguousarray(t, dtype=self.dt)
         if tuple(t.shape) != tuple(shape):
@@ -80,9 +84,7 @@ class _Buffers:
 
     def back(self, t):
         """An output as the caller's framework and device."""
-        if self.torch and t.device != self.home:
-            return t.to(self.home)
-        return t
+        return t.to(self.home) if self.moved else t
 
 
 class Model:
@@ -161,18 +163,27 @@ class Model:
             n *= d
         check(lib.rnnc_model_set_weight(self._h, name.encode(), ptr, n))
 
-    def set_weights(self, tensors):
-        """Every weight from a dict name -> tensor (a state_dict); no name may be missing or extra."""
+    def set_weights(self, tensors, prefix=""):
+        """Every weight from a dict name -> tensor (a state_dict); no name may be missing or extra.
+
+        With `prefix` (e.g. "encoder.lstm."), `tensors` is a whole model's state_dict: only the
+        names under the prefix are read, without it, and the others are left alone, as
+        rnnc_model_set_weights_prefix does; returns how many were left."""
+        left = 0
+        if prefix:
+            left = sum(1 for n in tensors if not n.startswith(prefix))
+            tensors = {n[len(prefix):]: v for n, v in tensors.items() if n.startswith(prefix)}
         missing = [n for n, _ in self.weights if n not in tensors]
         extra = [n for n in tensors if n not in self._shapes]
         if missing or extra:
             raise NotFoundError(f"weights: missing {missing}, unexpected {extra}")
         for n, _ in self.weights:
             self.set_weight(n, tensors[n])
+        return left
 
-    def load_weights(self, path):
+    def load_weights(self, path, prefix=""):
         from .files import load_file
-        self.set_weights(load_file(path))
+        return self.set_weights(load_file(path), prefix)
 
     # ------------------------------------------------------------ forward
     def _shapes_for(self, x):

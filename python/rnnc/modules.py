@@ -44,10 +44,10 @@ class CellRNN(_Base):
       backend  "auto", "fused", "cudnn", "cpu" or "interp"; None (default)
                follows the data: CUDA tensors run on "auto" on their device,
                host data on "cpu" where it is built, else "interp";
-      dtype    of inputs and outputs: float32, or float16 on cudnn (the
-               parameters stay float32);
+      dtype    of inputs and outputs: float32, or float16 (cudnn; the cpu and
+               interp backends convert; the parameters stay float32, rounded);
       attrs, cell_name  as rnnc_cell_load ("eps=0"; a cell of a file holding several);
-      hoist, math, seed as rnnc_model_desc ("all"/"matmul"/"none", "ffma"/"tf32").
+      hoist, math, seed as rnnc_model_desc ("all"/"matmul"/"none", "ffma"/"tf32"/"3xtf32").
     Parameters are named as nn.LSTM's (weight_ih_l0, ..._reverse) from the
     cell's parameter names; each starts uniform in [-1/sqrt(H), 1/sqrt(H)] as
     in nn.LSTM.  bias=False drops the parameters whose names start with
@@ -94,7 +94,9 @@ class CellRNN(_Base):
     def _weight(self, name):
         if name in self._zeros:
             return self._zeros[name]
-        return getattr(self, name) if torch is not None else self._params[name]
+        # nn.Module keeps parameters in _parameters; reading it directly skips
+        # Module.__getattr__'s search, which costs microseconds per call.
+        return self._parameters[name] if torch is not None else self._params[name]
 
     if torch is not None:
         def load_state_dict(self, state_dict, strict=True):

@@ -65,9 +65,10 @@ def test_not_found_and_invalid_argument():
 
 
 def test_unsupported_and_not_built():
-    with pytest.raises(rnnc.UnsupportedError) as e:
-        rnnc.LSTM(3, 4, dtype="float16", backend="interp")
-    check_detail(e, "f16")
+    # half precision runs on the host backends (converted); its backward is cudnn's only
+    m = rnnc.LSTM(3, 4, dtype="float16", backend="interp")
+    y, _ = m(np.ones((2, 1, 3), np.float16))
+    assert y.dtype == np.float16 and y.shape == (2, 1, 4)
     # A GPU backend here is either missing at build time or has no device.
     if not rnnc.backend_available("fused"):
         with pytest.raises((rnnc.NotBuiltError, rnnc.NoDeviceError)) as e:

@@ -1,0 +1,112 @@
+/*
+ * fused_grad.h: training on the fused backend (docs/training.md, "The fused
+ * backward").  The backward step of a cell (ir_autodiff) is split in three:
+ *
+ *  - the RECORD cell: the forward cell whose per-step output is widened to
+ *    [y | next states | saved values], so one run of the forward generator
+ *    keeps what the backward step reads;
+ *  - the RECURRENCE cell: the backward step's state path (d_<state>), with
+ *    linear_t(d, W) turned into linear(d, W^T) on a transposed copy of W,
+ *    reading one input `bin` (the gathered dy, saved values and states of
+ *    the step) and writing, per step, the row values the weight gradients
+ *    and dx are made of.  It is compiled by the same forward generator and
+ *    run in reverse time with W_hh^T resident on chip;
+ *  - the POST ops: after the walk, dW += A^T B (outer), db += colsum(A)
+ *    (rowsum) and dx += D W (linear_t) as GEMMs over all T*B rows.
+ *
+ * fused_grad_ir.c builds these (no GPU needed; CPU tests compile them with
+ * NVRTC), fused_grad.c runs them.
+ */
+#ifndef RNNC_FUSED_GRAD_H
+#define RNNC_FUSED_GRAD_H
+
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
+
+#define FG_MAX 64
+
+/* Where a row operand of a post op lives: the layer input x, the gathered
+ * step inputs G (= bin), or the recurrence cell's output DG. */
+enum { FG_X = 0, FG_G = 1, FG_DG = 2 };
+
+typedef struct fg_operand {
+    int where;
+    int64_t off, cols; /* columns in that buffer */
+} fg_operand;
+
+/* A piece of G: one input of the backward step. */
+typedef struct fg_piece {
+    int src;          /* ir_grad_src */
+    int32_t ref;      /* the forward state / node */
+    int64_t off, cols; /* in G */
+    int64_t rec_off;  /* DOUT: column in dy of the direction; else in the record */
+    int64_t init_off; /* STATE: column in the packed initial states */
+} fg_piece;
+
+enum { FG_OUTER = 0, FG_ROWSUM = 1, FG_LINT = 2 };
+
+/* One post op: dW[param] += a^T b (OUTER), db[param] += colsum(a)
+ * (ROWSUM), dx += a W[wparam] (LINT, param = -1). */
+typedef struct fg_op {
+    int kind;
+    int param, wparam;
+    fg_operand a, b;
+} fg_op;
+
+/* Everything about one layer kind (0: layer 0, 1: layers above). */
+typedef struct fg_kind {
+    ir_grad g;
+    ir_fn *rec, *bwd;
+    ir_schedule rec_sched, bwd_sched;
+    int64_t rec_cols;                /* record row: [y | next states | saved] */
+    int64_t next_off[FG_MAX];        /* of each state's next value */
+    int64_t saved_off[FG_MAX];       /* of each g.saved node */
+    int64_t init_off[FG_MAX], init_cols; /* packed initial states [B, init_cols] */
+    fg_piece piece[FG_MAX];
+    int n_pieces;
+    int64_t g_cols, dg_cols;
+    fg_op op[FG_MAX];
+    int n_ops;
+    int n_fwd_params;                /* recurrence params past these are W^T of ... */
+    int32_t t_of[FG_MAX];            /* ... forward param t_of[j - n_fwd_params] */
+    int n_t;
+} fg_kind;
+
+/* The cell-independent kernels (fused_grad_kernels.c), in one source. */
+#define FG_N_UTIL 6
+enum { FG_K_GATHER = 0, FG_K_GEMM, FG_K_COLSUM, FG_K_COPY_COLS, FG_K_PERMUTE, FG_K_GEMM128 };
+extern const char fg_util_src[];
+extern const char *const fg_util_names[FG_N_UTIL];
+
+/* Builds kind k of a model (sizes s, no projection) from its optimised
+ * forward cell f; RNNC_ERR_UNSUPPORTED says what the fused backward cannot
+ * run yet.  Schedules' memory comes from `a`. */
+rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *out);
+void fg_kind_free(fg_kind *k);
+/* Whether the fused backend trains this model: no projection, no dropout
+ * inside the cell, fp32; else why not (UNSUPPORTED). */
+rnnc_status fg_model_supported(const rt_spec *s);
+
+#ifdef RT_HAVE_CUDA_H
+/* The fused backend's training state (fused_grad.c); rt_fused.grad. */
+typedef struct rt_fgrad rt_fgrad;
+/* RNNC_OK when the fused backend can differentiate this model (builds
+ * and caches the split and a trial generation); else UNSUPPORTED, why. */
+rnnc_status rt_fgrad_check(rt_fused *m);
+/* Keeps a host copy of the weights for the training kernels. */
+rnnc_status rt_fgrad_bind(rt_fused *m, const rt_weights *w);
+/* A training forward that records what the backward reads. */
+rnnc_status rt_fgrad_forward(rt_fused *m, const rnnc_forward_args *a);
+rnnc_status rt_fgrad_backward(void *state, const rnnc_backward_args *b);
+rnnc_status rt_fgrad_weight_grad(void *state, int pseudo, int param, float *out, int64_t count);
+rnnc_status rt_fgrad_can_train(void *state);
+/* The training timer: forward and backward on device buffers, CUDA events. */
+rnnc_status rt_fgrad_time_training(void *state, const rnnc_forward_args *f,
+                                   const rnnc_backward_args *b, int warmup, int iters,
+                                   double *median_ms);
+void rt_fgrad_free(rt_fgrad *g);
+/* An inference forward: the recorded one is gone. */
+void rt_fgrad_forget(rt_fgrad *g);
+#endif
+
+#endif /* RNNC_FUSED_GRAD_H */

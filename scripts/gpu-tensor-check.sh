@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# gpu-tensor-check.sh: the tensor-core math modes and fast single steps on a
+# GPU machine in one go (issue 10): builds the CLI and the gpu_fused_math
+# test (Release, no LLVM), runs it (accuracy against the interpreter, CUDA
+# graph capture), then `rnnc compare` fused against cuDNN in the matching
+# math mode.  Logs and JSON go to $OUT/tensor.tgz.
+#   TESTS=0 skip the tests   BENCH=0 skip the comparisons
+set -u
+cd "$(dirname "$0")/.."
+FINAL=${OUT:-/tmp/rnnc-gpu-out}
+OUT=$(mktemp -d)
+trap 'tar -C "$OUT" -czf "$FINAL/tensor.tgz" .' EXIT
+mkdir -p "$FINAL"
+deps=/tmp/rnnc-deps
+rm -rf "$deps" && cp -r .deps "$deps"
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; \
+  find / -name 'libcudnn.so.9*' -path '*lib*' 2>/dev/null | head -2; nvcc --version | tail -2; } > "$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+t0=$(date +%s)
+cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
+      -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
+cmake --build build-gpu -j 16 --target rnnc_cli gpu_fused_math gpu_fused >> "$OUT/build.log" 2>&1
+rc=$?
+echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
+if [ $rc -ne 0 ]; then grep -E "error" -A3 "$OUT/build.log" | head -40; exit 1; fi
+if [ "${TESTS:-1}" != 0 ]; then
+  (cd build-gpu && RNNC_SOURCE_DIR=$PWD/.. timeout 200 tests/gpu_fused_math) > "$OUT/gpu_fused_math.log" 2>&1
+  echo "gpu_fused_math rc=$?"; grep -vE "^\s*$" "$OUT/gpu_fused_math.log" | tail -45
+  (cd build-gpu && RNNC_SOURCE_DIR=$PWD/.. timeout 150 tests/gpu_fused) > "$OUT/gpu_fused.log" 2>&1
+  echo "gpu_fused rc=$?"; grep -E "OK|FAIL|PASS|rel|error" "$OUT/gpu_fused.log" | tail -12
+fi
+if [ "${BENCH:-1}" != 0 ]; then
+  cmp() { local name=$1; shift
+    timeout 90 build-gpu/rnnc compare --warmup 10 --iters 50 --backends fused,cudnn \
+      --json "$OUT/compare_$name.json" "$@" > "$OUT/compare_$name.txt" 2>&1
+    echo "== $name rc=$?"; grep -E "fused|cudnn|tuning|error" "$OUT/compare_$name.txt" | head -6; }
+  S="--seq 100 --input-size 512 --hidden 512 --cell lstm"
+  cmp lstm_b64_ffma $S --batch 64
+  cmp lstm_b64_tf32 $S --batch 64 --math tf32
+  cmp lstm_b64_3xtf32 $S --batch 64 --math 3xtf32
+  L="--seq 100 --input-size 1024 --hidden 1024 --cell lstm"
+  cmp lstm_h1024_b64_tf32 $L --batch 64 --math tf32
+  cmp lstm_h1024_b64_3xtf32 $L --batch 64 --math 3xtf32
+  cmp lstm_h1024_b256_tf32 $L --batch 256 --math tf32
+  cmp lstm_t1_b64_ffma --seq 1 --input-size 512 --hidden 512 --cell lstm --batch 64
+  cmp lstm_t1_b64_tf32 --seq 1 --input-size 512 --hidden 512 --cell lstm --batch 64 --math tf32
+  cmp lstm_b1_ffma $S --batch 1
+  cmp gru_b64_3xtf32 $S --batch 64 --math 3xtf32 --cell gru
+fi

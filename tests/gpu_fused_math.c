@@ -1,0 +1,321 @@
+/* gpu_fused_math.c (label gpu): the fused backend's fp32 math modes on
+ * tensor cores against the double-precision interpreter on the same fp32
+ * weights and inputs, T = 100: every built-in cell and one .cell cell, 1
+ * and 2 layers; tf32 to max|out-ref|/max|ref| <= 5e-3, 3xtf32 to <= 5e-6.
+ * Tiles are fixed (RNNC_FUSED_TILE) so the step's linears run on tensor
+ * cores at a shape the interpreter checks quickly; one LSTM runs the
+ * default tiling at the benchmark width.  Then a forward (T = 1, device
+ * pointers, the caller's stream) is captured in a CUDA graph and replayed:
+ * the replays must give the forward's output, with no host synchronisation
+ * inside (a capture fails on one).  Exits 77 without a GPU. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+#include "testutil.h"
+
+#define MAX_STATES 4
+
+static const char k_cifg[] =
+    "cell cifg {\n"
+    "    input x[I]\n    state h[H]\n    state c[H]\n"
+    "    param weight_ih[3H, I]\n    param weight_hh[3H, H]\n    param bias[3H]\n"
+    "    gates = linear(x, weight_ih) + linear(h, weight_hh) + bias\n"
+    "    f, g, o = chunk(gates, 3)\n"
+    "    fs = sigmoid(f)\n"
+    "    c_next = fs * c + (1 - fs) * tanh(g)\n"
+    "    h_next = sigmoid(o) * tanh(c_next)\n"
+    "    next h = h_next\n    next c = c_next\n    output h_next\n}\n";
+
+typedef struct mcase {
+    const char *cell;
+    int64_t T, B, I, H;
+    int layers;
+    rnnc_math math;
+} mcase;
+
+static rnnc_model *make(const mcase *mc, rnnc_backend be)
+{
+    rnnc_cell *c = NULL;
+    if (strcmp(mc->cell, "cifg") == 0)
+        assert_ok(rnnc_cell_parse(&c, k_cifg, strlen(k_cifg), "cifg.cell", NULL, NULL));
+    else
+        assert_ok(rnnc_cell_builtin(&c, mc->cell, NULL));
+    rnnc_model_desc d;
+    rnnc_model_desc_init(&d);
+    d.cell = c;
+    d.input_size = mc->I;
+    d.hidden_size = mc->H;
+    d.num_layers = mc->layers;
+    d.math = mc->math;
+    d.backend = be;
+    rnnc_model *m = NULL;
+    if (rnnc_model_create(&m, &d))
+        fail_msg("%s: model: %s", mc->cell, rnnc_last_error());
+    rnnc_cell_destroy(c);
+    return m;
+}
+
+static double rel_err(const float *out, const float *ref, size_t n)
+{
+    double *r = malloc(n * sizeof *r);
+    assert_non_null(r);
+    for (size_t i = 0; i < n; i++)
+        r[i] = ref[i];
+    double e = tu_rel_err_f32(out, r, n);
+    free(r);
+    return e;
+}
+
+static void run_case(const mcase *mc, uint64_t *rng, double tol)
+{
+    rnnc_model *f = make(mc, RNNC_BACKEND_FUSED), *r = make(mc, RNNC_BACKEND_INTERP);
+    rnnc_model *both[2] = {f, r};
+    double k = 1.0 / sqrt((double)mc->H);
+    tu_set_random_weights_on(both, 2, rng, -k, k);
+    int64_t hout = 0;
+    assert_ok(rnnc_model_output_size(f, &hout));
+    size_t nx = (size_t)(mc->T * mc->B * mc->I), ny = (size_t)(mc->T * mc->B * hout);
+    float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = malloc(ny * 4);
+    float *init[MAX_STATES] = {0}, *fin[MAX_STATES] = {0}, *finr[MAX_STATES] = {0};
+    size_t nst[MAX_STATES] = {0};
+    int ns = 0;
+    for (int64_t n = 0; ns < MAX_STATES && rnnc_model_state_size(f, ns, &n) == RNNC_OK; ns++) {
+        nst[ns] = (size_t)(mc->layers * mc->B * n);
+        init[ns] = malloc(nst[ns] * 4);
+        fin[ns] = malloc(nst[ns] * 4);
+        finr[ns] = malloc(nst[ns] * 4);
+        tu_fill_f32(init[ns], nst[ns], rng, -0.5, 0.5);
+        tu_poison_f32(fin[ns], nst[ns]);
+        tu_poison_f32(finr[ns], nst[ns]);
+    }
+    tu_fill_f32(x, nx, rng, -1, 1);
+    tu_poison_f32(y, ny);
+    tu_poison_f32(yr, ny);
+    rnnc_forward_args a = {.seq_len = mc->T, .batch = mc->B, .x = x, .y = yr,
+                           .init = (const void *const *)init, .final = (void *const *)finr};
+    assert_ok(rnnc_model_forward(r, &a));
+    a.y = y;
+    a.final = (void *const *)fin;
+    if (rnnc_model_forward(f, &a))
+        fail_msg("%s: fused forward: %s", mc->cell, rnnc_last_error());
+    double ey = rel_err(y, yr, ny), ef = 0;
+    for (int s = 0; s < ns; s++) {
+        double e = rel_err(fin[s], finr[s], nst[s]);
+        ef = e > ef || e != e ? e : ef;
+    }
+    printf("  %-15s %-6s L=%d B=%lld H=%lld  y %.2e  final %.2e\n", mc->cell,
+           rnnc_math_name(mc->math), mc->layers, (long long)mc->B, (long long)mc->H, ey, ef);
+    fflush(stdout);
+    if (!(ey <= tol) || !(ef <= tol))
+        fail_msg("%s %s L=%d: rel err y %.3g final %.3g > %g", mc->cell, rnnc_math_name(mc->math),
+                 mc->layers, ey, ef, tol);
+    for (int s = 0; s < ns; s++) {
+        free(init[s]);
+        free(fin[s]);
+        free(finr[s]);
+    }
+    free(x);
+    free(y);
+    free(yr);
+    rnnc_model_destroy(f);
+    rnnc_model_destroy(r);
+}
+
+static void each_cell(rnnc_math math, double tol)
+{
+    uint64_t rng = tu_seed();
+    /* 8 units x 16 rows per block at H = 128, 4 warps: 2 to 4 mma tiles of
+     * 16 gate rows x 8 batch rows per linear (GRU's 24 rows: a partial tile) */
+    setenv("RNNC_FUSED_TILE", "8,16,128", 1);
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int i = 0; names[i]; i++)
+        for (int layers = 1; layers <= 2; layers++) {
+            mcase mc = {names[i], 100, 32, 128, 128, layers, math};
+            run_case(&mc, &rng, tol);
+        }
+    for (int layers = 1; layers <= 2; layers++) {
+        mcase cifg = {"cifg", 100, 32, 128, 128, layers, math};
+        run_case(&cifg, &rng, tol);
+    }
+    unsetenv("RNNC_FUSED_TILE");
+    /* the benchmark width, default tiles (16 units x 16 rows, 8 warps) */
+    mcase wide = {"lstm", 20, 64, 512, 512, 1, math};
+    run_case(&wide, &rng, tol);
+}
+
+static void test_tf32(void **state)
+{
+    (void)state;
+    each_cell(RNNC_MATH_TF32, 5e-3);
+}
+
+static void test_3xtf32(void **state)
+{
+    (void)state;
+    each_cell(RNNC_MATH_3XTF32, 5e-6);
+}
+
+/* ---------------------------------------------------------------- graphs */
+
+typedef struct graph_api {
+    CUresult (*begin)(CUstream, CUstreamCaptureMode);
+    CUresult (*end)(CUstream, CUgraph *);
+    CUresult (*inst)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*launch)(CUgraphExec, CUstream);
+    CUresult (*exec_destroy)(CUgraphExec);
+    CUresult (*destroy)(CUgraph);
+} graph_api;
+
+static bool load_graph_api(graph_api *g)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib)
+        return false;
+    *(void **)&g->begin = dlsym(lib, "cuStreamBeginCapture_v2");
+    *(void **)&g->end = dlsym(lib, "cuStreamEndCapture");
+    *(void **)&g->inst = dlsym(lib, "cuGraphInstantiateWithFlags");
+    *(void **)&g->launch = dlsym(lib, "cuGraphLaunch");
+    *(void **)&g->exec_destroy = dlsym(lib, "cuGraphExecDestroy");
+    *(void **)&g->destroy = dlsym(lib, "cuGraphDestroy");
+    dlclose(lib);
+    return g->begin && g->end && g->inst && g->launch && g->exec_destroy && g->destroy;
+}
+
+static void cu_ok(CUresult r, const char *what)
+{
+    if (r != CUDA_SUCCESS)
+        fail_msg("%s: CUDA error %d", what, (int)r);
+}
+
+/* One LSTM step (T = 1, B = 64, I = H = 512, fp32 FFMA) captured and
+ * replayed 100 times; the states advance through device buffers the graph
+ * reads and writes (final of replay i is init of i+1 by a copy node), so
+ * the replays must match 100 steps of the interpreter. */
+static void test_graph_capture(void **state)
+{
+    (void)state;
+    graph_api g;
+    assert_ok(rt_cuda_load());
+    assert_true(load_graph_api(&g));
+    const rt_cuda_api *cu = rt_cu();
+    uint64_t rng = tu_seed();
+    mcase mc = {"lstm", 1, 64, 512, 512, 1, RNNC_MATH_FFMA};
+    rnnc_model *f = make(&mc, RNNC_BACKEND_FUSED), *r = make(&mc, RNNC_BACKEND_INTERP);
+    rnnc_model *both[2] = {f, r};
+    tu_set_random_weights_on(both, 2, &rng, -1.0 / sqrt(512.0), 1.0 / sqrt(512.0));
+    enum { STEPS = 100 };
+    size_t nx = 64 * 512, nh = 64 * 512;
+    float *x = malloc(nx * 4), *h = malloc(nh * 4), *c = malloc(nh * 4), *y = malloc(nh * 4);
+    tu_fill_f32(x, nx, &rng, -1, 1);
+    memset(h, 0, nh * 4);
+    memset(c, 0, nh * 4);
+    /* the reference: STEPS single steps of the interpreter, states carried */
+    float *hr = calloc(nh, 4), *cr = calloc(nh, 4), *yr = malloc(nh * 4);
+    for (int i = 0; i < STEPS; i++) {
+        const void *in[2] = {hr, cr};
+        float *hn = malloc(nh * 4), *cn = malloc(nh * 4);
+        void *out[2] = {hn, cn};
+        rnnc_forward_args a = {.seq_len = 1, .batch = 64, .x = x, .y = yr, .init = in,
+                               .final = out};
+        assert_ok(rnnc_model_forward(r, &a));
+        memcpy(hr, hn, nh * 4);
+        memcpy(cr, cn, nh * 4);
+        free(hn);
+        free(cn);
+    }
+    assert_ok(rt_cuda_context(0));
+    CUdeviceptr dx, dy, dh[2], dc[2];
+    assert_ok(rt_dev_alloc(&dx, nx * 4));
+    assert_ok(rt_dev_alloc(&dy, nh * 4));
+    for (int i = 0; i < 2; i++) {
+        assert_ok(rt_dev_alloc(&dh[i], nh * 4));
+        assert_ok(rt_dev_alloc(&dc[i], nh * 4));
+        assert_ok(rt_dev_zero(dh[i], nh * 4, NULL));
+        assert_ok(rt_dev_zero(dc[i], nh * 4, NULL));
+    }
+    assert_ok(rt_dev_upload(dx, x, nx * 4, NULL));
+    assert_ok(rt_dev_sync(NULL));
+    CUstream s;
+    cu_ok(cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    const void *in[2] = {(void *)(uintptr_t)dh[0], (void *)(uintptr_t)dc[0]};
+    void *out[2] = {(void *)(uintptr_t)dh[1], (void *)(uintptr_t)dc[1]};
+    rnnc_forward_args a = {.seq_len = 1, .batch = 64, .x = (void *)(uintptr_t)dx,
+                           .y = (void *)(uintptr_t)dy, .init = in, .final = out,
+                           .device_pointers = true, .stream = s};
+    /* one plain call first: kernels compiled and loaded, scratch sized */
+    assert_ok(rnnc_model_forward(f, &a));
+    assert_ok(rt_dev_sync(s));
+    assert_ok(rt_dev_zero(dh[1], nh * 4, s));
+    assert_ok(rt_dev_zero(dc[1], nh * 4, s));
+    CUgraph graph;
+    CUgraphExec exec;
+    cu_ok(g.begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
+    rnnc_status st = rnnc_model_forward(f, &a);
+    /* carry the states: the next replay reads what this one wrote */
+    if (st == RNNC_OK)
+        st = rt_dev_copy(dh[0], dh[1], nh * 4, s);
+    if (st == RNNC_OK)
+        st = rt_dev_copy(dc[0], dc[1], nh * 4, s);
+    CUresult e = g.end(s, &graph);
+    if (st)
+        fail_msg("forward under capture: %s", rnnc_last_error());
+    cu_ok(e, "cuStreamEndCapture");
+    cu_ok(g.inst(&exec, graph, 0), "cuGraphInstantiate");
+    CUevent e0, e1;
+    cu_ok(cu->EventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate");
+    cu_ok(cu->EventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate");
+    cu_ok(cu->EventRecord(e0, s), "cuEventRecord");
+    for (int i = 0; i < STEPS; i++)
+        cu_ok(g.launch(exec, s), "cuGraphLaunch");
+    cu_ok(cu->EventRecord(e1, s), "cuEventRecord");
+    cu_ok(cu->EventSynchronize(e1), "cuEventSynchronize");
+    float ms = 0;
+    cu_ok(cu->EventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+    tu_poison_f32(y, nh);
+    tu_poison_f32(h, nh);
+    assert_ok(rt_dev_download(y, dy, nh * 4, s));
+    assert_ok(rt_dev_download(h, dh[0], nh * 4, s));
+    assert_ok(rt_dev_download(c, dc[0], nh * 4, s));
+    assert_ok(rt_dev_sync(s));
+    double ey = rel_err(y, yr, nh), eh = rel_err(h, hr, nh), ec = rel_err(c, cr, nh);
+    printf("  graph: %d replays of a T=1 B=64 H=512 forward: %.3f ms (%.1f us each); "
+           "y %.2e h %.2e c %.2e\n",
+           STEPS, ms, 1000.0 * ms / STEPS, ey, eh, ec);
+    assert_true(ey <= 1e-5 && eh <= 1e-5 && ec <= 1e-5);
+    g.exec_destroy(exec);
+    g.destroy(graph);
+    cu->EventDestroy(e0);
+    cu->EventDestroy(e1);
+    cu->StreamDestroy(s);
+    rt_dev_free(dx);
+    rt_dev_free(dy);
+    for (int i = 0; i < 2; i++) {
+        rt_dev_free(dh[i]);
+        rt_dev_free(dc[i]);
+    }
+    free(x);
+    free(h);
+    free(c);
+    free(y);
+    free(hr);
+    free(cr);
+    free(yr);
+    rnnc_model_destroy(f);
+    rnnc_model_destroy(r);
+}
+
+int main(void)
+{
+    tu_require_gpu();
+    setenv("RNNC_AUTOTUNE", "0", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_graph_capture),
+        cmocka_unit_test(test_tf32),
+        cmocka_unit_test(test_3xtf32),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

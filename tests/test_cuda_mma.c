@@ -1,0 +1,145 @@
+/* test_cuda_mma.c: the tensor-core kernels of the fp32 math modes (tf32,
+ * 3xtf32) of every built-in cell and one .cell file compile with NVRTC for
+ * sm_80 and sm_90 with no error and no warning (NVRTC needs no GPU); the
+ * generator puts the step's linears and the hoisted GEMMs on tensor cores
+ * where the shape allows and keeps FFMA where it does not. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+#include "runtime/runtime.h"
+#include "testutil.h"
+
+typedef struct shape {
+    int64_t I, H, B;
+    bool step_mma; /* LSTM's step linear on tensor cores at this shape */
+} shape;
+
+/* B=64 and 256 give every warp an mma tile; B=1 keeps FFMA in the step
+ * (latency-bound, one 16 x 8 tile for 8 warps); K = 37 is no whole k-step. */
+static const shape k_shapes[] = {
+    {512, 512, 64, true}, {1024, 1024, 64, true}, {512, 512, 256, true},
+    {512, 512, 1, false}, {37, 48, 3, false},
+};
+
+static rnnc_status generate(rnnc_cell *c, const shape *sh, int math, int sm, char **src,
+                            cg_cuda_plan *plan)
+{
+    ir_arena *a = ir_arena_create();
+    ir_schedule s;
+    rnnc_status st = pass_fuse(c, RNNC_HOIST_ALL, a, &s);
+    if (st == RNNC_OK) {
+        cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = sm,
+                              .sm_count = sm == 80 ? 108 : 132, .math = math};
+        st = cg_cuda_generate(&s, &cfg, src, plan);
+    }
+    ir_arena_destroy(a);
+    return st;
+}
+
+static void compile_clean(const char *src, const char *label, int sm)
+{
+    void *cubin = NULL;
+    size_t size = 0;
+    rnnc_status st = rt_nvrtc_compile(src, label, sm, NULL, 0, &cubin, &size);
+    if (st != RNNC_OK) {
+        fprintf(stderr, "%s\n", src);
+        fail_msg("%s sm_%d: %s", label, sm, rnnc_last_error());
+    }
+    const char *log = rt_nvrtc_last_log();
+    if (log && strstr(log, "warning")) {
+        fprintf(stderr, "%s\n", src);
+        fail_msg("%s sm_%d warns: %s", label, sm, log);
+    }
+    assert_true(size > 0);
+    free(cubin);
+}
+
+static void check_cell(rnnc_cell *c, const char *name, bool all_shapes)
+{
+    static const int sms[] = {80, 90};
+    for (int math = 1; math <= 2; math++)
+        for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
+            if (!all_shapes && k != 0)
+                continue;
+            const shape *sh = &k_shapes[k];
+            for (int i = 0; i < 2; i++) {
+                char *src = NULL, label[200];
+                cg_cuda_plan plan;
+                if (generate(c, sh, math, sms[i], &src, &plan) != RNNC_OK)
+                    fail_msg("%s math %d H=%lld B=%lld: %s", name, math, (long long)sh->H,
+                             (long long)sh->B, rnnc_last_error());
+                /* the hoisted GEMM of x W_ih^T always has whole tiles */
+                assert_non_null(strstr(src, "mma.sync.aligned.m16n8k8"));
+                assert_non_null(strstr(src, math == 2 ? "#define RNNC_MATH 2" : "#define RNNC_MATH 1"));
+                if (strcmp(name, "lstm") == 0 && sms[i] == 90) {
+                    assert_int_equal(strstr(plan.tuning, " mma") != NULL, sh->step_mma);
+                    /* B = 64: large GEMM tiles for long sequences, small for short */
+                    if (sh->B == 64) {
+                        assert_true(plan.launch[0].min_rows > 0 && plan.launch[1].max_rows > 0);
+                        assert_int_equal(plan.launch[0].min_rows, plan.launch[1].max_rows);
+                    }
+                } else if (!all_shapes && sms[i] == 80 && math == 2) {
+                    free(src);
+                    continue; /* sm_80 at both modes for lstm and gru only */
+                }
+                snprintf(label, sizeof label, "%s_math%d_H%lld_B%lld (%s)", name, math,
+                         (long long)sh->H, (long long)sh->B, plan.tuning);
+                compile_clean(src, label, sms[i]);
+                free(src);
+            }
+        }
+}
+
+static void test_math_modes_compile(void **state)
+{
+    (void)state;
+    if (!rt_nvrtc_available()) {
+        skip();
+        return;
+    }
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int i = 0; names[i]; i++) {
+        rnnc_cell *c = NULL;
+        assert_ok(rnnc_cell_builtin(&c, names[i], NULL));
+        assert_ok(ir_optimise(c, false));
+        check_cell(c, names[i], strcmp(names[i], "lstm") == 0 || strcmp(names[i], "gru") == 0);
+        rnnc_cell_destroy(c);
+    }
+    char path[1024];
+    const char *dir = getenv("RNNC_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/examples/layernorm_gru.cell", dir ? dir : ".");
+    rnnc_cell *c = NULL;
+    if (rnnc_cell_load(&c, path, NULL) != RNNC_OK)
+        fail_msg("%s: %s", path, rnnc_last_error());
+    assert_ok(ir_optimise(c, false));
+    check_cell(c, "layernorm_gru.cell", false);
+    rnnc_cell_destroy(c);
+}
+
+/* FFMA (math 0) emits no tensor-core code at all. */
+static void test_ffma_has_no_mma(void **state)
+{
+    (void)state;
+    rnnc_cell *c = NULL;
+    assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+    assert_ok(ir_optimise(c, false));
+    char *src = NULL;
+    cg_cuda_plan plan;
+    assert_ok(generate(c, &k_shapes[0], 0, 90, &src, &plan));
+    assert_null(strstr(src, "mma.sync"));
+    assert_null(strstr(plan.tuning, " mma"));
+    free(src);
+    rnnc_cell_destroy(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_math_modes_compile),
+        cmocka_unit_test(test_ffma_has_no_mma),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,138 @@
+/*
+ * test_fused_grad.c: the split of the backward step for the fused GPU
+ * backward (runtime/fused_grad.h), on every machine: for every built-in
+ * cell it either builds (the record cell, the recurrence cell and the post
+ * ops; its kernels generate at two shapes and NVRTC compiles the larger
+ * without warnings, as it does the cell-independent kernels) or is refused as UNSUPPORTED naming why; the
+ * four cells cuDNN runs always build, and an LSTM's split is the one the
+ * design says (docs/training.md).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fused_grad.h"
+#include "testutil.h"
+
+static void compile_clean(const char *src, const char *label)
+{
+    void *cubin = NULL;
+    size_t size = 0;
+    rnnc_status st = rt_nvrtc_compile(src, label, 90, NULL, 0, &cubin, &size);
+    if (st != RNNC_OK) {
+        fprintf(stderr, "%s\n", src);
+        fail_msg("%s: %s", label, rnnc_last_error());
+    }
+    const char *log = rt_nvrtc_last_log();
+    if (log && strstr(log, "warning"))
+        fail_msg("%s warns: %s", label, log);
+    free(cubin);
+}
+
+static void generate(const ir_schedule *s, ir_sizes sz, int64_t B, const char *label,
+                     bool compile)
+{
+    cg_cuda_config cfg = {.sizes = sz, .batch = B, .sm = 90, .sm_count = 132};
+    char *src = NULL;
+    cg_cuda_plan plan;
+    if (cg_cuda_generate(s, &cfg, &src, &plan) != RNNC_OK)
+        fail_msg("%s: %s", label, rnnc_last_error());
+    if (compile && rt_nvrtc_available())
+        compile_clean(src, label);
+    free(src);
+}
+
+static bool standard(const char *name)
+{
+    return !strcmp(name, "lstm") || !strcmp(name, "gru") || !strcmp(name, "rnn_tanh") ||
+           !strcmp(name, "rnn_relu");
+}
+
+static void test_builtins(void **st)
+{
+    (void)st;
+    static const ir_sizes sizes[] = {{5, 8, 8}, {512, 512, 512}};
+    static const int64_t batch[] = {3, 64};
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int i = 0; names[i]; i++)
+        for (int k = 0; k < 2; k++) {
+            rnnc_cell *c = NULL;
+            assert_ok(rnnc_cell_builtin(&c, names[i], NULL));
+            assert_ok(ir_optimise(c, false));
+            ir_arena *a = ir_arena_create();
+            fg_kind kd;
+            memset(&kd, 0, sizeof kd);
+            rnnc_status s = c->n_dropout ? RNNC_ERR_UNSUPPORTED
+                                         : fg_kind_build(c, sizes[k], a, &kd);
+            if (s != RNNC_OK) {
+                printf("%-16s fused backward: %s\n", names[i],
+                       c->n_dropout ? "dropout in the cell" : rnnc_last_error());
+                assert_int_equal(s, RNNC_ERR_UNSUPPORTED);
+                assert_false(standard(names[i]));
+            } else {
+                char label[96];
+                snprintf(label, sizeof label, "%s_rec_%d", names[i], k);
+                generate(&kd.rec_sched, sizes[k], batch[k], label, k == 1);
+                snprintf(label, sizeof label, "%s_bwd_%d", names[i], k);
+                generate(&kd.bwd_sched, sizes[k], batch[k], label, k == 1);
+                printf("%-16s fused backward: record %lld cols, G %lld, DG %lld, %d post ops\n",
+                       names[i], (long long)kd.rec_cols, (long long)kd.g_cols,
+                       (long long)kd.dg_cols, kd.n_ops);
+            }
+            fg_kind_free(&kd);
+            ir_arena_destroy(a);
+            rnnc_cell_destroy(c);
+        }
+}
+
+/* LSTM: the record keeps y, h, c and the 4H gate pre-activations; the
+ * recurrence cell exports the 4H gate gradients; dW_ih, dW_hh, both biases
+ * and dx are five post ops. */
+static void test_lstm_split(void **st)
+{
+    (void)st;
+    rnnc_cell *c = NULL;
+    assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+    assert_ok(ir_optimise(c, false));
+    ir_arena *a = ir_arena_create();
+    fg_kind kd;
+    ir_sizes sz = {3, 4, 4};
+    assert_ok(fg_kind_build(c, sz, a, &kd));
+    assert_int_equal(kd.rec_cols, 4 * 7);
+    assert_int_equal(kd.dg_cols, 4 * 4);
+    assert_int_equal(kd.n_ops, 5);
+    assert_int_equal(kd.n_t, 1); /* W_hh^T only: dx's W_ih is a post op */
+    assert_int_equal(kd.bwd->n_params, c->n_params + 1);
+    int outer = 0, rowsum = 0, lint = 0;
+    for (int i = 0; i < kd.n_ops; i++) {
+        outer += kd.op[i].kind == FG_OUTER;
+        rowsum += kd.op[i].kind == FG_ROWSUM;
+        lint += kd.op[i].kind == FG_LINT;
+        if (kd.op[i].kind != FG_LINT)
+            assert_int_equal(kd.op[i].a.where, FG_DG);
+    }
+    assert_int_equal(outer, 2);
+    assert_int_equal(rowsum, 2);
+    assert_int_equal(lint, 1);
+    fg_kind_free(&kd);
+    ir_arena_destroy(a);
+    rnnc_cell_destroy(c);
+}
+
+static void test_util_kernels_compile(void **st)
+{
+    (void)st;
+    if (!rt_nvrtc_available())
+        skip();
+    compile_clean(fg_util_src, "fused_grad_util");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lstm_split),
+        cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_util_kernels_compile),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
