@@ -106,15 +106,25 @@ LLVMValueRef cg_em_sigmoid(cg_em *e, LLVMValueRef x)
     return LLVMBuildFDiv(e->b, one, LLVMBuildFAdd(e->b, one, ex, ""), "");
 }
 
-/* tanh|x| = (1 - e^-2|x|) / (1 + e^-2|x|), never overflows; sign restored. */
+/* tanh|x| = (1 - e^-2|x|) / (1 + e^-2|x|) never overflows, but below
+ * |x| = 0.3 the subtraction cancels (at |x| = 1e-3 it leaves 3e-5 of
+ * relative error), so there the odd Taylor series to x^9 is used: its
+ * first dropped term is under half an ulp at 0.3.  Sign restored last. */
 LLVMValueRef cg_em_tanh(cg_em *e, LLVMValueRef x)
 {
     LLVMValueRef ax = cg_em_intrin(e, "llvm.fabs", e->vt, &x, 1);
     LLVMValueRef t = cg_em_exp(e, LLVMBuildFMul(e->b, ax, cg_em_const(e, -2.0), ""));
     LLVMValueRef one = cg_em_const(e, 1.0);
-    LLVMValueRef r = LLVMBuildFDiv(e->b, LLVMBuildFSub(e->b, one, t, ""),
-                                   LLVMBuildFAdd(e->b, one, t, ""), "");
-    LLVMValueRef a2[2] = {r, x};
+    LLVMValueRef big = LLVMBuildFDiv(e->b, LLVMBuildFSub(e->b, one, t, ""),
+                                     LLVMBuildFAdd(e->b, one, t, ""), "");
+    static const double c[] = {62.0 / 2835, -17.0 / 315, 2.0 / 15, -1.0 / 3};
+    LLVMValueRef x2 = LLVMBuildFMul(e->b, ax, ax, "");
+    LLVMValueRef q = cg_em_const(e, c[0]);
+    for (int k = 1; k < 4; k++)
+        q = cg_em_fma(e, q, x2, cg_em_const(e, c[k]));
+    LLVMValueRef small = cg_em_fma(e, LLVMBuildFMul(e->b, q, x2, ""), ax, ax);
+    LLVMValueRef is_small = LLVMBuildFCmp(e->b, LLVMRealOLT, ax, cg_em_const(e, 0.3), "");
+    LLVMValueRef a2[2] = {LLVMBuildSelect(e->b, is_small, small, big, ""), x};
     return cg_em_intrin(e, "llvm.copysign", e->vt, a2, 2);
 }
 
