@@ -73,7 +73,7 @@ rnnc_status rnnc_model_weight_buffer(const rnnc_model *m, size_t *bytes, size_t 
 {
     if (!m || !bytes)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_buffer: NULL argument");
-    fb_rnn *r;
+    fb_rnn *r = NULL;
     rnnc_status s = cudnn_state(m, "a flat weight buffer", &r);
     return s != RNNC_OK ? s : fb_rnn_weight_layout(r, bytes, offsets);
 }
@@ -111,7 +111,7 @@ rnnc_status rnnc_model_bind_weight_buffer(rnnc_model *m, void *weights, void *gr
 {
     if (!m)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_bind_weight_buffer: NULL model");
-    fb_rnn *r;
+    fb_rnn *r = NULL;
     rnnc_status s = cudnn_state(m, "a flat weight buffer", &r);
     if (s == RNNC_OK)
         s = rt_cuda_context(m->spec.device);

@@ -11,7 +11,7 @@ top=$(mktemp)
 trap 'rm -f "$out" "$top"' EXIT
 
 "$RNNC" --help > "$top" || fail "--help exit $?"
-for cmd in run grad random compare dump demo show diff cache compile; do
+for cmd in run grad random compare conv dump demo show diff cache compile; do
     grep -q "^  $cmd " "$top" || fail "--help does not list $cmd"
     "$RNNC" "$cmd" --help > "$out" 2>&1 || fail "$cmd --help exit $?"
     grep -q "^Usage: rnnc $cmd" "$out" || fail "$cmd --help has no usage line"
