@@ -10,7 +10,8 @@
 #define RNNC_API_H
 
 #include "cudnn_fallback/fallback.h"
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
+#include "runtime/spec/spec.h"
 
 /* One weight a model expects: `<param>_l<k>[_reverse]`. */
 typedef struct api_weight {

@@ -176,7 +176,7 @@ static rnnc_status try_on(rnnc_model *m, rnnc_backend b, const rnnc_forward_args
     if ((s = api_weights_sync(m)) == RNNC_OK)
         s = call(m, a, ctx);
     if (passes_on(s)) {
-        if (rt_log_enabled("info"))
+        if (cm_log_enabled("info"))
             fprintf(stderr, "rnnc: auto: '%s' refused the call: %s\n", rnnc_backend_name(b),
                     rnnc_last_error());
         make_current(m, was);
@@ -198,7 +198,7 @@ rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_
                 continue;
             s = try_on(m, auto_order[i], a, call, ctx, pass == 0);
             if (!passes_on(s)) {
-                if (s == RNNC_OK && rt_log_enabled("info"))
+                if (s == RNNC_OK && cm_log_enabled("info"))
                     fprintf(stderr, "rnnc: auto: the call ran on '%s'\n",
                             rnnc_backend_name(m->kind));
                 return s;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "api/api.h"
+#include "runtime/fused/fused.h"
 
 #ifdef RT_HAVE_CUDA_H
 
@@ -55,7 +56,7 @@ static rnnc_status fill(rt_bundle *b, const rt_spec *s, const int64_t *batches, 
                 rnnc_fail_append("bundle: B=%lld for sm_%d", (long long)batches[i], archs[a]);
                 return st;
             }
-            if (rt_log_enabled("info"))
+            if (cm_log_enabled("info"))
                 fprintf(stderr, "rnnc: bundle: B=%lld sm_%d (%d SMs), tuning from %s\n",
                         (long long)batches[i], archs[a], n, from);
         }
@@ -132,7 +133,7 @@ rnnc_status rnnc_bundle_load(const char *path)
         rt_bundle_destroy(b);
         return st;
     }
-    if (rt_log_enabled("info")) {
+    if (cm_log_enabled("info")) {
         char archs[128];
         rt_bundle_archs(b, archs, sizeof archs);
         fprintf(stderr, "rnnc: bundle %s: %d kernel sets for %s\n", path, rt_bundle_count(b),

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "runtime/cpu/cpu.h"
 #include "codegen/codegen.h"
 
 static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes sz,

@@ -39,12 +39,12 @@ static rnnc_status time_host(rnnc_model *m, const rnnc_forward_args *f, const tr
     for (int i = 0; i < c->warmup && s == RNNC_OK; i++)
         s = step_once(m, f, c->b);
     for (int i = 0; i < c->iters && s == RNNC_OK; i++) {
-        double t0 = rt_now_ms();
+        double t0 = cm_now_ms();
         s = step_once(m, f, c->b);
-        t[i] = rt_now_ms() - t0;
+        t[i] = cm_now_ms() - t0;
     }
     if (s == RNNC_OK)
-        *c->median_ms = rt_median(t, c->iters);
+        *c->median_ms = cm_median(t, c->iters);
     free(t);
     return s;
 }

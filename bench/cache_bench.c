@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "bench/bench_common.h"
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
 
 /* About the size and shape of a generated recurrent kernel: a grid
  * barrier per step, a tiled multiply from shared memory, a gate epilogue. */
@@ -95,13 +95,13 @@ static int time_cubin(int reps, bool fresh, int sm, rt_origin want, double *ms)
         void *cubin = NULL;
         size_t size = 0;
         rt_origin o;
-        double t0 = rt_now_ms();
+        double t0 = cm_now_ms();
         if (rt_cubin_get(&r, &cubin, &size, &o) != RNNC_OK || o != want) {
             fprintf(stderr, "cubin get (%s): %s\n", rt_origin_name(o), rnnc_last_error());
             free(t);
             return 1;
         }
-        t[i] = rt_now_ms() - t0;
+        t[i] = cm_now_ms() - t0;
         free(cubin);
     }
     *ms = median(t, reps);
@@ -145,13 +145,13 @@ static int time_bundle_load(int reps, figures *f)
         rt_bundle *b = NULL;
         const void *cubin;
         size_t size;
-        double t0 = rt_now_ms();
+        double t0 = cm_now_ms();
         if (rt_bundle_load(&b, f->bundle) != RNNC_OK || !rt_bundle_find(b, &r, f->sm, &cubin, &size)) {
             fprintf(stderr, "bundle load: %s\n", rnnc_last_error());
             free(t);
             return 1;
         }
-        t[i] = rt_now_ms() - t0;
+        t[i] = cm_now_ms() - t0;
         rt_bundle_destroy(b);
     }
     f->bundle_ms = median(t, reps);
@@ -168,7 +168,7 @@ static int time_first_launch(int reps, figures *f)
     for (int i = 0; i < reps; i++) {
         rt_kernel k;
         rt_kernel_cache_clear();
-        double t0 = rt_now_ms();
+        double t0 = cm_now_ms();
         int T = 0, B = 0, H = 0; /* a launch that does no work but still runs */
         CUdeviceptr null = 0;
         void *args[] = {&null, &null, &null, &null, &T, &B, &H};
@@ -180,7 +180,7 @@ static int time_first_launch(int reps, figures *f)
             free(t);
             return 1;
         }
-        t[i] = rt_now_ms() - t0;
+        t[i] = cm_now_ms() - t0;
     }
     f->first_launch_ms = median(t, reps);
     free(t);
@@ -200,12 +200,12 @@ static int time_bundle_launch(int reps, figures *f)
         rt_bundle *b = NULL;
         rt_kernel k;
         rt_kernel_cache_clear();
-        double t0 = rt_now_ms();
+        double t0 = cm_now_ms();
         int bad = rt_bundle_load(&b, f->bundle) != RNNC_OK || rt_bundle_register(b) != RNNC_OK ||
                   rt_kernel_get(&r, 0, &k) != RNNC_OK || k.origin != RT_FROM_BUNDLE ||
                   rt_launch(k.fn[0], grid, block, 0, NULL, args, true) != RNNC_OK ||
                   rt_dev_sync(NULL) != RNNC_OK;
-        t[i] = rt_now_ms() - t0;
+        t[i] = cm_now_ms() - t0;
         rt_bundle_destroy(b);
         if (bad) {
             fprintf(stderr, "bundle launch: %s\n", rnnc_last_error());
@@ -223,13 +223,13 @@ static int time_memory_hit(figures *f)
     enum { N = 20000 };
     rt_kernel_req r = make_req("rep0", 0);
     rt_kernel k;
-    double t0 = rt_now_ms();
+    double t0 = cm_now_ms();
     for (int i = 0; i < N; i++)
         if (rt_kernel_get(&r, 0, &k) != RNNC_OK || k.origin != RT_FROM_MEMORY) {
             fprintf(stderr, "memory hit: %s\n", rnnc_last_error());
             return 1;
         }
-    f->memory_us = (rt_now_ms() - t0) * 1000.0 / N;
+    f->memory_us = (cm_now_ms() - t0) * 1000.0 / N;
     return 0;
 }
 

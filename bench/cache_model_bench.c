@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/fused/fused.h"
 #include "bench/bench_common.h"
 
 #define T_STEPS 100
@@ -96,12 +97,12 @@ static rnnc_status start(bench *b, const char *bundle, double *ms, rt_origin *or
                          char *from, size_t n_from)
 {
     rnnc_model *m = NULL;
-    double t0 = rt_now_ms();
+    double t0 = cm_now_ms();
     rnnc_status st = bundle ? rnnc_bundle_load(bundle) : RNNC_OK;
     rnnc_forward_args a = args(b);
     if (st == RNNC_OK && (st = make_model(b, &m)) == RNNC_OK)
         st = rnnc_model_forward(m, &a);
-    *ms = rt_now_ms() - t0;
+    *ms = cm_now_ms() - t0;
     if (st == RNNC_OK) {
         const rt_fused *f = m->be_state;
         *origin = f->kern.origin;

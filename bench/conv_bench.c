@@ -15,7 +15,7 @@
 
 #include "bench_common.h"
 #include "rnnc.h"
-#include "runtime/runtime.h"
+#include "runtime/device/device.h"
 
 #define BATCH 32
 #define MAX_LAYERS 64
@@ -152,7 +152,7 @@ static double bench(rnnc_conv_handle *h, const rnnc_conv *c, const bufs *b,
     }
     if (s != RNNC_OK)
         fprintf(stderr, "  failed: %s\n", rnnc_last_error());
-    double med = s == RNNC_OK ? rt_median(t, iters) : -1;
+    double med = s == RNNC_OK ? cm_median(t, iters) : -1;
     for (int i = 0; i < 2; i++)
         if (ev[i])
             cu->EventDestroy(ev[i]);

@@ -18,7 +18,7 @@
 
 #include "rnnc.h"
 #include "bench/bench_common.h"
-#include "runtime/runtime.h"
+#include "runtime/cpu/cpu.h"
 #ifdef RNNC_HAVE_DNNL
 #include <dnnl.h>
 #endif
@@ -197,13 +197,13 @@ static double dnnl_time(shape s, const lstm_w *w, const float *x, float *y, int 
     };
     double *t = malloc(sizeof(double) * (size_t)iters);
     for (int i = -2; i < iters; i++) {
-        double t0 = rt_now_ms();
+        double t0 = cm_now_ms();
         DN(dnnl_primitive_execute(prim, c.strm, 9, args));
         DN(dnnl_stream_wait(c.strm));
         if (i >= 0)
-            t[i] = rt_now_ms() - t0;
+            t[i] = cm_now_ms() - t0;
     }
-    double ms = rt_median(t, iters);
+    double ms = cm_median(t, iters);
     for (int k = 0; k < 9; k++)
         if (k != 3 && k != 4)
             dnnl_memory_destroy(args[k].memory);

@@ -14,7 +14,7 @@
 
 #include "cudnn_fallback/fallback.h"
 #include "rnnc.h"
-#include "runtime/runtime.h"
+#include "runtime/device/device.h"
 
 #define T_STEPS 100
 

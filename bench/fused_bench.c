@@ -14,7 +14,7 @@
 #include <cJSON.h>
 
 #include "common/common.h"
-#include "runtime/runtime.h"
+#include "runtime/device/device.h"
 
 typedef struct bcase {
     const char *cell;

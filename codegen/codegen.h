@@ -78,7 +78,7 @@ typedef struct cg_cuda_slot {
 typedef struct cg_cuda_plan {
     cg_cuda_launch launch[CG_CUDA_MAX_LAUNCH];
     int n_launch;
-    cg_cuda_slot fold[CG_CUDA_MAX_ITEMS]; /* fold arena: rt_interp_fold of node id */
+    cg_cuda_slot fold[CG_CUDA_MAX_ITEMS]; /* fold arena: rt_eval_fold of node id */
     int n_fold;
     int64_t fold_floats;
     cg_cuda_slot wts[CG_CUDA_MAX_ITEMS];  /* weight arena: matrices by param index */

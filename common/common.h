@@ -3,20 +3,39 @@
  * and writing files that may be hostile or may be in the way.  Every stage
  * above (runtime, frontend, tools) reads and writes files only through it.
  *
- * It includes nothing of rnnc but the public header, so it cannot record
- * rnnc_last_error() itself: each call that fails fills a cm_why with the
- * detail (naming the path) and the caller passes it on with rnnc_fail.
+ * It includes nothing of rnnc but the public header and uses nothing above
+ * it.  The file routines fill a cm_why with the detail (naming the path)
+ * and the caller passes it on with rnnc_fail, adding what it was doing.
  *
- * Sections: writing (file_out.c), reading (file_in.c).
+ * Sections: errors (error.c), writing (file_out.c), reading (file_in.c),
+ * clock and medians (clock.c), environment and logging (env.c), Philox and
+ * dropout (philox.c).
  */
 #ifndef RNNC_COMMON_H
 #define RNNC_COMMON_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "rnnc.h"
+
+/* ---------------------------------------------------------------- errors (error.c) */
+
+/* Records a printf-style detail for rnnc_last_error() and returns `s`. */
+rnnc_status rnnc_fail(rnnc_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Appends more detail to the current error text ("; " separated). */
+void rnnc_fail_append(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+void rnnc_clear_error(void);
 
 /* The detail of a failure, for rnnc_fail(s, "%s", why.text). */
 typedef struct cm_why {
@@ -87,5 +106,32 @@ void cm_in_close(cm_in *in);
  * `max` bytes is RNNC_ERR_FORMAT. */
 rnnc_status cm_read_file(const char *path, unsigned flags, uint64_t max, char **buf,
                          size_t *n, cm_why *why);
+
+
+/* ---------------------------------------------------------------- clock and medians (clock.c) */
+
+double cm_now_ms(void); /* monotonic */
+/* The median of v[n] (n >= 1), sorting v. */
+double cm_median(double *v, int n);
+
+/* ---------------------------------------------------------------- environment (env.c) */
+
+/* The variable is set to exactly `value`. */
+bool cm_env_is(const char *name, const char *value);
+/* Its value read by strtol (base 10), or dflt when it is unset or empty. */
+long cm_env_long(const char *name, long dflt);
+/* RNNC_LOG names `level` ("info", "debug"; "debug" includes "info"). */
+bool cm_log_enabled(const char *level);
+
+/* ---------------------------------------------------------------- Philox and dropout (philox.c) */
+
+/*
+ * Dropout draws one uniform per element from Philox4x32-10 (docs/dropout.md):
+ * u = word (index % 4) of rnnc_philox4x32_10(seed, site, index / 4) * 2^-32;
+ * the element is kept iff u >= p, and kept values are scaled by 1/(1-p).
+ */
+bool cm_dropout_keep(uint64_t seed, uint64_t site, uint64_t index, double p);
+/* 1/(1-p); 0 when p >= 1 (everything dropped). */
+double cm_dropout_scale(double p);
 
 #endif

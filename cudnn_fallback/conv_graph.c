@@ -404,7 +404,7 @@ static double time_plan(rnnc_conv_handle *h, cudnnBackendDescriptor_t plan,
             return -1;
         t[r] = (double)ms / TIME_RUNS;
     }
-    return rt_median(t, TIME_REPS);
+    return cm_median(t, TIME_REPS);
 }
 
 /* A workspace for the candidates: the largest need within 90% of free

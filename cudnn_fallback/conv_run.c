@@ -525,7 +525,7 @@ static double time_legacy(rnnc_conv_handle *h, const fb_conv_entry *e, const voi
         t[r] = (double)ms / 3;
     }
     if (ok)
-        med = rt_median(t, 5);
+        med = cm_median(t, 5);
     cu->EventDestroy(ev[1]);
 destroy_ev0:
     cu->EventDestroy(ev[0]);

@@ -16,7 +16,8 @@
 #ifndef RNNC_FALLBACK_H
 #define RNNC_FALLBACK_H
 
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
+#include "runtime/spec/spec.h"
 
 /* ================================================================ 1. RNN weight layout */
 

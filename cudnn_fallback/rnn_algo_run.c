@@ -255,10 +255,10 @@ static rnnc_cudnn_algo time_candidates(fb_rnn *r, const fb_io *io, CUstream s,
         rnnc_status st = use_algo(r, cand[i]);
         if (st == RNNC_OK)
             st = rt_time_ms(time_once, &ctx, s, 2, 5, &ms);
-        if (rt_log_enabled("info") && st == RNNC_OK)
+        if (cm_log_enabled("info") && st == RNNC_OK)
             fprintf(stderr, "rnnc: cudnn T=%d B=%d %s: %.4f ms\n", r->T, r->B,
                     rnnc_cudnn_algo_name(cand[i]), ms);
-        else if (rt_log_enabled("info"))
+        else if (cm_log_enabled("info"))
             fprintf(stderr, "rnnc: cudnn T=%d B=%d %s: skipped: %s\n", r->T, r->B,
                     rnnc_cudnn_algo_name(cand[i]), rnnc_last_error());
         if (st == RNNC_OK && (best_ms == 0 || ms < best_ms)) {

@@ -7,7 +7,7 @@
  *
  * Sections: dims (dim.c), cell and builder (cell.c, build.c), shapes
  * (shape.c), verifier (verify.c), printer (print.c), passes (pass_*.c),
- * schedule (pass_fuse.c), errors (error.c), arena (arena.c).
+ * schedule (pass_fuse.c), arena (arena.c); errors are common/'s (error.c).
  */
 #ifndef RNNC_IR_H
 #define RNNC_IR_H
@@ -17,23 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/common.h"
 #include "rnnc.h"
-
-/* ---------------------------------------------------------------- errors (error.c) */
-
-/* Records a printf-style detail for rnnc_last_error() and returns `s`. */
-rnnc_status rnnc_fail(rnnc_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-/* Appends more detail to the current error text ("; " separated). */
-void rnnc_fail_append(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-void rnnc_clear_error(void);
 
 /* ---------------------------------------------------------------- arena (arena.c) */
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cudnn_fallback/fallback.h"
+#include "runtime/interp/interp.h"
 
 typedef struct fx_model {
     rt_spec s;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/spec/spec.h"
 #include "testutil.h"
 
 #define TOL 1e-5

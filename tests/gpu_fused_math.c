@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/device/device.h"
 #include "testutil.h"
 
 #define MAX_STATES 4

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "runtime/fused/fused.h"
 
 
 static void desc(rnnc_model_desc *d, rnnc_cell *cell)

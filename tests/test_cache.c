@@ -24,7 +24,7 @@
 
 #include <xxhash.h>
 
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
 
 static const char k_src[] = "extern \"C\" __global__ void scale(float *x, float a, int n)\n"
                             "{\n"

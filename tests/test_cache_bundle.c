@@ -9,7 +9,7 @@
 
 #include <xxhash.h>
 
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
 
 static const char k_src[] = "extern \"C\" __global__ void add1(float *x, int n)\n"
                             "{\n"

@@ -9,7 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "ir/ir.h"
-#include "runtime/runtime.h"
+#include "runtime/device/device.h"
 #include "testutil.h"
 
 typedef struct shape {

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
 
 static char g_dir[4096];
 

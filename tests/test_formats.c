@@ -16,7 +16,7 @@
 
 #include <xxhash.h>
 
-#include "runtime/runtime.h"
+#include "runtime/fused/fused.h"
 
 static char g_dir[4096];
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/fused_grad.h"
+#include "runtime/fused_grad/fused_grad.h"
 #include "testutil.h"
 
 static void compile_clean(const char *src, const char *label)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "runtime/fused/fused.h"
 
 
 /* An interpreter model gives the spec a fused model of the same desc gets. */

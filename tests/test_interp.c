@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/interp/interp.h"
 #include "testutil.h"
 
 enum { M_LSTM, M_GRU, M_TANH, M_RELU };

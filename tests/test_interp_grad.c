@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "runtime/interp/interp.h"
 #include "testutil.h"
 
 static const char every_op_cell[] =

@@ -1,6 +1,6 @@
 /*
  * test_interp_ops.c: the interpreter's every op against the same formula
- * written plainly here; rt_interp_fold; the fp32 backend object behind the
+ * written plainly here; rt_eval_fold; the fp32 backend object behind the
  * model API; and the errors a bad call gets.
  */
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/interp/interp.h"
 #include "testutil.h"
 
 #define I_ 4
@@ -167,16 +167,16 @@ static void test_fold(void **st)
     for (int j = 0; j < H; j++)
         ref[j] = ((double)bi[1][j] + bh[1][j]) * 2.0;
     tu_poison_f32(out, 2 * H);
-    assert_ok(rt_interp_fold(c, sz, &rw, 1, two, out));
+    assert_ok(rt_eval_fold(c, sz, &rw, 1, two, out));
     assert_true(tu_rel_err_f32(out, ref, H) <= 1e-7);
     assert_true(isnan(out[H])); /* no more than its H values */
     for (int j = 0; j < 2 * H; j++)
         ref[j] = j < H ? cw[1][H + j] : bh[1][j - H];
     tu_poison_f32(out, 2 * H);
-    assert_ok(rt_interp_fold(c, sz, &rw, 1, sw, out));
+    assert_ok(rt_eval_fold(c, sz, &rw, 1, sw, out));
     assert_true(tu_rel_err_f32(out, ref, 2 * H) == 0.0);
-    assert_status(rt_interp_fold(c, sz, &rw, 1, h2, out), RNNC_ERR_INVALID_ARG);
-    assert_status(rt_interp_fold(c, sz, &rw, 2, two, out), RNNC_ERR_INVALID_ARG);
+    assert_status(rt_eval_fold(c, sz, &rw, 1, h2, out), RNNC_ERR_INVALID_ARG);
+    assert_status(rt_eval_fold(c, sz, &rw, 2, two, out), RNNC_ERR_INVALID_ARG);
     rnnc_cell_destroy(c);
 }
 

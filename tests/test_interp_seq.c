@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/interp/interp.h"
 #include "testutil.h"
 
 typedef struct model {
@@ -173,7 +173,7 @@ static void test_dropout_between_layers(void **st)
     assert_ok(run(&m, &k0));
     int64_t dropped = 0, live = 0;
     for (int64_t i = 0; i < ny; i++) {
-        bool keep = rt_dropout_keep(seed, rt_dropout_site_layer(0), (uint64_t)i, p);
+        bool keep = cm_dropout_keep(seed, rt_dropout_site_layer(0), (uint64_t)i, p);
         live += y0[i] != 0.0;
         dropped += y0[i] != 0.0 && !keep;
         y0[i] = keep ? y0[i] / (1.0 - p) : 0.0;
@@ -223,7 +223,7 @@ static void test_dropout_in_cell(void **st)
                         continue;
                     }
                     uint64_t idx = (uint64_t)((t * m.B + b) * m.H + j);
-                    bool keep = rt_dropout_keep(seed, rt_dropout_site_cell(d, k_site), idx, p);
+                    bool keep = cm_dropout_keep(seed, rt_dropout_site_cell(d, k_site), idx, p);
                     double want = keep ? ye[at] / (1.0 - p) : 0.0;
                     assert_true(fabs(yt[at] - want) <= 1e-15 * fabs(want));
                     live++;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "runtime/interp/interp.h"
 #include "testutil.h"
 
 typedef struct fixture {

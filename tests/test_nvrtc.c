@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/device/device.h"
 
 static const char k_grid_sync_src[] =
     "#include <cooperative_groups.h>\n"

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "runtime/runtime.h"
+#include "runtime/spec/spec.h"
 #include "testutil.h"
 
 static void expect_block(uint64_t seed, uint64_t hi, uint64_t lo, uint32_t w0, uint32_t w1,
@@ -63,20 +63,20 @@ static void test_keep_definition(void **st)
         uint32_t w[4];
         rnnc_philox4x32_10(seed, site, index / 4, w);
         double u = w[index % 4] / 4294967296.0;
-        assert_int_equal(rt_dropout_keep(seed, site, index, p), u >= p);
+        assert_int_equal(cm_dropout_keep(seed, site, index, p), u >= p);
     }
-    assert_true(rt_dropout_keep(seed, 3, 5, 0.0));
-    assert_false(rt_dropout_keep(seed, 3, 5, 1.0));
-    assert_true(fabs(rt_dropout_scale(0.25) - 4.0 / 3.0) < 1e-15);
-    assert_true(rt_dropout_scale(0.0) == 1.0);
-    assert_true(rt_dropout_scale(1.0) == 0.0);
+    assert_true(cm_dropout_keep(seed, 3, 5, 0.0));
+    assert_false(cm_dropout_keep(seed, 3, 5, 1.0));
+    assert_true(fabs(cm_dropout_scale(0.25) - 4.0 / 3.0) < 1e-15);
+    assert_true(cm_dropout_scale(0.0) == 1.0);
+    assert_true(cm_dropout_scale(1.0) == 0.0);
 }
 
 static double keep_fraction(uint64_t seed, uint64_t site, double p, int n)
 {
     int kept = 0;
     for (int i = 0; i < n; i++)
-        kept += rt_dropout_keep(seed, site, (uint64_t)i, p);
+        kept += cm_dropout_keep(seed, site, (uint64_t)i, p);
     return (double)kept / n;
 }
 
@@ -96,10 +96,10 @@ static void test_keep_statistics(void **st)
     /* Different seeds and different sites give different masks. */
     int diff_seed = 0, diff_site = 0;
     for (int i = 0; i < 256; i++) {
-        bool a = rt_dropout_keep(seed, 1, (uint64_t)i, 0.5);
-        diff_seed += a != rt_dropout_keep(seed + 1, 1, (uint64_t)i, 0.5);
-        diff_site += a != rt_dropout_keep(seed, rt_dropout_site_cell(0, 0), (uint64_t)i, 0.5);
-        assert_int_equal(a, rt_dropout_keep(seed, 1, (uint64_t)i, 0.5));
+        bool a = cm_dropout_keep(seed, 1, (uint64_t)i, 0.5);
+        diff_seed += a != cm_dropout_keep(seed + 1, 1, (uint64_t)i, 0.5);
+        diff_site += a != cm_dropout_keep(seed, rt_dropout_site_cell(0, 0), (uint64_t)i, 0.5);
+        assert_int_equal(a, cm_dropout_keep(seed, 1, (uint64_t)i, 0.5));
     }
     assert_true(diff_seed > 64 && diff_seed < 192);
     assert_true(diff_site > 64 && diff_site < 192);

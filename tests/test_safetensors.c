@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/runtime.h"
+#include "runtime/tensor/tensor.h"
 
 static uint64_t g_seed;
 

@@ -6,7 +6,7 @@
  * seeded random data (cli_data.c), the tensors of the files (cli_files.c).
  * Everything goes through the public API (rnnc.h), except `rnnc cache`,
  * which reads the kernel cache, the GPU's name in `rnnc compare --json`,
- * the host clock rt_now_ms, `rnnc compile` keeping the cache unwritten and
+ * the host clock cm_now_ms, `rnnc compile` keeping the cache unwritten and
  * `rnnc run --bundle` asking whether the bundle served (runtime.h).
  */
 #ifndef RNNC_CLI_H

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/runtime.h" /* rt_now_ms */
+#include "common/common.h"
 #include "tools/cli.h"
 
 #define SHOW_AFTER_MS 1000.0
@@ -43,7 +43,7 @@ static void *tick(void *arg)
         until.tv_sec += until.tv_nsec / 1000000000L;
         until.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&g.cv, &g.mu, &until);
-        double ms = rt_now_ms() - g.t0;
+        double ms = cm_now_ms() - g.t0;
         if (!g.stop && ms >= SHOW_AFTER_MS) {
             fprintf(stderr, "\r%s ... %.1f s\033[K", g.what, ms / 1000.0);
             fflush(stderr);
@@ -60,7 +60,7 @@ void cli_progress_begin(const char *what)
     if (!g.enabled)
         return;
     snprintf(g.what, sizeof g.what, "%s", what);
-    g.t0 = rt_now_ms();
+    g.t0 = cm_now_ms();
     g.stop = g.shown = false;
     g.running = pthread_create(&g.thread, NULL, tick, NULL) == 0;
 }

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
 #include "tools/cli.h"
 
 static const char cache_help[] =

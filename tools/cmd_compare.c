@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "runtime/runtime.h" /* rt_now_ms */
+#include "common/common.h"
 #include "tools/cli.h"
 
 static const char compare_help[] =
@@ -157,9 +157,9 @@ static rnnc_status run_row(cli_compare *c, const rnnc_cell *cell, rnnc_hoist hoi
         goto destroy;
     }
     rnnc_forward_args a = cli_io_args(&r->io, c->m.training);
-    double t0 = rt_now_ms();
+    double t0 = cm_now_ms();
     s = rnnc_model_forward(m, &a);
-    r->ms = rt_now_ms() - t0;
+    r->ms = cm_now_ms() - t0;
     r->runs = 1;
     if (s == RNNC_OK)
         cli_io_finish(&r->io);

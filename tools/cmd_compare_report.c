@@ -11,7 +11,7 @@
 
 #include <cJSON.h>
 
-#include "runtime/runtime.h"
+#include "runtime/device/device.h"
 #include "tools/cli.h"
 
 /* "NVIDIA H100 ..., sm_90, ..." or "" when no GPU is usable. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h" /* rt_cache_set_writes */
+#include "runtime/cache/cache.h"
 #include "tools/cli.h"
 
 static const char compile_help[] =

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "common/common.h"
 #include "tools/cli.h"
 
 static const char conv_help[] =
@@ -482,12 +482,12 @@ static rnnc_status run_once(const conv_args *a, const rnnc_conv *c, const dev *d
 static rnnc_status time_runs(const conv_args *a, const rnnc_conv *c, const dev *d, double *ms)
 {
     rnnc_status s = rnnc_device_sync(NULL);
-    double t0 = rt_now_ms();
+    double t0 = cm_now_ms();
     for (int i = 0; s == RNNC_OK && i < a->iters; i++)
         s = run_once(a, c, d);
     if (s == RNNC_OK)
         s = rnnc_device_sync(NULL);
-    *ms = (rt_now_ms() - t0) / (double)a->iters;
+    *ms = (cm_now_ms() - t0) / (double)a->iters;
     return s;
 }
 

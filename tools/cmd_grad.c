@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h" /* rt_now_ms */
+#include "runtime/tensor/tensor.h"
 #include "tools/cli.h"
 
 static const char grad_help[] =
@@ -218,7 +218,7 @@ static rnnc_status grad(grad_args *r)
         (s = cli_load_weights(&r->m, cell, hoist, r->weights, &w)) ||
         (s = create_model(r, cell, hoist, &m)))
         goto free_tensors;
-    double t0 = rt_now_ms();
+    double t0 = cm_now_ms();
     if ((s = cli_set_weights(m, &r->m, w, r->weights)) ||
         (s = cli_io_alloc(&io, m, cell, &r->m, T, B)) ||
         (s = cli_read_inputs(in, &io, cell, r->input)) ||
@@ -230,7 +230,7 @@ static rnnc_status grad(grad_args *r)
            "and the initial states given written to %s\n",
            rnnc_cell_name(cell), (long long)r->m.layers, r->m.layers == 1 ? "" : "s",
            r->m.bidirectional ? ", bidirectional" : "", rnnc_backend_name(rnnc_model_backend(m)),
-           rt_now_ms() - t0, rnnc_model_weight_count(m), r->out);
+           cm_now_ms() - t0, rnnc_model_weight_count(m), r->out);
 free_model:
     rnnc_tensors_destroy(out);
     grads_free(&g, io.n_states);

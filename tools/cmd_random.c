@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "runtime/tensor/tensor.h"
 #include "tools/cli.h"
 
 static const char random_help[] =

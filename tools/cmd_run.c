@@ -8,7 +8,7 @@
 
 #include <cJSON.h>
 
-#include "runtime/runtime.h" /* rt_now_ms, rt_cache_origin_count */
+#include "runtime/cache/cache.h"
 #include "tools/cli.h"
 
 static const char run_help[] =
@@ -150,9 +150,9 @@ static rnnc_status forward(run_args *r, const rnnc_tensors *in, rnnc_model *m,
     if (s != RNNC_OK)
         return s;
     rnnc_forward_args a = cli_io_args(io, r->m.training);
-    double t0 = rt_now_ms();
+    double t0 = cm_now_ms();
     s = rnnc_model_forward(m, &a);
-    *ms = rt_now_ms() - t0;
+    *ms = cm_now_ms() - t0;
     if (s == RNNC_OK)
         cli_io_finish(io);
     return s;

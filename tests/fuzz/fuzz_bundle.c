@@ -10,7 +10,7 @@
 #include <math.h>
 #include <xxhash.h>
 
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
 #include "tests/fuzz/fuzz.h"
 
 /* The 32-byte header of runtime/bundle.c (docs/cache.md). */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
-#include "runtime/runtime.h"
+#include "runtime/cache/cache.h"
 #include "tests/fuzz/fuzz.h"
 
 /* Offsets in the 128-byte entry header of runtime/cache_disk.c (docs/cache.md). */

@@ -4,7 +4,7 @@
  * dtypes, shapes, bytes) must come back (save -> load).
  */
 #include "rnnc.h"
-#include "runtime/runtime.h"
+#include "runtime/tensor/tensor.h"
 #include "tests/fuzz/fuzz.h"
 
 static void check_same(const rnnc_tensors *a, const rnnc_tensors *b)

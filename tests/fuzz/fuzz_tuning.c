@@ -8,7 +8,7 @@
  */
 #include <dirent.h>
 
-#include "runtime/runtime.h"
+#include "runtime/fused/fused.h"
 #include "tests/fuzz/fuzz.h"
 
 static const char k_key[] = "fused lstm#0123456789abcdef I=8 H=8 sm_90 sms=132 B=4";

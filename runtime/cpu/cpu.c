@@ -1,0 +1,185 @@
+/*
+ * cpu.c: the CPU backend object: create (schedule, plan and JIT-compile
+ * each distinct cell of the model: layer 0, and layers > 0), bind (pack
+ * every W into panels and compute the fold vectors once per weight
+ * change) and destroy; the model API times it.  The forward itself is cpu_run.c.
+ */
+#define _POSIX_C_SOURCE 200809L
+#ifdef RNNC_HAVE_LLVM
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "runtime/cpu/cpu.h"
+
+float *rt_cpu_alloc(size_t floats)
+{
+    size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+static rnnc_status prepare_fn(const rt_spec *s, int k, rt_cpu_fn *out)
+{
+    out->arena = ir_arena_create();
+    if (!out->arena)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    out->sched = ir_arena_alloc(out->arena, sizeof(ir_schedule));
+    out->plan = ir_arena_alloc(out->arena, sizeof(cg_cpu_plan));
+    if (!out->sched || !out->plan)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    rnnc_status st = pass_fuse(s->fn[k], s->hoist, out->arena, out->sched);
+    if (st == RNNC_OK)
+        st = cg_cpu_plan_build(out->sched, s->sizes[k], rt_cpu_vector_width(), out->arena,
+                               out->plan);
+    if (st == RNNC_OK)
+        st = rt_cpu_compile(out->plan, s->hoist, &out->code);
+    return st;
+}
+
+static void cpu_free_bound(rt_cpu_model *m)
+{
+    if (!m->bound)
+        return;
+    for (int p = 0; p < m->spec.layers * m->spec.dirs; p++) {
+        const cg_cpu_plan *pl = m->fn[p >= m->spec.dirs].plan;
+        for (int32_t g = 0; m->bound[p].packed && g < pl->n_gemms; g++)
+            free(m->bound[p].packed[g]);
+        for (int32_t s = 0; m->bound[p].fold && s < pl->n_slots; s++)
+            free(m->bound[p].fold[s]);
+        free(m->bound[p].packed);
+        free(m->bound[p].fold);
+    }
+    free(m->bound);
+    m->bound = NULL;
+}
+
+static void cpu_destroy(void *state)
+{
+    rt_cpu_model *m = state;
+    if (!m)
+        return;
+    cpu_free_bound(m);
+    rt_cpu_pool_destroy(m->pool);
+    for (int k = 0; k < 2; k++)
+        ir_arena_destroy(m->fn[k].arena);
+    free(m->ws);
+    free(m);
+}
+
+static rnnc_status cpu_create(const rt_spec *s, void **state)
+{
+    if (!s || !state || !s->fn[0] || s->layers < 1 || (s->layers > 1 && !s->fn[1]))
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: incomplete model spec");
+    if (s->dtype != RNNC_F32 && !rt_dtype_is_half(s->dtype))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: f32, f16 and bf16 models run on the CPU (got %s)",
+                         rnnc_dtype_name(s->dtype));
+    rt_cpu_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    m->spec = *s;
+    rnnc_status st = RNNC_OK;
+    for (int k = 0; k < (s->layers > 1 ? 2 : 1) && st == RNNC_OK; k++)
+        st = prepare_fn(s, k, &m->fn[k]);
+    if (st == RNNC_OK)
+        st = rt_cpu_pool_create(rt_cpu_thread_count(), &m->pool);
+    if (st != RNNC_OK) {
+        cpu_destroy(m);
+        return st;
+    }
+    *state = m;
+    return RNNC_OK;
+}
+
+/* W [n, k] row-major into panels [n/nr][k][nr], zero past n. */
+static float *pack(const float *w, int64_t n, int64_t k, int nr)
+{
+    int64_t np = (n + nr - 1) / nr;
+    float *out = rt_cpu_alloc((size_t)(np * k * nr));
+    if (!out)
+        return NULL;
+    for (int64_t p = 0; p < np; p++)
+        for (int64_t c = 0; c < nr && p * nr + c < n; c++) {
+            const float *row = w + (p * nr + c) * k;
+            float *dst = out + p * k * nr + c;
+            for (int64_t kk = 0; kk < k; kk++)
+                dst[kk * nr] = row[kk];
+        }
+    return out;
+}
+
+static rnnc_status bind_pseudo(rt_cpu_model *m, const rt_weights *w, int p)
+{
+    int layer = p / m->spec.dirs;
+    const cg_cpu_plan *pl = m->fn[layer > 0].plan;
+    rt_cpu_bound *b = &m->bound[p];
+    b->packed = calloc((size_t)pl->n_gemms + 1, sizeof(float *));
+    b->fold = calloc((size_t)pl->n_slots + 1, sizeof(float *));
+    if (!b->packed || !b->fold)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
+    for (int32_t g = 0; g < pl->n_gemms; g++) {
+        const cg_gemm *gm = &pl->gemms[g];
+        const float *src = rt_weight(w, p, gm->param);
+        if (!src)
+            return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: weight '%s' of pseudo-layer %d is missing",
+                             pl->fn->params[gm->param].name, p);
+        if (!(b->packed[g] = pack(src, gm->n, gm->k, pl->nr)))
+            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory packing weights");
+    }
+    for (int32_t s = 0; s < pl->n_slots; s++) {
+        if (pl->slots[s].kind != CG_SLOT_FOLD)
+            continue;
+        if (!(b->fold[s] = rt_cpu_alloc((size_t)(pl->slots[s].ld + 2 * pl->nr))))
+            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
+        rnnc_status st = rt_eval_fold(pl->fn, pl->sizes, w, p, pl->slots[s].index, b->fold[s]);
+        if (st != RNNC_OK)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status cpu_bind(void *state, const rt_weights *w)
+{
+    rt_cpu_model *m = state;
+    int np = m->spec.layers * m->spec.dirs;
+    if (!w || w->pseudo_layers < np)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: weights for %d pseudo-layers (want %d)",
+                         w ? w->pseudo_layers : 0, np);
+    cpu_free_bound(m);
+    m->bound = calloc((size_t)np, sizeof(rt_cpu_bound));
+    if (!m->bound)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
+    rnnc_status st = RNNC_OK;
+    for (int p = 0; p < np && st == RNNC_OK; p++)
+        st = bind_pseudo(m, w, p);
+    if (st != RNNC_OK)
+        cpu_free_bound(m);
+    return st;
+}
+
+static rnnc_status cpu_forward_f32(void *state, const rnnc_forward_args *a)
+{
+    return rt_cpu_forward(state, a);
+}
+
+static rnnc_status cpu_forward(void *state, const rnnc_forward_args *a)
+{
+    const rt_cpu_model *m = state;
+    if (rt_dtype_is_half(m->spec.dtype))
+        return rt_forward_half(&m->spec, a, cpu_forward_f32, state);
+    return rt_cpu_forward(state, a);
+}
+
+const rt_backend rt_backend_cpu = {
+    .name = "cpu",
+    .create = cpu_create,
+    .bind = cpu_bind,
+    .forward = cpu_forward,
+    .time_forward = NULL, /* the model API times it on the host clock */
+    .backward = NULL,
+    .weight_grad = NULL,
+    .destroy = cpu_destroy,
+};
+#endif /* RNNC_HAVE_LLVM */

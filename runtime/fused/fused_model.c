@@ -1,0 +1,400 @@
+/*
+ * fused_model.c: a whole model on the fused path.  Each (layer, direction)
+ * is the hoisted GEMMs plus a persistent step kernel: layer l+1's GEMM
+ * reads layer l's output, the two directions of a layer write their halves
+ * of each row of it (as nn.LSTM concatenates them), the reverse direction
+ * starts at each row's own end.  Where the kernels are sized for half the
+ * SMs (rt_fused_share), the two directions of a layer run at once on two
+ * streams, and the layers of a unidirectional model run as a wavefront of
+ * time chunks: layer l+1 works on chunk c while layer l works on chunk
+ * c+1, its GEMM for chunk c on a third stream.  Lengths are a per-row step
+ * limit inside the step kernel.  Dropout between layers (training) is a
+ * small kernel drawing the interpreter's Philox stream, so the masks are
+ * the same bit for bit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fused/fused.h"
+
+#ifdef RT_HAVE_CUDA_H
+
+int64_t rt_fused_wts_at(const rt_fused *m, int p)
+{
+    int d = m->spec.dirs;
+    return p <= d ? p * m->arena_wts[0] : d * m->arena_wts[0] + (p - d) * m->arena_wts[1];
+}
+
+int64_t rt_fused_fold_at(const rt_fused *m, int p)
+{
+    int d = m->spec.dirs;
+    return p <= d ? p * m->arena_fold[0] : d * m->arena_fold[0] + (p - d) * m->arena_fold[1];
+}
+
+/* Philox4x32-10 as runtime/philox.c; u = word * 2^-32 in double, kept iff
+ * u >= p, so the decision is exactly the interpreter's. */
+static const char k_dropout_src[] =
+    "#define M0 0xD2511F53u\n#define M1 0xCD9E8D57u\n#define W0 0x9E3779B9u\n#define W1 0xBB67AE85u\n"
+    "extern \"C\" __global__ void rnnc_dropout(float *buf, long long n, int B, int T, int W, int bf,\n"
+    "    unsigned long long seed, unsigned long long site, double p, float scale)\n{\n"
+    "    const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (q * 4 >= n) return;\n"
+    "    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"
+    "    unsigned c0 = (unsigned)q, c1 = (unsigned)((unsigned long long)q >> 32), c2 = (unsigned)site,\n"
+    "             c3 = (unsigned)(site >> 32);\n"
+    "    for (int r = 0; r < 10; ++r) {\n"
+    "        if (r > 0) { k0 += W0; k1 += W1; }\n"
+    "        const unsigned long long p0 = (unsigned long long)M0 * c0, p1 = (unsigned long long)M1 * c2;\n"
+    "        const unsigned h0 = (unsigned)(p0 >> 32), l0 = (unsigned)p0, h1 = (unsigned)(p1 >> 32),\n"
+    "                       l1 = (unsigned)p1;\n"
+    "        const unsigned o1 = c1, o3 = c3;\n"
+    "        c0 = h1 ^ o1 ^ k0; c1 = l1; c2 = h0 ^ o3 ^ k1; c3 = l0;\n"
+    "    }\n"
+    "    const unsigned w[4] = {c0, c1, c2, c3};\n"
+    "    for (int j = 0; j < 4; ++j) {\n"
+    "        const long long i = q * 4 + j;\n"
+    "        if (i >= n) return;\n"
+    "        const long long col = i % W, r = i / W, t = r / B, b = r % B;\n"
+    "        const long long at = bf ? (b * T + t) * W + col : i;\n"
+    "        const bool keep = (double)w[j] * (1.0 / 4294967296.0) >= p;\n"
+    "        buf[at] = keep ? buf[at] * scale : 0.f;\n"
+    "    }\n}\n";
+
+static rnnc_status dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
+                           CUstream s)
+{
+    return rt_fused_dropout(m, layer, buf, T, B, m->spec.batch_first, s);
+}
+
+rnnc_status rt_fused_dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
+                             bool batch_first, CUstream s)
+{
+    if (!m->drop_loaded) {
+        const char *names[] = {"rnnc_dropout"};
+        rt_kernel_req req = {.source = k_dropout_src, .name = "fused_dropout", .kernels = names,
+                             .n_kernels = 1};
+        rnnc_status st = rt_kernel_get(&req, m->spec.device, &m->drop);
+        if (st)
+            return st;
+        m->drop_loaded = true;
+    }
+    long long n = (long long)(T * B * m->spec.dirs * m->spec.hout);
+    int Bi = (int)B, Ti = (int)T, W = (int)(m->spec.dirs * m->spec.hout), bf = batch_first;
+    unsigned long long seed = m->spec.seed, site = rt_dropout_site_layer(layer);
+    double p = m->spec.dropout;
+    float scale = (float)cm_dropout_scale(p);
+    void *args[] = {&buf, &n, &Bi, &Ti, &W, &bf, &seed, &site, &p, &scale};
+    unsigned grid[3] = {(unsigned)((n / 4 + 256) / 256), 1, 1}, block[3] = {256, 1, 1};
+    return rt_launch(m->drop.fn[0], grid, block, 0, s, args, false);
+}
+
+/* Copies between the caller's buffer (host or device) and device memory. */
+static rnnc_status move(CUdeviceptr dev, const void *user, size_t n, bool user_dev, bool in,
+                        CUstream s)
+{
+    if (user_dev)
+        return in ? rt_dev_copy(dev, (CUdeviceptr)(uintptr_t)user, n, s)
+                  : rt_dev_copy((CUdeviceptr)(uintptr_t)user, dev, n, s);
+    return in ? rt_dev_upload(dev, user, n, s) : rt_dev_download((void *)user, dev, n, s);
+}
+
+static const cg_cuda_plan *plan_of(const rt_fused *m, int p)
+{
+    return p >= m->spec.dirs ? &m->up.plan : &m->plan;
+}
+
+/* Pseudo-layer p's three copies of its states. */
+static CUdeviceptr st_of(const rt_fused *m, int p)
+{
+    return m->st + (CUdeviceptr)(p * rt_fused_st_stride(m) * 4);
+}
+
+/* Pseudo-layer p's initial states into copy 0: init[k] is [L*D, B, n_k]. */
+static rnnc_status states_in(rt_fused *m, const rnnc_forward_args *a, int p, CUstream s)
+{
+    const cg_cuda_plan *pl = plan_of(m, p);
+    for (int i = 0; i < pl->n_states; i++) {
+        CUdeviceptr dst = st_of(m, p) + (CUdeviceptr)pl->state[i].offset * 4;
+        size_t n = (size_t)(a->batch * pl->state[i].count) * 4;
+        const void *src = a->init ? a->init[i] : NULL;
+        rnnc_status st = src ? move(dst, (const char *)src + (size_t)p * n, n, a->device_pointers,
+                                    true, s)
+                             : rt_dev_zero(dst, n, s);
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+/* Pseudo-layer p's final states, from the third copy (FIN). */
+static rnnc_status states_out(rt_fused *m, const rnnc_forward_args *a, int p, CUstream s)
+{
+    const cg_cuda_plan *pl = plan_of(m, p);
+    CUdeviceptr fin = st_of(m, p) + (CUdeviceptr)(2 * pl->state_floats * 4);
+    for (int i = 0; a->final && i < pl->n_states; i++) {
+        if (!a->final[i])
+            continue;
+        size_t n = (size_t)(a->batch * pl->state[i].count) * 4;
+        rnnc_status st = move(fin + (CUdeviceptr)pl->state[i].offset * 4,
+                              (char *)a->final[i] + (size_t)p * n, n, a->device_pointers, false, s);
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+/* ---------------------------------------------------------------- streams, events */
+
+static rnnc_status make_streams(rt_fused *m)
+{
+    const rt_cuda_api *cu = rt_cu();
+    for (int i = 0; i < 3; i++)
+        if (!m->aux[i]) {
+            rnnc_status st = rt_cuda_check(cu->StreamCreate(&m->aux[i], CU_STREAM_NON_BLOCKING),
+                                           "cuStreamCreate");
+            if (st)
+                return st;
+        }
+    return RNNC_OK;
+}
+
+static rnnc_status make_events(rt_fused *m, int n)
+{
+    if (m->ev_n >= n)
+        return RNNC_OK;
+    CUevent *e = realloc(m->ev, (size_t)n * sizeof *e);
+    if (!e)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for events");
+    m->ev = e;
+    const rt_cuda_api *cu = rt_cu();
+    for (; m->ev_n < n; m->ev_n++) {
+        rnnc_status st = rt_cuda_check(cu->EventCreate(&m->ev[m->ev_n], CU_EVENT_DISABLE_TIMING),
+                                       "cuEventCreate");
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+void rt_fused_streams_free(rt_fused *m)
+{
+    const rt_cuda_api *cu = rt_cu();
+    for (int i = 0; cu && i < m->ev_n; i++)
+        cu->EventDestroy(m->ev[i]);
+    free(m->ev);
+    m->ev = NULL;
+    m->ev_n = 0;
+    for (int i = 0; cu && i < 3; i++)
+        if (m->aux[i])
+            cu->StreamDestroy(m->aux[i]);
+    memset(m->aux, 0, sizeof m->aux);
+}
+
+/* waiter waits for what signaller has been given so far (through event e). */
+static rnnc_status after(CUstream waiter, CUevent e, CUstream signaller)
+{
+    const rt_cuda_api *cu = rt_cu();
+    rnnc_status st = rt_cuda_check(cu->EventRecord(e, signaller), "cuEventRecord");
+    return st ? st : rt_cuda_check(cu->StreamWaitEvent(waiter, e, 0), "cuStreamWaitEvent");
+}
+
+/* ---------------------------------------------------------------- lengths */
+
+/* Steps per chunk of the wavefront: RNNC_FUSED_CHUNK, else about an eighth
+ * of the sequence and at least 8 (each chunk relaunches the step kernels). */
+static int chunk_steps(int64_t T)
+{
+    long v = cm_env_long("RNNC_FUSED_CHUNK", 0);
+    if (v <= 0)
+        v = (long)((T + 7) / 8) < 8 ? 8 : (long)((T + 7) / 8);
+    return (int)(v < T ? v : T);
+}
+
+/* The lengths, then (chunks > 0) each chunk's: chunk c of C steps sees a
+ * row as min(max(len - cC, 0), C) long, so it starts where the last chunk
+ * stopped and a group whose rows have ended does nothing (its states stay
+ * in FIN from the chunk before). */
+static rnnc_status upload_lengths(rt_fused *m, const rnnc_forward_args *a, int C, int chunks,
+                                  CUstream s)
+{
+    m->dlen_used = a->lengths != NULL;
+    if (!a->lengths)
+        return RNNC_OK;
+    int64_t B = a->batch, n = B * (1 + chunks);
+    if (m->hlen_n < n) {
+        int *h = realloc(m->hlen, (size_t)n * sizeof *h);
+        if (!h)
+            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for lengths");
+        m->hlen = h;
+        m->hlen_n = n;
+    }
+    for (int64_t b = 0; b < B; b++) {
+        m->hlen[b] = (int)a->lengths[b];
+        for (int c = 0; c < chunks; c++) {
+            int64_t r = a->lengths[b] - (int64_t)c * C;
+            m->hlen[(1 + c) * B + b] = (int)(r < 0 ? 0 : r > C ? C : r);
+        }
+    }
+    rnnc_status st;
+    if ((st = rt_fused_grow(&m->dlen, &m->dlen_n, (size_t)n * sizeof(int))) ||
+        (st = rt_dev_upload(m->dlen, m->hlen, (size_t)n * sizeof(int), s)))
+        return st;
+    /* the upload reads hlen asynchronously; the next forward may rewrite it */
+    return rt_dev_sync(s);
+}
+
+static CUdeviceptr len_of(const rt_fused *m, int64_t B, int chunk)
+{
+    return m->dlen_used ? m->dlen + (CUdeviceptr)((1 + chunk) * B * 4) : 0;
+}
+
+/* ---------------------------------------------------------------- layers one by one */
+
+static rt_fused_job whole_job(const rt_fused *m, const rnnc_forward_args *a, int l, int d,
+                              CUdeviceptr in, CUdeviceptr out, int slot)
+{
+    int p = l * m->spec.dirs + d;
+    return (rt_fused_job){.k = l > 0, .p = p, .T = (int)a->seq_len, .slot = slot, .rev = d == 1,
+                          .x = in, .y = out + (CUdeviceptr)(d * m->spec.hout * 4),
+                          .st = st_of(m, p), .hz = m->slot[slot].hz,
+                          .len = len_of(m, a->batch, -1)};
+}
+
+/* One layer: its directions one after the other, or (share > 1, two
+ * directions) at once on s and aux[0], each with its own scratch. */
+static rnnc_status run_layer(rt_fused *m, const rnnc_forward_args *a, int l, CUdeviceptr in,
+                             CUdeviceptr out, CUstream s)
+{
+    size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    bool both = m->share > 1 && m->spec.dirs == 2;
+    rnnc_status st;
+    /* a group of rows that has ended writes nothing more: its zeros come from here */
+    if (a->lengths &&
+        (st = rt_dev_zero(out, TB * (size_t)(m->spec.dirs * m->spec.hout) * 4, s)))
+        return st;
+    if (both && (st = after(m->aux[0], m->ev[0], s)))
+        return st;
+    for (int d = 0; d < m->spec.dirs; d++) {
+        CUstream sd = both && d == 1 ? m->aux[0] : s;
+        rt_fused_job j = whole_job(m, a, l, d, in, out, both ? d : 0);
+        if ((st = rt_fused_launch(m, &j, RT_FUSED_HOIST | RT_FUSED_STEP, sd)))
+            return st;
+    }
+    return both ? after(s, m->ev[1], m->aux[0]) : RNNC_OK;
+}
+
+static rnnc_status run_layers(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
+                              CUdeviceptr y, CUstream s)
+{
+    CUdeviceptr in = x;
+    rnnc_status st = RNNC_OK;
+    for (int l = 0; st == RNNC_OK && l < m->spec.layers; l++) {
+        CUdeviceptr out = l == m->spec.layers - 1 ? y : m->lay[l & 1];
+        st = run_layer(m, a, l, in, out, s);
+        if (st == RNNC_OK && a->training && m->spec.dropout > 0 && l + 1 < m->spec.layers)
+            st = dropout(m, l, out, a->seq_len, a->batch, s);
+        in = out;
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------- the wavefront */
+
+typedef struct wave {
+    rt_fused *m;
+    const rnnc_forward_args *a;
+    CUstream step[2], gemm[2];
+    int C, chunks;
+    int64_t W, B; /* floats per row of a layer's output; batch */
+} wave;
+
+static CUevent wave_ev(const wave *w, int kind, int l, int c)
+{
+    return w->m->ev[4 + (kind * w->m->spec.layers + l) * w->chunks + c];
+}
+
+/* Layer l, chunk c: its GEMM on the GEMM stream once layer l-1 has
+ * finished the chunk, then the step kernel over the chunk from the states
+ * the last chunk left (FIN, copied to copy 0).  The GEMM runs per chunk in
+ * layer 0 too: hoisted values lie in planes of T*B rows, so the GEMM and
+ * the step kernel must see the same T. */
+static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdeviceptr out)
+{
+    rt_fused *m = w->m;
+    const cg_cuda_plan *pl = plan_of(m, l);
+    int t0 = c * w->C, Tc = (int)(w->a->seq_len - t0 < w->C ? w->a->seq_len - t0 : w->C);
+    size_t rows = (size_t)t0 * (size_t)w->B;
+    CUstream s = w->step[l & 1], g = w->gemm[l & 1];
+    rt_fused_job j = {.k = l > 0, .p = l, .T = Tc, .slot = l & 1, .rev = false,
+                      .x = in + (CUdeviceptr)(rows * (size_t)pl->in_cols * 4),
+                      .y = out + (CUdeviceptr)(rows * (size_t)w->W * 4), .st = st_of(m, l),
+                      .hz = m->slot[l & 1].hz + (CUdeviceptr)(rows * (size_t)pl->hz_cols * 4),
+                      .len = len_of(m, w->B, c)};
+    rnnc_status st;
+    if ((l > 0 && (st = rt_cuda_check(rt_cu()->StreamWaitEvent(g, wave_ev(w, 0, l - 1, c), 0),
+                                      "cuStreamWaitEvent"))) ||
+        (st = rt_fused_launch(m, &j, RT_FUSED_HOIST, g)) ||
+        (st = after(s, wave_ev(w, 1, l, c), g)))
+        return st;
+    if (w->a->lengths && (st = rt_dev_zero(j.y, (size_t)Tc * (size_t)w->B * (size_t)w->W * 4, s)))
+        return st;
+    if ((st = rt_fused_launch(m, &j, RT_FUSED_STEP, s)))
+        return st;
+    if (c + 1 < w->chunks &&
+        (st = rt_dev_copy(j.st, j.st + (CUdeviceptr)(2 * pl->state_floats * 4),
+                          (size_t)pl->state_floats * 4, s)))
+        return st;
+    return rt_cuda_check(rt_cu()->EventRecord(wave_ev(w, 0, l, c), s), "cuEventRecord");
+}
+
+/* Layers in order, each on its parity's streams, chunks in order: layer l
+ * waits for layer l-1 chunk by chunk, so two layers run at once. */
+static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
+                            CUdeviceptr y, CUstream s, int C, int chunks)
+{
+    wave w = {.m = m, .a = a, .step = {s, m->aux[0]}, .gemm = {m->aux[1], m->aux[2]}, .C = C,
+              .chunks = chunks, .W = m->spec.hout, .B = a->batch};
+    rnnc_status st = RNNC_OK;
+    for (int i = 0; i < 3 && st == RNNC_OK; i++)
+        st = after(m->aux[i], m->ev[0], s);
+    CUdeviceptr in = x;
+    for (int l = 0; st == RNNC_OK && l < m->spec.layers; l++) {
+        CUdeviceptr out = l == m->spec.layers - 1 ? y : m->lay[l & 1];
+        for (int c = 0; st == RNNC_OK && c < chunks; c++)
+            st = wave_chunk(&w, l, c, in, out);
+        in = out;
+    }
+    for (int i = 0; i < 3 && st == RNNC_OK; i++)
+        st = after(s, m->ev[1 + i], m->aux[i]);
+    return st;
+}
+
+/* The wavefront needs time-major rows (a chunk is a block of rows), one
+ * direction and no dropout between layers. */
+static bool wave_fits(const rt_fused *m, const rnnc_forward_args *a)
+{
+    return m->share > 1 && m->spec.dirs == 1 && m->spec.layers > 1 && !m->spec.batch_first &&
+           !(a->training && m->spec.dropout > 0);
+}
+
+rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
+                               CUdeviceptr y, CUstream s)
+{
+    bool wf = wave_fits(m, a);
+    int C = wf ? chunk_steps(a->seq_len) : 0, chunks = wf ? (int)((a->seq_len + C - 1) / C) : 0;
+    int np = m->spec.layers * m->spec.dirs;
+    rnnc_status st = upload_lengths(m, a, C, chunks, s);
+    if (st == RNNC_OK && m->share > 1)
+        st = make_streams(m);
+    if (st == RNNC_OK)
+        st = make_events(m, 4 + 2 * m->spec.layers * chunks);
+    for (int p = 0; st == RNNC_OK && p < np; p++)
+        st = states_in(m, a, p, s);
+    if (st == RNNC_OK)
+        st = wf ? run_wave(m, a, x, y, s, C, chunks) : run_layers(m, a, x, y, s);
+    for (int p = 0; st == RNNC_OK && p < np; p++)
+        st = states_out(m, a, p, s);
+    return st;
+}
+
+#endif /* RT_HAVE_CUDA_H */

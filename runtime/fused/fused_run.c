@@ -1,0 +1,311 @@
+/*
+ * fused_run.c: one forward of the fused backend: the kernel set for the
+ * batch size (generated, then from the kernel cache), scratch buffers grown
+ * to the sequence, initial states in, the launches in plan order (the step
+ * kernel cooperative, after its barrier counter is zeroed), final states and
+ * y out.  Host pointers are staged through device scratch.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fused/fused.h"
+
+#ifdef RT_HAVE_CUDA_H
+
+rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch)
+{
+    if (m->batch == batch && m->src)
+        return RNNC_OK;
+    cg_cuda_config cfg;
+    rt_fused_config(m, batch, true, &cfg);
+    char *src = NULL, *up = NULL;
+    cg_cuda_plan plan, up_plan;
+    rnnc_status st = cg_cuda_generate(&m->sched, &cfg, &src, &plan);
+    if (st == RNNC_OK && m->spec.layers > 1) {
+        rt_fused_config_kind(m, 1, batch, true, &cfg);
+        st = cg_cuda_generate(&m->up.sched, &cfg, &up, &up_plan);
+    }
+    if (st) {
+        free(src);
+        return st;
+    }
+    free(m->src);
+    m->src = src;
+    m->plan = plan;
+    m->batch = batch;
+    m->loaded = false;
+    if (up) {
+        free(m->up.src);
+        m->up.src = up;
+        m->up.plan = up_plan;
+        m->up.loaded = false;
+    }
+    return RNNC_OK;
+}
+
+rnnc_status rt_fused_load(rt_fused *m, int k)
+{
+    bool *loaded = k ? &m->up.loaded : &m->loaded;
+    if (*loaded)
+        return RNNC_OK;
+    const char *names[CG_CUDA_MAX_LAUNCH];
+    char label[64];
+    rt_kernel_req req;
+    rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, m->batch, names,
+                     label, &req);
+    req.sm = 0;
+    rnnc_status st = rt_kernel_get(&req, m->spec.device, k ? &m->up.kern : &m->kern);
+    if (st == RNNC_OK)
+        *loaded = true;
+    return st;
+}
+
+/* The step kernel's barrier: one arrival flag (u32) per block of the
+ * persistent grid, zeroed before every forward. */
+#define BAR_BYTES 16384
+
+static size_t bar_bytes(const cg_cuda_plan *p)
+{
+    size_t n = 64;
+    for (int i = 0; i < p->n_launch; i++)
+        if (p->launch[i].cooperative && (size_t)p->launch[i].grid * 4 > n)
+            n = (size_t)p->launch[i].grid * 4;
+    return n;
+}
+
+/* Grows *p to hold n bytes (contents not kept). */
+rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n)
+{
+    if (n == 0)
+        n = 16;
+    if (*have >= n)
+        return RNNC_OK;
+    rt_dev_free(*p);
+    *p = 0;
+    *have = 0;
+    rnnc_status st = rt_dev_alloc(p, n);
+    if (st == RNNC_OK)
+        *have = n;
+    return st;
+}
+
+rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold,
+                                    int64_t wts_floats, int64_t fold_floats)
+{
+    size_t nw = (size_t)wts_floats * 4, nf = (size_t)fold_floats * 4;
+    rt_dev_free(m->wts);
+    rt_dev_free(m->fold);
+    m->wts = m->fold = 0;
+    rnnc_status st;
+    if ((st = rt_dev_alloc(&m->wts, nw)) || (st = rt_dev_alloc(&m->fold, nf)) ||
+        (st = rt_dev_upload(m->wts, wts, nw, NULL)) || (st = rt_dev_upload(m->fold, fold, nf, NULL)))
+        return st;
+    m->wts_floats = wts_floats;
+    m->fold_floats = fold_floats;
+    return rt_dev_sync(NULL);
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+int64_t rt_fused_st_stride(const rt_fused *m)
+{
+    const cg_cuda_plan *p = &m->plan, *q = m->spec.layers > 1 ? &m->up.plan : &m->plan;
+    return 3 * max64(p->state_floats, q->state_floats);
+}
+
+/* Scratch of one slot: the largest need of every kernel set. */
+static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
+{
+    const cg_cuda_plan *p = &m->plan, *q = m->spec.layers > 1 ? &m->up.plan : &m->plan;
+    rnnc_status st;
+    if ((st = rt_fused_grow(&sl->hz, &sl->hz_n, TB * (size_t)max64(p->hz_cols, q->hz_cols) * 4)) ||
+        (st = rt_fused_grow(&sl->xb, &sl->xb_n, (size_t)max64(p->xb_floats, q->xb_floats) * 4)) ||
+        (st = rt_fused_grow(&sl->part, &sl->part_n,
+                            (size_t)max64(p->part_floats, q->part_floats) * 4)))
+        return st;
+    if (bar_bytes(p) > BAR_BYTES || bar_bytes(q) > BAR_BYTES)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
+    return sl->bar ? RNNC_OK : rt_dev_alloc(&sl->bar, BAR_BYTES);
+}
+
+/* Scratch for every kernel set of the model: the largest need of each;
+ * states per pseudo-layer (layers of a wavefront keep theirs between
+ * chunks); a second slot when kernels run at once. */
+static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
+{
+    size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    size_t width = (size_t)(m->spec.dirs * m->spec.hout);
+    int np = m->spec.layers * m->spec.dirs;
+    rnnc_status st;
+    if ((st = rt_fused_grow(&m->st, &m->st_n, (size_t)(rt_fused_st_stride(m) * np) * 4)))
+        return st;
+    for (int i = 0; i < (m->share > 1 ? 2 : 1); i++)
+        if ((st = slot_scratch(m, &m->slot[i], TB)))
+            return st;
+    for (int i = 0; m->spec.layers > 1 && i < 2 && i < m->spec.layers - 1; i++)
+        if ((st = rt_fused_grow(&m->lay[i], &m->lay_n[i], TB * width * 4)))
+            return st;
+    if (!a->device_pointers &&
+        ((st = rt_fused_grow(&m->dx, &m->dx_n, TB * (size_t)m->plan.in_cols * 4)) ||
+         (st = rt_fused_grow(&m->dy, &m->dy_n, TB * width * 4))))
+        return st;
+    return RNNC_OK;
+}
+
+rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s)
+{
+    const cg_cuda_plan *pl = j->k ? &m->up.plan : &m->plan;
+    const rt_kernel *kern = j->k ? &m->up.kern : &m->kern;
+    const rt_fused_slot *sl = &m->slot[j->slot];
+    CUdeviceptr xx = j->x, yy = j->y, st = j->st, hz = j->hz, xb = sl->xb, part = sl->part,
+                bar = sl->bar, len = j->len;
+    CUdeviceptr fold = m->fold + (CUdeviceptr)rt_fused_fold_at(m, j->p) * 4;
+    CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, j->p) * 4;
+    int T = j->T, r = j->rev;
+    void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r};
+    size_t TB = (size_t)T * (size_t)m->batch;
+    rnnc_status e = RNNC_OK;
+    for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
+        const cg_cuda_launch *l = &pl->launch[i];
+        if (!(which & (l->cooperative ? RT_FUSED_STEP : RT_FUSED_HOIST)))
+            continue;
+        if (TB < l->min_rows || (l->max_rows && TB >= l->max_rows))
+            continue;
+        unsigned grid[3] = {l->rows_per_block ? (unsigned)((TB + l->rows_per_block - 1) /
+                                                           l->rows_per_block)
+                                              : l->grid,
+                            l->grid_y ? l->grid_y : 1, 1};
+        unsigned block[3] = {l->threads, 1, 1};
+        if (!l->cooperative) {
+            e = rt_launch(kern->fn[i], grid, block, l->smem, s, args, false);
+            continue;
+        }
+        /* the barrier's flags, or the tagged exchange words (a tag left by
+         * the last launch must not match this one's) */
+        e = pl->xb_zero_floats > 0 ? rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s)
+                                   : rt_dev_zero(sl->bar, bar_bytes(pl), s);
+        /* a kernel sized for a share of the SMs may run beside another */
+        if (e == RNNC_OK)
+            e = m->share > 1 ? rt_launch_resident(kern->fn[i], grid, block, l->smem, s, args)
+                             : rt_launch(kern->fn[i], grid, block, l->smem, s, args, true);
+    }
+    return e;
+}
+
+bool rt_fused_call_supported(const rt_spec *s, const rnnc_forward_args *a)
+{
+    return !(a && a->training && s->fn[0]->n_dropout > 0);
+}
+
+static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
+{
+    rnnc_status st = rt_check_forward(&m->spec, a);
+    if (st)
+        return st;
+    if (!rt_fused_call_supported(&m->spec, a))
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
+                         "fused backend: training with in-cell dropout is not supported yet");
+    if (!m->bound)
+        return rnnc_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
+    if (a->seq_len > (int64_t)1 << 30)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: T too large");
+    return RNNC_OK;
+}
+
+rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a)
+{
+    rt_fused *m = state;
+    /* A training forward records what the backward reads, where it can. */
+    if (a && a->training && m->bound && m->train && m->train->check(m) == RNNC_OK)
+        return m->train->forward(m, a);
+    if (m->grad)
+        m->train->forget(m->grad);
+    rnnc_status st = check_call(m, a);
+    CUstream s = a ? (CUstream)a->stream : NULL;
+    if (st || (st = rt_cuda_context(m->spec.device)) || (st = rt_fused_prepare(m, a->batch)) ||
+        (st = rt_fused_load(m, 0)) || (m->spec.layers > 1 && (st = rt_fused_load(m, 1))) ||
+        (st = ensure_scratch(m, a)))
+        return st;
+    size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    size_t ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * 4;
+    CUdeviceptr x = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->x : m->dx;
+    CUdeviceptr y = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->y : m->dy;
+    if (!a->device_pointers && (st = rt_dev_upload(x, a->x, TB * (size_t)m->plan.in_cols * 4, s)))
+        return st;
+    if ((st = rt_fused_run_model(m, a, x, y, s)))
+        return st;
+    if (!a->device_pointers) {
+        if ((st = rt_dev_download(a->y, y, ny, s)))
+            return st;
+        return rt_dev_sync(s);
+    }
+    return RNNC_OK;
+}
+
+typedef struct timed_call {
+    rt_fused *m;
+    const rnnc_forward_args *a;
+} timed_call;
+
+static rnnc_status timed_forward(void *ctx, CUstream s)
+{
+    timed_call *c = ctx;
+    rnnc_forward_args a = *c->a;
+    a.stream = s;
+    return rt_fused_forward(c->m, &a);
+}
+
+rnnc_status rt_fused_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
+                                  double *median_ms)
+{
+    rt_fused *m = state;
+    /* One full forward checks and stages everything.  With host buffers the
+     * timed calls then run on the device copies, as cuDNN's timing does:
+     * the figure is the computation, not PCIe traffic. */
+    rnnc_status st = rt_fused_forward(m, a);
+    if (st)
+        return st;
+    rnnc_forward_args dev = *a;
+    if (!a->device_pointers) {
+        dev.device_pointers = true;
+        dev.x = (const void *)(uintptr_t)m->dx;
+        dev.y = (void *)(uintptr_t)m->dy;
+        dev.init = NULL; /* zero states: a memset, as cheap as a device copy */
+        dev.final = NULL;
+    }
+    timed_call c = {m, &dev};
+    return rt_time_ms(timed_forward, &c, (CUstream)a->stream, warmup, iters, median_ms);
+}
+
+void rt_fused_free(rt_fused *m)
+{
+    if (!m)
+        return;
+    if (m->wts || m->st) {
+        CUdeviceptr *bufs[] = {&m->wts, &m->fold, &m->st, &m->dx, &m->dy, &m->dfin, &m->dlen,
+                               &m->lay[0], &m->lay[1]};
+        if (rt_cuda_context(m->spec.device) == RNNC_OK) {
+            for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+                rt_dev_free(*bufs[i]);
+            for (int i = 0; i < 2; i++) {
+                rt_dev_free(m->slot[i].hz);
+                rt_dev_free(m->slot[i].xb);
+                rt_dev_free(m->slot[i].part);
+                rt_dev_free(m->slot[i].bar);
+            }
+            rt_fused_streams_free(m);
+        }
+    }
+    if (m->grad && rt_cuda_context(m->spec.device) == RNNC_OK)
+        m->train->free(m->grad);
+    free(m->src);
+    free(m->up.src);
+    free(m->hlen);
+    ir_arena_destroy(m->arena);
+    free(m);
+}
+
+#endif

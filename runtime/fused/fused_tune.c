@@ -1,0 +1,452 @@
+/*
+ * fused_tune.c: which tuning (tiles and threads of the step kernel) the
+ * fused backend uses for a batch size, and autotuning.  The first time a
+ * shape is seen on a device, candidate tunings are generated, compiled in
+ * parallel (disk cache or NVRTC) and timed on the device within a time
+ * budget; the fastest is recorded (rt_tuning_put) so that later processes
+ * start on it, and kept in memory for this one.  Every candidate is a
+ * correct kernel set: only rounding can differ between them.  The order of
+ * lookups is in runtime.h, section 8; docs/cache.md has the key format.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/fused/fused.h"
+
+#ifdef RT_HAVE_CUDA_H
+
+#define MAX_CANDIDATES 16
+#define MAX_THREADS 8
+#define DEFAULT_BUDGET_MS 2000.0
+#define KEY_MAX 512
+
+/* ---------------------------------------------------------------- keys and text */
+
+void rt_fused_model_key(const rt_fused *m, char *buf, size_t n)
+{
+    const rt_spec *s = &m->spec;
+    snprintf(buf, n, "fused %s#%016llx I=%lld H=%lld P=%lld hoist=%d bf=%d math=%d f32 cg=%d",
+             s->fn[0]->name, (unsigned long long)m->cell_hash, (long long)s->sizes[0].I,
+             (long long)s->sizes[0].H, (long long)s->sizes[0].P, (int)s->hoist,
+             (int)s->batch_first, (int)s->math, RT_CODEGEN_VERSION);
+    size_t len = strlen(buf);
+    if (m->share > 1 && len < n)
+        snprintf(buf + len, n - len, " share=%d", m->share);
+}
+
+void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n)
+{
+    char model[384];
+    rt_fused_model_key(m, model, sizeof model);
+    snprintf(buf, n, "%s sm_%d sms=%d B=%lld", model, m->sm, m->sm_count, (long long)batch);
+}
+
+void rt_fused_tuning_text(rt_fused_tuning t, char *buf, size_t n)
+{
+    snprintf(buf, n, "ut=%d bt=%d nt=%d", t.unit_tile, t.batch_tile, t.threads);
+}
+
+/* "<name>=<digits>" at *p, the value in [0, max]; advances *p.  Not sscanf:
+ * its %d is undefined on a number past INT_MAX, and records come from disk. */
+static bool tuning_field(const char **p, const char *name, int max, int *out)
+{
+    size_t len = strlen(name);
+    if (strncmp(*p, name, len) != 0 || (*p)[len] != '=')
+        return false;
+    const char *c = *p + len + 1;
+    int v = 0, digits = 0;
+    for (; *c >= '0' && *c <= '9'; c++, digits++) {
+        if (v > (max - (*c - '0')) / 10)
+            return false;
+        v = v * 10 + (*c - '0');
+    }
+    *p = c;
+    *out = v;
+    return digits > 0 && digits <= 10;
+}
+
+/* Tiles of up to 2^16 units or rows; 0 = the generator's choice everywhere. */
+#define MAX_TUNING_TILE 65536
+
+bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t)
+{
+    int ut, bt, nt;
+    const char *p = text;
+    if (!p || !tuning_field(&p, "ut", MAX_TUNING_TILE, &ut) || *p++ != ' ' ||
+        !tuning_field(&p, "bt", MAX_TUNING_TILE, &bt) || *p++ != ' ' ||
+        !tuning_field(&p, "nt", 1024, &nt) || *p != '\0' || nt % 32)
+        return false;
+    *t = (rt_fused_tuning){ut, bt, nt};
+    return true;
+}
+
+/* ---------------------------------------------------------------- candidates */
+
+static bool same(rt_fused_tuning a, rt_fused_tuning b)
+{
+    return a.unit_tile == b.unit_tile && a.batch_tile == b.batch_tile && a.threads == b.threads;
+}
+
+static void add(rt_fused_tuning *out, int *n, int max, rt_fused_tuning t)
+{
+    for (int i = 0; i < *n; i++)
+        if (same(out[i], t))
+            return;
+    if (*n < max)
+        out[(*n)++] = t;
+}
+
+/* The generator's unit tile for batch tile bt (cuda_tile.c): the grid
+ * fills the SMs. */
+static int auto_unit_tile(int64_t batch, int64_t hidden, int sm_count, int64_t bt)
+{
+    int64_t nbb = (batch + bt - 1) / bt, per = sm_count / nbb;
+    return (int)((hidden + (per > 0 ? per : 1) - 1) / (per > 0 ? per : 1));
+}
+
+/* In order of promise, so that a short budget times the likeliest first:
+ * other batch tiles, other thread counts, then wider unit tiles (half the
+ * blocks: cheaper grid barriers, more work per block). */
+int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, rt_fused_tuning *out,
+                        int max)
+{
+    static const int bts[] = {16, 32, 8, 64};
+    int n = 0;
+    if (sm_count <= 0)
+        sm_count = 132;
+    add(out, &n, max, (rt_fused_tuning){0, 0, 0});
+    for (size_t i = 0; i < sizeof bts / sizeof bts[0]; i++)
+        if (bts[i] <= batch)
+            add(out, &n, max, (rt_fused_tuning){0, bts[i], 0});
+    add(out, &n, max, (rt_fused_tuning){0, 0, 512});
+    add(out, &n, max, (rt_fused_tuning){0, 0, 128});
+    int64_t bt_h = batch >= 32 ? 16 : batch;
+    int ut2 = 2 * auto_unit_tile(batch, hidden, sm_count, bt_h);
+    if (ut2 < hidden) {
+        add(out, &n, max, (rt_fused_tuning){ut2, 0, 0});
+        add(out, &n, max, (rt_fused_tuning){ut2, 0, 512});
+    }
+    for (size_t i = 0; i < sizeof bts / sizeof bts[0]; i++)
+        if (bts[i] <= batch)
+            add(out, &n, max, (rt_fused_tuning){0, bts[i], 512});
+    add(out, &n, max, (rt_fused_tuning){0, 0, 1024});
+    return n;
+}
+
+/* ---------------------------------------------------------------- results kept in memory */
+
+typedef struct memo_entry {
+    char key[KEY_MAX];
+    rt_fused_tuning t;
+} memo_entry;
+
+#define MEMO_MAX 64
+static pthread_mutex_t g_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static memo_entry g_memo[MEMO_MAX];
+static int g_memo_n, g_memo_next;
+
+static bool memo_get(const char *key, rt_fused_tuning *t)
+{
+    bool found = false;
+    pthread_mutex_lock(&g_memo_lock);
+    for (int i = 0; i < g_memo_n && !found; i++)
+        if (strcmp(g_memo[i].key, key) == 0) {
+            *t = g_memo[i].t;
+            found = true;
+        }
+    pthread_mutex_unlock(&g_memo_lock);
+    return found;
+}
+
+static void memo_put(const char *key, rt_fused_tuning t)
+{
+    pthread_mutex_lock(&g_memo_lock);
+    memo_entry *e = &g_memo[g_memo_n < MEMO_MAX ? g_memo_n++ : g_memo_next++ % MEMO_MAX];
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->t = t;
+    pthread_mutex_unlock(&g_memo_lock);
+}
+
+void rt_fused_tune_reset(void)
+{
+    pthread_mutex_lock(&g_memo_lock);
+    g_memo_n = g_memo_next = 0;
+    pthread_mutex_unlock(&g_memo_lock);
+}
+
+/* ---------------------------------------------------------------- candidates' kernels */
+
+typedef struct cand {
+    rt_fused_tuning t;
+    char *src;
+    cg_cuda_plan plan;
+    const char *names[CG_CUDA_MAX_LAUNCH];
+    char label[64];
+    rt_kernel_req req;
+    void *cubin;
+    size_t size;
+    double ms; /* < 0: not timed */
+} cand;
+
+typedef struct tune_job {
+    cand *c;
+    int n, next;
+    double deadline;
+    pthread_mutex_t lock;
+} tune_job;
+
+/* Generates each candidate; drops those that do not generate (do not fit)
+ * and those that come out as a tiling already in the list. */
+static int generate(rt_fused *m, int64_t batch, const rt_fused_tuning *t, int n, cand *c)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        cg_cuda_config cfg;
+        rt_fused_config(m, batch, false, &cfg);
+        cfg.unit_tile = t[i].unit_tile;
+        cfg.batch_tile = t[i].batch_tile;
+        cfg.threads = t[i].threads;
+        cand *x = &c[k];
+        *x = (cand){.t = t[i], .ms = -1};
+        if (cg_cuda_generate(&m->sched, &cfg, &x->src, &x->plan) != RNNC_OK)
+            continue;
+        bool dup = false;
+        for (int j = 0; j < k && !dup; j++)
+            dup = strcmp(c[j].plan.tuning, x->plan.tuning) == 0;
+        if (dup) {
+            free(x->src);
+            continue;
+        }
+        rt_fused_request(m, x->src, &x->plan, batch, x->names, x->label, &x->req);
+        k++;
+    }
+    return k;
+}
+
+static void *compile_worker(void *arg)
+{
+    tune_job *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        int i = j->next++;
+        pthread_mutex_unlock(&j->lock);
+        if (i >= j->n || (i > 0 && cm_now_ms() > j->deadline))
+            return NULL;
+        rt_origin o;
+        if (rt_cubin_get(&j->c[i].req, &j->c[i].cubin, &j->c[i].size, &o) != RNNC_OK)
+            j->c[i].cubin = NULL;
+    }
+}
+
+/* Compiles the candidates on up to MAX_THREADS threads (NVRTC is
+ * single-threaded per program); a thread starts no compile after the
+ * deadline, except the heuristic's, which the forward needs anyway. */
+static void compile_all(cand *c, int n, double deadline)
+{
+    tune_job j = {.c = c, .n = n, .deadline = deadline};
+    pthread_mutex_init(&j.lock, NULL);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = n < MAX_THREADS ? n : MAX_THREADS;
+    if (cpus > 0 && nt > cpus)
+        nt = (int)cpus;
+    pthread_t th[MAX_THREADS];
+    int started = 0;
+    for (int i = 1; i < nt; i++)
+        if (pthread_create(&th[started], NULL, compile_worker, &j) == 0)
+            started++;
+    compile_worker(&j);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&j.lock);
+}
+
+/* ---------------------------------------------------------------- timing */
+
+/* A model that shares m's weights on the device but has its own kernels
+ * and scratch, and generates with tuning t.  Only what a forward reads is
+ * copied, so a field added later is never shared by accident. */
+static rt_fused *timing_clone(const rt_fused *m, rt_fused_tuning t)
+{
+    rt_fused *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->spec = m->spec;
+    c->spec.layers = 1; /* layer 0's kernels decide the tuning */
+    c->sched = m->sched;
+    c->sm = m->sm;
+    c->sm_count = m->sm_count;
+    c->share = m->share;
+    c->bound = m->bound;
+    c->cell_hash = m->cell_hash;
+    c->plan = m->plan;
+    c->wts = m->wts;
+    c->fold = m->fold;
+    c->wts_floats = m->wts_floats;
+    c->fold_floats = m->fold_floats;
+    c->arena_wts[0] = m->arena_wts[0];
+    c->arena_fold[0] = m->arena_fold[0];
+    c->tune_forced = true;
+    c->tune_force = t;
+    return c;
+}
+
+static void timing_release(rt_fused *c)
+{
+    if (!c)
+        return;
+    c->wts = c->fold = 0; /* m's */
+    rt_fused_free(c);
+}
+
+/* Steps to time: enough to average the step kernel, bounded in memory. */
+static int64_t timing_steps(const rt_fused *m, int64_t batch)
+{
+    int64_t w = m->spec.sizes[0].I > m->spec.hout ? m->spec.sizes[0].I : m->spec.hout;
+    int64_t t = ((int64_t)4 << 20) / (batch * w > 0 ? batch * w : 1);
+    return t < 4 ? 4 : t > 64 ? 64 : t;
+}
+
+static void time_all(rt_fused *m, int64_t batch, cand *c, int n, double end)
+{
+    int64_t T = timing_steps(m, batch);
+    size_t nx = (size_t)(T * batch * m->spec.sizes[0].I), ny = (size_t)(T * batch * m->spec.dirs * m->spec.hout);
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; x && i < nx; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    rnnc_forward_args a = {.seq_len = T, .batch = batch, .x = x, .y = y};
+    for (int i = 0; x && y && i < n && (i == 0 || cm_now_ms() < end); i++) {
+        if (!c[i].cubin)
+            continue;
+        rt_fused *k = timing_clone(m, c[i].t);
+        if (k && rt_fused_time_forward(k, &a, 1, 5, &c[i].ms) != RNNC_OK)
+            c[i].ms = -1;
+        timing_release(k);
+    }
+    free(x);
+    free(y);
+}
+
+static double budget_ms(void)
+{
+    const char *e = getenv("RNNC_AUTOTUNE_MS");
+    char *end = NULL;
+    double v = e && *e ? strtod(e, &end) : DEFAULT_BUDGET_MS;
+    return end && *end ? DEFAULT_BUDGET_MS : v < 0 ? 0 : v;
+}
+
+/* Candidates compiled and timed; the fastest into *best.  False (nothing
+ * timed) leaves *best alone. */
+static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *note, size_t n_note)
+{
+    double t0 = cm_now_ms(), budget = budget_ms();
+    rt_fused_tuning list[MAX_CANDIDATES];
+    cand c[MAX_CANDIDATES];
+    int sms = m->sm_count / (m->share > 1 ? m->share : 1);
+    int n = rt_fused_candidates(batch, m->spec.sizes[0].H, sms, list, MAX_CANDIDATES);
+    n = generate(m, batch, list, n, c);
+    compile_all(c, n, t0 + 0.75 * budget);
+    double t_compiled = cm_now_ms();
+    /* The compiled cubins reach the timing clones through a bundle: it
+     * works with the disk cache off, and costs no second read. */
+    rt_bundle *b = NULL;
+    bool reg = rt_bundle_create(&b) == RNNC_OK;
+    for (int i = 0; reg && i < n; i++)
+        if (c[i].cubin && rt_bundle_add(b, &c[i].req, c[i].cubin, c[i].size) != RNNC_OK)
+            reg = false;
+    if (reg && rt_bundle_register(b) == RNNC_OK) {
+        time_all(m, batch, c, n, t0 + budget);
+        rt_bundle_unregister(b);
+    }
+    rt_bundle_destroy(b);
+    int w = -1, timed = 0;
+    for (int i = 0; i < n; i++) {
+        if (c[i].ms >= 0 && (w < 0 || c[i].ms < c[w].ms))
+            w = i;
+        timed += c[i].ms >= 0;
+        free(c[i].src);
+        free(c[i].cubin);
+    }
+    if (w >= 0) {
+        *best = c[w].t;
+        snprintf(note, n_note, " (%d of %d candidates timed; %.0f ms compiling, %.0f ms "
+                 "timing; heuristic %.4f ms, chosen %.4f ms for %lld steps)", timed, n,
+                 t_compiled - t0, cm_now_ms() - t_compiled, c[0].ms, c[w].ms,
+                 (long long)timing_steps(m, batch));
+    }
+    return w >= 0;
+}
+
+/* ---------------------------------------------------------------- the choice */
+
+static bool from_env(rt_fused_tuning *t)
+{
+    const char *e = getenv("RNNC_FUSED_TILE");
+    int ut = 0, bt = 0, nt = 0;
+    if (!e || sscanf(e, "%d,%d,%d", &ut, &bt, &nt) < 1)
+        return false;
+    *t = (rt_fused_tuning){ut > 0 ? ut : 0, bt > 0 ? bt : 0, nt > 0 ? nt : 0};
+    return true;
+}
+
+static bool autotune_off(void)
+{
+    return cm_env_is("RNNC_AUTOTUNE", "0");
+}
+
+/* Timing needs the weights on the device and NVRTC for the candidates. */
+static bool can_time(const rt_fused *m)
+{
+    return m->bound && m->wts && rt_nvrtc_available() && rt_cuda_available();
+}
+
+static const char *lookup(rt_fused *m, int64_t batch, const char *key, rt_fused_tuning *t,
+                          char *note, size_t n_note)
+{
+    char text[128];
+    if (m->tune_forced) {
+        *t = m->tune_force;
+        return "a candidate";
+    }
+    if (from_env(t))
+        return "RNNC_FUSED_TILE";
+    if (memo_get(key, t))
+        return "autotuning earlier in this process";
+    if (rt_bundle_lookup_tuning(key, text, sizeof text) && rt_fused_tuning_parse(text, t))
+        return "the loaded bundle";
+    if (rt_tuning_get(key, text, sizeof text) == RNNC_OK && rt_fused_tuning_parse(text, t))
+        return "the tuning record";
+    *t = (rt_fused_tuning){0, 0, 0};
+    if (autotune_off())
+        return "the heuristic (RNNC_AUTOTUNE=0)";
+    if (!can_time(m))
+        return "the heuristic (no timing possible here)";
+    if (!autotune(m, batch, t, note, n_note)) {
+        memo_put(key, *t); /* do not try again in this process */
+        return "the heuristic (no candidate could be timed)";
+    }
+    rt_fused_tuning_text(*t, text, sizeof text);
+    rt_tuning_put(key, text);
+    memo_put(key, *t);
+    return "autotuning";
+}
+
+void rt_fused_choose(rt_fused *m, int64_t batch, rt_fused_tuning *t, const char **from)
+{
+    char key[KEY_MAX], text[64], note[256] = "";
+    rt_fused_shape_key(m, batch, key, sizeof key);
+    *from = lookup(m, batch, key, t, note, sizeof note);
+    if (!m->tune_forced && cm_log_enabled("info")) {
+        rt_fused_tuning_text(*t, text, sizeof text);
+        fprintf(stderr, "rnnc: tuning of %s B=%lld (sm_%d): %s from %s%s\n",
+                m->spec.fn[0]->name, (long long)batch, m->sm, text, *from, note);
+    }
+}
+
+#endif /* RT_HAVE_CUDA_H */

@@ -1,0 +1,290 @@
+/*
+ * fused_grad.c: training on the fused backend (fused_grad.h).  A training
+ * forward runs the record cell per (layer, direction), keeping its rows
+ * [T, B, y | next states | saved]; the backward walks the layers down and,
+ * per direction, gathers each step's inputs (dy, saved values, the states
+ * entering and leaving), runs the recurrence cell in the opposite time
+ * order from the final states' gradients, then the weight gradients and
+ * dx as GEMMs over all T*B rows.  Everything is [T, B, *] inside; batch
+ * first tensors are permuted at the edges.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fused_grad/fused_grad.h"
+
+#ifdef RT_HAVE_CUDA_H
+
+#define BAR_BYTES 16384
+
+static size_t bar_bytes(const cg_cuda_plan *p)
+{
+    size_t n = 64;
+    for (int i = 0; i < p->n_launch; i++)
+        if (p->launch[i].cooperative && (size_t)p->launch[i].grid * 4 > n)
+            n = (size_t)p->launch[i].grid * 4;
+    return n;
+}
+
+rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdeviceptr y,
+                          CUdeviceptr wts, CUdeviceptr fold, int T, int rev, CUstream s)
+{
+    const cg_cuda_plan *pl = &set->plan;
+    CUdeviceptr xx = x, yy = y, st = g->st.p, hz = g->hz.p, xb = g->xb.p, part = g->part.p;
+    CUdeviceptr bar = g->bar.p, len = g->has_len ? g->dlen.p : 0;
+    int r = rev;
+    void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r};
+    if (bar_bytes(pl) > BAR_BYTES)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backward: persistent grid too large");
+    rnnc_status e = pl->xb_zero_floats > 0 ? rt_dev_zero(g->xb.p, (size_t)pl->xb_zero_floats * 4, s)
+                                           : rt_dev_zero(g->bar.p, bar_bytes(pl), s);
+    size_t TB = (size_t)T * (size_t)g->B;
+    for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
+        const cg_cuda_launch *l = &pl->launch[i];
+        unsigned grid[3] = {l->rows_per_block
+                                ? (unsigned)((TB + l->rows_per_block - 1) / l->rows_per_block)
+                                : l->grid,
+                            l->grid_y ? l->grid_y : 1, 1};
+        unsigned block[3] = {l->threads, 1, 1};
+        e = rt_launch(set->kern.fn[i], grid, block, l->smem, s, args, l->cooperative);
+    }
+    return e;
+}
+
+/* ---------------------------------------------------------------- small kernels */
+
+rnnc_status fg_launch1(rt_fgrad *g, int k, long long n, void **args, CUstream s)
+{
+    unsigned grid[3] = {(unsigned)((n + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
+    return n > 0 ? rt_launch(g->util.fn[k], grid, block, 0, s, args, false) : RNNC_OK;
+}
+
+rnnc_status fg_copy_cols(rt_fgrad *g, CUdeviceptr dst, int ldd, CUdeviceptr src, int lds,
+                             long long rows, int cols, CUstream s)
+{
+    void *args[] = {&dst, &ldd, &src, &lds, &rows, &cols};
+    return fg_launch1(g, FG_K_COPY_COLS, rows * cols, args, s);
+}
+
+static rnnc_status fg_permute(rt_fgrad *g, CUdeviceptr dst, CUdeviceptr src, int W, int to_tmajor,
+                           CUstream s)
+{
+    int T = (int)g->T, B = (int)g->B;
+    void *args[] = {&dst, &src, &T, &B, &W, &to_tmajor};
+    return fg_launch1(g, FG_K_PERMUTE, (long long)T * B * W, args, s);
+}
+
+/* C (+)= A B over strided views (fg_gemm); K split when the tiles are few. */
+rnnc_status fg_gemm(rt_fgrad *g, CUdeviceptr C, int ldc, CUdeviceptr A, long long sam,
+                        long long sak, CUdeviceptr Bm, long long sbk, long long sbn, int M, int N,
+                        int K, CUstream s)
+{
+    bool big = M >= 128 && N >= 128;
+    int tile = big ? 128 : 64;
+    unsigned gx = (unsigned)((N + tile - 1) / tile), gy = (unsigned)((M + tile - 1) / tile);
+    unsigned split = 1;
+    while (gx * gy * split < 264 && (unsigned)K / (split * 2) >= 256)
+        split *= 2;
+    int kchunk = (int)(((unsigned)K + split - 1) / split + 15) / 16 * 16;
+    unsigned grid[3] = {gx, gy, split}, block[3] = {256, 1, 1};
+    void *args[] = {&C, &ldc, &A, &sam, &sak, &Bm, &sbk, &sbn, &M, &N, &K, &kchunk};
+    return rt_launch(g->util.fn[big ? FG_K_GEMM128 : FG_K_GEMM], grid, block, 0, s, args, false);
+}
+
+rnnc_status fg_colsum(rt_fgrad *g, CUdeviceptr out, CUdeviceptr A, int lda, int R, int N,
+                          CUstream s)
+{
+    unsigned grid[3] = {(unsigned)((N + 127) / 128), (unsigned)(R >= 2048 ? 64 : 1), 1};
+    unsigned block[3] = {128, 1, 1};
+    void *args[] = {&out, &A, &lda, &R, &N};
+    return rt_launch(g->util.fn[FG_K_COLSUM], grid, block, 0, s, args, false);
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static rnnc_status fg_move(CUdeviceptr dev, const void *user, size_t n, bool user_dev, bool in,
+                        CUstream s)
+{
+    if (user_dev)
+        return in ? rt_dev_copy(dev, (CUdeviceptr)(uintptr_t)user, n, s)
+                  : rt_dev_copy((CUdeviceptr)(uintptr_t)user, dev, n, s);
+    return in ? rt_dev_upload(dev, user, n, s) : rt_dev_download((void *)user, dev, n, s);
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+static rnnc_status scratch(rt_fused *m, rt_fgrad *g)
+{
+    size_t TB = (size_t)(g->T * g->B), B = (size_t)g->B;
+    int64_t stf = 0, hz = 0, xb = 0, part = 0, rec = 0, gc = 0, dgc = 0, init = 0;
+    for (int k = 0; k < g->n_kinds; k++)
+        for (int j = 0; j < 2; j++) {
+            const cg_cuda_plan *p = j ? &g->bwd[k].plan : &g->rec[k].plan;
+            stf = max64(stf, p->state_floats), hz = max64(hz, p->hz_cols);
+            xb = max64(xb, p->xb_floats), part = max64(part, p->part_floats);
+            rec = max64(rec, g->kind[k].rec_cols), gc = max64(gc, g->kind[k].g_cols);
+            g->rec_stride = rec;
+            dgc = max64(dgc, g->bwd[k].plan.out_cols), init = max64(init, g->kind[k].init_cols);
+        }
+    int64_t width = m->spec.dirs * m->spec.hout, wide = max64(width, m->spec.sizes[0].I);
+    rnnc_status st;
+    if ((st = fg_grow(&g->st, (size_t)stf * 12)) || (st = fg_grow(&g->hz, TB * (size_t)hz * 4)) ||
+        (st = fg_grow(&g->xb, (size_t)xb * 4)) || (st = fg_grow(&g->part, (size_t)part * 4)) ||
+        (st = fg_grow(&g->bar, BAR_BYTES)) || (st = fg_grow(&g->dlen, B * 4)) ||
+        (st = fg_grow(&g->xt, TB * (size_t)m->spec.sizes[0].I * 4)) ||
+        (st = fg_grow(&g->tmp, TB * (size_t)wide * 4)) ||
+        (st = fg_grow(&g->recb, TB * (size_t)(rec * g->np) * 4)) ||
+        (st = fg_grow(&g->out, TB * (size_t)(width * m->spec.layers) * 4)) ||
+        (st = fg_grow(&g->init, B * (size_t)(init * g->np) * 4)) ||
+        (st = fg_grow(&g->g, TB * (size_t)gc * 4)) || (st = fg_grow(&g->dg, TB * (size_t)dgc * 4)) ||
+        (st = fg_grow(&g->din, TB * (size_t)wide * 4)) || (st = fg_grow(&g->dxl, TB * (size_t)wide * 4)))
+        return st;
+    if (!g->dw && (st = rt_dev_alloc(&g->dw, (size_t)(g->hw_floats + 4) * 4)))
+        return st;
+    return RNNC_OK;
+}
+
+CUdeviceptr fg_rec_at(const rt_fgrad *g, int p)
+{
+    return g->recb.p + (CUdeviceptr)((size_t)(g->T * g->B) * (size_t)g->rec_stride * (size_t)p * 4);
+}
+
+CUdeviceptr fg_init_at(const rt_fgrad *g, int p)
+{
+    return g->init.p + (CUdeviceptr)((size_t)g->B * (size_t)g->kind[0].init_cols * (size_t)p * 4);
+}
+
+CUdeviceptr fg_out_at(const rt_fused *m, const rt_fgrad *g, int l)
+{
+    return g->out.p + (CUdeviceptr)((size_t)(g->T * g->B) *
+                                    (size_t)(m->spec.dirs * m->spec.hout) * (size_t)l * 4);
+}
+
+/* Pseudo-layer p's states (user array arr, [L*D, B, n]) into copy 0 of st. */
+rnnc_status fg_states_in(rt_fgrad *g, const cg_cuda_plan *pl, const void *const *arr, int p,
+                             CUstream s)
+{
+    for (int i = 0; i < pl->n_states; i++) {
+        CUdeviceptr dst = g->st.p + (CUdeviceptr)pl->state[i].offset * 4;
+        size_t n = (size_t)(g->B * pl->state[i].count) * 4;
+        const void *src = arr ? arr[i] : NULL;
+        rnnc_status st = src ? fg_move(dst, (const char *)src + (size_t)p * n, n, g->dev, true, s)
+                             : rt_dev_zero(dst, n, s);
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+rnnc_status fg_states_out(rt_fgrad *g, const cg_cuda_plan *pl, void *const *arr, int p,
+                              CUstream s)
+{
+    CUdeviceptr fin = g->st.p + (CUdeviceptr)(2 * pl->state_floats * 4);
+    for (int i = 0; arr && i < pl->n_states; i++) {
+        if (!arr[i])
+            continue;
+        size_t n = (size_t)(g->B * pl->state[i].count) * 4;
+        rnnc_status st = fg_move(fin + (CUdeviceptr)pl->state[i].offset * 4,
+                              (char *)arr[i] + (size_t)p * n, n, g->dev, false, s);
+        if (st)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+/* A [T, B, W] tensor of the caller's (batch first or not) into dst. */
+rnnc_status fg_seq_in(rt_fused *m, rt_fgrad *g, CUdeviceptr dst, const void *src, int W,
+                          CUstream s)
+{
+    size_t n = (size_t)(g->T * g->B * W) * 4;
+    if (!m->spec.batch_first)
+        return fg_move(dst, src, n, g->dev, true, s);
+    CUdeviceptr from = g->dev ? (CUdeviceptr)(uintptr_t)src : g->tmp.p;
+    rnnc_status st = g->dev ? RNNC_OK : rt_dev_upload(g->tmp.p, src, n, s);
+    return st ? st : fg_permute(g, dst, from, W, 1, s);
+}
+
+rnnc_status fg_seq_out(rt_fused *m, rt_fgrad *g, void *dst, CUdeviceptr src, int W,
+                           CUstream s)
+{
+    size_t n = (size_t)(g->T * g->B * W) * 4;
+    if (!m->spec.batch_first)
+        return fg_move(src, dst, n, g->dev, false, s);
+    CUdeviceptr to = g->dev ? (CUdeviceptr)(uintptr_t)dst : g->tmp.p;
+    rnnc_status st = fg_permute(g, to, src, W, 0, s);
+    return st || g->dev ? st : rt_dev_download(dst, g->tmp.p, n, s);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static rnnc_status lengths_in(rt_fgrad *g, const rnnc_forward_args *a, CUstream s)
+{
+    g->has_len = a->lengths != NULL;
+    if (!a->lengths)
+        return RNNC_OK;
+    int *h = realloc(g->hlen, sizeof(int) * (size_t)a->batch);
+    if (!h)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+    g->hlen = h;
+    for (int64_t b = 0; b < a->batch; b++)
+        h[b] = (int)a->lengths[b];
+    rnnc_status st = rt_dev_upload(g->dlen.p, h, sizeof(int) * (size_t)a->batch, s);
+    return st ? st : rt_dev_sync(s);
+}
+
+static rnnc_status record_layer(rt_fused *m, rt_fgrad *g, const rnnc_forward_args *a, int l,
+                                CUdeviceptr in, CUstream s)
+{
+    int k = l > 0, W = (int)(m->spec.dirs * m->spec.hout), T = (int)g->T;
+    const fg_set *set = &g->rec[k];
+    const fg_kind *kd = &g->kind[k];
+    rnnc_status st = RNNC_OK;
+    for (int d = 0; st == RNNC_OK && d < m->spec.dirs; d++) {
+        int p = l * m->spec.dirs + d;
+        CUdeviceptr wts = g->rwts + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_w) * 4;
+        CUdeviceptr fold = g->rfold + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_f) * 4;
+        if ((st = fg_states_in(g, &set->plan, a->init, p, s)))
+            break;
+        for (int i = 0; st == RNNC_OK && i < set->plan.n_states; i++)
+            st = rt_dev_copy(fg_init_at(g, p) + (CUdeviceptr)(g->B * kd->init_off[i] * 4),
+                             g->st.p + (CUdeviceptr)set->plan.state[i].offset * 4,
+                             (size_t)(g->B * set->plan.state[i].count) * 4, s);
+        if (st || (st = fg_launch_set(g, set, in, fg_rec_at(g, p), wts, fold, T, d, s)) ||
+            (st = fg_states_out(g, &set->plan, a->final, p, s)))
+            break;
+        st = fg_copy_cols(g, fg_out_at(m, g, l) + (CUdeviceptr)(d * m->spec.hout * 4), W, fg_rec_at(g, p),
+                       (int)kd->rec_cols, g->T * g->B, (int)m->spec.hout, s);
+    }
+    return st;
+}
+
+rnnc_status rt_fgrad_forward(rt_fused *m, const rnnc_forward_args *a)
+{
+    rt_fgrad *g = m->grad;
+    CUstream s = (CUstream)a->stream;
+    rnnc_status st = rt_check_forward(&m->spec, a);
+    g->valid = false;
+    if (st || (st = rt_cuda_context(m->spec.device)) || (st = fg_prepare(m, a->batch)))
+        return st;
+    g->T = a->seq_len, g->B = a->batch, g->dev = a->device_pointers, g->stream = s;
+    if ((st = scratch(m, g)) || (st = lengths_in(g, a, s)) ||
+        (st = fg_seq_in(m, g, g->xt.p, a->x, (int)m->spec.sizes[0].I, s)))
+        return st;
+    for (int l = 0; st == RNNC_OK && l < m->spec.layers; l++) {
+        st = record_layer(m, g, a, l, l ? fg_out_at(m, g, l - 1) : g->xt.p, s);
+        /* the layer above reads (and its weight gradients use) the dropped output */
+        if (st == RNNC_OK && m->spec.dropout > 0 && l + 1 < m->spec.layers)
+            st = rt_fused_dropout(m, l, fg_out_at(m, g, l), g->T, g->B, false, s);
+    }
+    if (st == RNNC_OK)
+        st = fg_seq_out(m, g, a->y, fg_out_at(m, g, m->spec.layers - 1),
+                     (int)(m->spec.dirs * m->spec.hout), s);
+    if (st == RNNC_OK && !g->dev)
+        st = rt_dev_sync(s);
+    g->valid = st == RNNC_OK;
+    return st;
+}
+#endif /* RT_HAVE_CUDA_H */

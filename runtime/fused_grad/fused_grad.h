@@ -1,0 +1,196 @@
+/*
+ * fused_grad.h: training on the fused backend (docs/training.md, "The fused
+ * backward").  The backward step of a cell (ir_autodiff) is split in three:
+ *
+ *  - the RECORD cell: the forward cell whose per-step output is widened to
+ *    [y | next states | saved values], so one run of the forward generator
+ *    keeps what the backward step reads;
+ *  - the RECURRENCE cell: the backward step's state path (d_<state>), with
+ *    linear_t(d, W) turned into linear(d, W^T) on a transposed copy of W,
+ *    reading one input `bin` (the gathered dy, saved values and states of
+ *    the step) and writing, per step, the row values the weight gradients
+ *    and dx are made of.  It is compiled by the same forward generator and
+ *    run in reverse time with W_hh^T resident on chip;
+ *  - the POST ops: after the walk, dW += A^T B (outer), db += colsum(A)
+ *    (rowsum) and dx += D W (linear_t) as GEMMs over all T*B rows.
+ *
+ * fused_grad_ir.c builds these (no GPU needed; CPU tests compile them with
+ * NVRTC); fused_grad_setup.c makes the split, kernel sets and weight
+ * arenas; fused_grad.c and fused_grad_bwd.c run the forward that records,
+ * the backward, the weight gradients and the timing; fused_backend.c is
+ * rt_backend_fused, the forward of runtime/fused with this training.
+ *
+ * Uses: common, ir, codegen/cuda, runtime/fused and what it uses.
+ */
+#ifndef RNNC_FUSED_GRAD_H
+#define RNNC_FUSED_GRAD_H
+
+#include "runtime/fused/fused.h"
+
+#define FG_MAX 64
+
+/* Where a row operand of a post op lives: the layer input x, the gathered
+ * step inputs G (= bin), or the recurrence cell's output DG. */
+enum { FG_X = 0, FG_G = 1, FG_DG = 2 };
+
+typedef struct fg_operand {
+    int where;
+    int64_t off, cols; /* columns in that buffer */
+} fg_operand;
+
+/* A piece of G: one input of the backward step. */
+typedef struct fg_piece {
+    int src;          /* ir_grad_src */
+    int32_t ref;      /* the forward state / node */
+    int64_t off, cols; /* in G */
+    int64_t rec_off;  /* DOUT: column in dy of the direction; else in the record */
+    int64_t init_off; /* STATE: column in the packed initial states */
+} fg_piece;
+
+enum { FG_OUTER = 0, FG_ROWSUM = 1, FG_LINT = 2 };
+
+/* One post op: dW[param] += a^T b (OUTER), db[param] += colsum(a)
+ * (ROWSUM), dx += a W[wparam] (LINT, param = -1). */
+typedef struct fg_op {
+    int kind;
+    int param, wparam;
+    fg_operand a, b;
+} fg_op;
+
+/* Everything about one layer kind (0: layer 0, 1: layers above). */
+typedef struct fg_kind {
+    ir_grad g;
+    ir_fn *rec, *bwd;
+    ir_schedule rec_sched, bwd_sched;
+    int64_t rec_cols;                /* record row: [y | next states | saved] */
+    int64_t next_off[FG_MAX];        /* of each state's next value */
+    int64_t saved_off[FG_MAX];       /* of each g.saved node */
+    int64_t init_off[FG_MAX], init_cols; /* packed initial states [B, init_cols] */
+    fg_piece piece[FG_MAX];
+    int n_pieces;
+    int64_t g_cols, dg_cols;
+    fg_op op[FG_MAX];
+    int n_ops;
+    int n_fwd_params;                /* recurrence params past these are W^T of ... */
+    int32_t t_of[FG_MAX];            /* ... forward param t_of[j - n_fwd_params] */
+    int n_t;
+} fg_kind;
+
+/* The cell-independent kernels (fused_grad_kernels.c), in one source. */
+#define FG_N_UTIL 6
+enum { FG_K_GATHER = 0, FG_K_GEMM, FG_K_COLSUM, FG_K_COPY_COLS, FG_K_PERMUTE, FG_K_GEMM128 };
+extern const char fg_util_src[];
+extern const char *const fg_util_names[FG_N_UTIL];
+
+/* Builds kind k of a model (sizes s, no projection) from its optimised
+ * forward cell f; RNNC_ERR_UNSUPPORTED says what the fused backward cannot
+ * run yet.  Schedules' memory comes from `a`. */
+rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *out);
+void fg_kind_free(fg_kind *k);
+/* Whether the fused backend trains this model: no projection, no dropout
+ * inside the cell, fp32; else why not (UNSUPPORTED). */
+rnnc_status fg_model_supported(const rt_spec *s);
+
+#ifdef RT_HAVE_CUDA_H
+/* The fused backend's training state (fused_grad.c); rt_fused.grad. */
+typedef struct rt_fgrad rt_fgrad;
+/* RNNC_OK when the fused backend can differentiate this model (builds
+ * and caches the split and a trial generation); else UNSUPPORTED, why. */
+rnnc_status rt_fgrad_check(rt_fused *m);
+/* Keeps a host copy of the weights for the training kernels. */
+rnnc_status rt_fgrad_bind(rt_fused *m, const rt_weights *w);
+/* A training forward that records what the backward reads. */
+rnnc_status rt_fgrad_forward(rt_fused *m, const rnnc_forward_args *a);
+rnnc_status rt_fgrad_backward(void *state, const rnnc_backward_args *b);
+rnnc_status rt_fgrad_weight_grad(void *state, int pseudo, int param, float *out, int64_t count);
+rnnc_status rt_fgrad_can_train(void *state);
+/* The training timer: forward and backward on device buffers, CUDA events. */
+rnnc_status rt_fgrad_time_training(void *state, const rnnc_forward_args *f,
+                                   const rnnc_backward_args *b, int warmup, int iters,
+                                   double *median_ms);
+void rt_fgrad_free(rt_fgrad *g);
+/* An inference forward: the recorded one is gone. */
+void rt_fgrad_forget(rt_fgrad *g);
+#endif
+
+/* ---------------------------------------------------------------- shared by the runtime files */
+
+#ifdef RT_HAVE_CUDA_H
+
+typedef struct fg_buf {
+    CUdeviceptr p;
+    size_t n;
+} fg_buf;
+
+/* One generated kernel set (the record or the recurrence cell of a kind). */
+typedef struct fg_set {
+    char *src;
+    cg_cuda_plan plan;
+    rt_kernel kern;
+    bool loaded;
+} fg_set;
+
+struct rt_fgrad {
+    bool checked;
+    rnnc_status status; /* of the check: RNNC_OK, or why the backward is refused */
+    char why[512];
+    ir_arena *arena;
+    fg_kind kind[2];
+    int n_kinds;
+    int np, npar;          /* pseudo-layers, forward params */
+    /* host weights: [np * npar] blocks at hw_off (dw uses the same offsets) */
+    float *hw;
+    int64_t *hw_off, *hw_cnt, hw_floats;
+    bool bound, arenas_ok;
+    int64_t batch;         /* the kernel sets' batch (0: none) */
+    fg_set rec[2], bwd[2];
+    rt_kernel util;
+    bool util_loaded;
+    int64_t rec_w[2], rec_f[2], bwd_w[2], bwd_f[2]; /* arena floats per pseudo-layer */
+    CUdeviceptr rwts, rfold, bwts, bfold, plain, dw;
+    int *desc[2];          /* gather descriptors (host), 5 ints a piece */
+    fg_buf ddesc[2];
+    /* the recorded forward */
+    bool valid, has_len, have_grad, dw_host_valid;
+    int64_t T, B;
+    CUstream stream;
+    bool dev;              /* the forward had device pointers */
+    float *dw_host;
+    fg_buf st, hz, xb, part, bar, dlen, xt, tmp, recb, out, init, g, dg, din, dxl;
+    int *hlen;
+    int64_t rec_stride; /* floats of a record row buffer's rows, every kind */
+};
+
+/* Pseudo-layer p's offset in an arena of n[kind] floats per pseudo-layer. */
+int64_t fg_at(const rt_fgrad *g, int dirs, int p, const int64_t n[2]);
+/* Generates and loads the kernel sets for `batch` and fills the arenas. */
+rnnc_status fg_prepare(rt_fused *m, int64_t batch);
+/* Grows b to n bytes (contents not kept). */
+rnnc_status fg_grow(fg_buf *b, size_t n);
+/* Launches a generated kernel set as the fused forward does. */
+rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdeviceptr y,
+                          CUdeviceptr wts, CUdeviceptr fold, int T, int rev, CUstream s);
+
+/* fused_grad.c, for fused_grad_bwd.c: device views and helpers. */
+CUdeviceptr fg_rec_at(const rt_fgrad *g, int p);
+CUdeviceptr fg_init_at(const rt_fgrad *g, int p);
+CUdeviceptr fg_out_at(const rt_fused *m, const rt_fgrad *g, int l);
+rnnc_status fg_copy_cols(rt_fgrad *g, CUdeviceptr dst, int ldd, CUdeviceptr src, int lds,
+                         long long rows, int cols, CUstream s);
+rnnc_status fg_gemm(rt_fgrad *g, CUdeviceptr C, int ldc, CUdeviceptr A, long long sam,
+                    long long sak, CUdeviceptr Bm, long long sbk, long long sbn, int M, int N,
+                    int K, CUstream s);
+rnnc_status fg_colsum(rt_fgrad *g, CUdeviceptr out, CUdeviceptr A, int lda, int R, int N,
+                      CUstream s);
+rnnc_status fg_seq_in(rt_fused *m, rt_fgrad *g, CUdeviceptr dst, const void *src, int W,
+                      CUstream s);
+rnnc_status fg_seq_out(rt_fused *m, rt_fgrad *g, void *dst, CUdeviceptr src, int W, CUstream s);
+rnnc_status fg_states_in(rt_fgrad *g, const cg_cuda_plan *pl, const void *const *arr, int p,
+                         CUstream s);
+rnnc_status fg_states_out(rt_fgrad *g, const cg_cuda_plan *pl, void *const *arr, int p,
+                          CUstream s);
+rnnc_status fg_launch1(rt_fgrad *g, int k, long long n, void **args, CUstream s);
+
+#endif
+
+#endif /* RNNC_FUSED_GRAD_H */

@@ -1,0 +1,209 @@
+/*
+ * fused_grad_bwd.c: the fused backend's backward (fused_grad.h), its
+ * weight gradients and its training timer.  Per layer, last first, and
+ * direction: gather the step inputs into G, run the recurrence cell
+ * backwards in time (d_states from dfinal; the reverse direction's
+ * backward walks forward), then the post ops over all T*B rows: dW +=
+ * A^T B, db += colsum, and dx += D W into the layer's input gradient,
+ * which both directions share and the layer below reads as its dy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fused_grad/fused_grad.h"
+
+#ifdef RT_HAVE_CUDA_H
+
+typedef struct view {
+    CUdeviceptr p;
+    int ld;
+} view;
+
+static view where(const rt_fgrad *g, const fg_kind *kd, CUdeviceptr x, int ldx, const fg_operand *o)
+{
+    switch (o->where) {
+    case FG_X: return (view){x + (CUdeviceptr)o->off * 4, ldx};
+    case FG_G: return (view){g->g.p + (CUdeviceptr)o->off * 4, (int)kd->g_cols};
+    default:
+        return (view){g->dg.p + (CUdeviceptr)o->off * 4, (int)g->bwd[kd == &g->kind[1]].plan.out_cols};
+    }
+}
+
+static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, int k, int p, CUdeviceptr x, int ldx,
+                            CUstream s)
+{
+    const fg_kind *kd = &g->kind[k];
+    int R = (int)(g->T * g->B), I = (int)m->spec.sizes[k].I;
+    rnnc_status st = RNNC_OK;
+    for (int i = 0; st == RNNC_OK && i < kd->n_ops; i++) {
+        const fg_op *op = &kd->op[i];
+        view a = where(g, kd, x, ldx, &op->a), b = where(g, kd, x, ldx, &op->b);
+        int64_t at = op->param >= 0 ? g->hw_off[p * g->npar + op->param] : 0;
+        CUdeviceptr dw = g->dw + (CUdeviceptr)at * 4;
+        switch (op->kind) {
+        case FG_OUTER: /* dW[M = a cols, N = b cols] += A^T B */
+            st = fg_gemm(g, dw, (int)op->b.cols, a.p, 1, a.ld, b.p, b.ld, 1, (int)op->a.cols,
+                         (int)op->b.cols, R, s);
+            break;
+        case FG_ROWSUM: st = fg_colsum(g, dw, a.p, a.ld, R, (int)op->a.cols, s); break;
+        default: { /* dx[R, I] += D[R, n] W[n, I] */
+            CUdeviceptr w = g->plain + (CUdeviceptr)g->hw_off[p * g->npar + op->wparam] * 4;
+            st = fg_gemm(g, g->dxl.p, I, a.p, a.ld, 1, w, I, 1, R, I, (int)op->a.cols, s);
+        }
+        }
+    }
+    return st;
+}
+
+static rnnc_status gather(rt_fused *m, rt_fgrad *g, int k, int p, int d, CUstream s)
+{
+    const fg_kind *kd = &g->kind[k];
+    CUdeviceptr G = g->g.p, rec = fg_rec_at(g, p), din = g->din.p, init = fg_init_at(g, p);
+    CUdeviceptr len = g->has_len ? g->dlen.p : 0, desc = g->ddesc[k].p;
+    int gc = (int)kd->g_cols, rc = (int)kd->rec_cols, dld = (int)(m->spec.dirs * m->spec.hout);
+    int doff = d * (int)m->spec.hout, T = (int)g->T, B = (int)g->B, rev = d, np = kd->n_pieces;
+    void *args[] = {&G, &gc, &rec, &rc, &din, &dld, &doff, &init, &len, &T, &B, &rev, &desc, &np};
+    return fg_launch1(g, FG_K_GATHER, (long long)T * B * gc, args, s);
+}
+
+static rnnc_status layer_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *b, int l,
+                              CUstream s)
+{
+    int k = l > 0, D = m->spec.dirs;
+    const fg_set *set = &g->bwd[k];
+    CUdeviceptr x = l ? fg_out_at(m, g, l - 1) : g->xt.p;
+    int I = (int)m->spec.sizes[k].I;
+    rnnc_status st = rt_dev_zero(g->dxl.p, (size_t)(g->T * g->B * I) * 4, s);
+    for (int d = 0; st == RNNC_OK && d < D; d++) {
+        int p = l * D + d;
+        CUdeviceptr wts = g->bwts + (CUdeviceptr)fg_at(g, D, p, g->bwd_w) * 4;
+        CUdeviceptr fold = g->bfold + (CUdeviceptr)fg_at(g, D, p, g->bwd_f) * 4;
+        if ((st = gather(m, g, k, p, d, s)) || (st = fg_states_in(g, &set->plan, b->dfinal, p, s)) ||
+            (st = fg_launch_set(g, set, g->g.p, g->dg.p, wts, fold, (int)g->T, !d, s)) ||
+            (st = fg_states_out(g, &set->plan, b->dinit, p, s)))
+            break;
+        st = post_ops(m, g, k, p, x, I, s);
+    }
+    return st;
+}
+
+rnnc_status rt_fgrad_backward(void *state, const rnnc_backward_args *b)
+{
+    rt_fused *m = state;
+    rt_fgrad *g = m->grad;
+    if (!b)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused backward: NULL arguments");
+    if (g && g->checked && g->status != RNNC_OK)
+        return rnnc_fail(g->status, "%s", g->why);
+    if (!g || !g->valid)
+        return rnnc_fail(RNNC_ERR_STATE, "backward needs a training forward first (the last "
+                                         "forward was inference, or was already differentiated)");
+    CUstream s = g->stream;
+    int W = (int)(m->spec.dirs * m->spec.hout);
+    g->valid = false;
+    g->have_grad = false;
+    g->dw_host_valid = false;
+    rnnc_status st = rt_cuda_context(m->spec.device);
+    if (st == RNNC_OK)
+        st = b->dy ? fg_seq_in(m, g, g->din.p, b->dy, W, s)
+                   : rt_dev_zero(g->din.p, (size_t)(g->T * g->B * W) * 4, s);
+    if (st == RNNC_OK)
+        st = rt_dev_zero(g->dw, (size_t)g->hw_floats * 4, s);
+    for (int l = m->spec.layers - 1; st == RNNC_OK && l >= 0; l--) {
+        st = layer_back(m, g, b, l, s);
+        fg_buf t = g->din; /* this layer's dx is the dy of the layer below */
+        g->din = g->dxl;
+        g->dxl = t;
+        /* ... through the same dropout mask and scale as the forward's */
+        if (st == RNNC_OK && l > 0 && m->spec.dropout > 0)
+            st = rt_fused_dropout(m, l - 1, g->din.p, g->T, g->B, false, s);
+    }
+    if (st == RNNC_OK && b->dx)
+        st = fg_seq_out(m, g, b->dx, g->din.p, (int)m->spec.sizes[0].I, s);
+    if (st == RNNC_OK && !g->dev)
+        st = rt_dev_sync(s);
+    g->have_grad = st == RNNC_OK;
+    return st;
+}
+
+rnnc_status rt_fgrad_weight_grad(void *state, int pseudo, int param, float *out, int64_t count)
+{
+    rt_fused *m = state;
+    rt_fgrad *g = m->grad;
+    if (!g || !g->have_grad)
+        return rnnc_fail(RNNC_ERR_STATE, "no weight gradients yet: call backward after a "
+                                         "training forward");
+    if (pseudo < 0 || pseudo >= g->np || param < 0 || param >= g->npar ||
+        count != g->hw_cnt[pseudo * g->npar + param])
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused weight_grad: bad weight or count");
+    if (!g->dw_host_valid) {
+        float *h = realloc(g->dw_host, sizeof(float) * (size_t)(g->hw_floats + 4));
+        if (!h)
+            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        g->dw_host = h;
+        rnnc_status st = rt_cuda_context(m->spec.device);
+        if (st == RNNC_OK)
+            st = rt_dev_download(h, g->dw, (size_t)g->hw_floats * 4, g->stream);
+        if (st == RNNC_OK)
+            st = rt_dev_sync(g->stream);
+        if (st != RNNC_OK)
+            return st;
+        g->dw_host_valid = true;
+    }
+    memcpy(out, g->dw_host + g->hw_off[pseudo * g->npar + param], sizeof(float) * (size_t)count);
+    return RNNC_OK;
+}
+
+/* ---------------------------------------------------------------- timing */
+
+typedef struct train_call {
+    rt_fused *m;
+    rnnc_forward_args f;
+    rnnc_backward_args b;
+} train_call;
+
+static rnnc_status train_once(void *ctx, CUstream s)
+{
+    train_call *c = ctx;
+    c->f.stream = s;
+    rnnc_status st = rt_fgrad_forward(c->m, &c->f);
+    return st ? st : rt_fgrad_backward(c->m, &c->b);
+}
+
+/* Device copies of x, y, dy, dx: the timed steps run on the device alone,
+ * as cudnn's timing does (zero initial states, no final ones). */
+rnnc_status rt_fgrad_time_training(void *state, const rnnc_forward_args *f,
+                                   const rnnc_backward_args *b, int warmup, int iters,
+                                   double *median_ms)
+{
+    rt_fused *m = state;
+    rnnc_status st = rt_fgrad_check(m);
+    if (st == RNNC_OK)
+        st = rt_fgrad_forward(m, f);
+    if (st == RNNC_OK)
+        st = rt_fgrad_backward(m, b);
+    if (st != RNNC_OK || f->device_pointers)
+        return st ? st : rt_time_ms(train_once, &(train_call){m, *f, *b}, (CUstream)f->stream,
+                                    warmup, iters, median_ms);
+    size_t TB = (size_t)(f->seq_len * f->batch), nx = TB * (size_t)m->spec.sizes[0].I * 4;
+    size_t ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * 4;
+    CUdeviceptr x = 0, y = 0, dy = 0, dx = 0;
+    if ((st = rt_dev_alloc(&x, nx)) || (st = rt_dev_alloc(&y, ny)) || (st = rt_dev_alloc(&dy, ny)) ||
+        (st = rt_dev_alloc(&dx, nx)) || (st = rt_dev_upload(x, f->x, nx, NULL)) ||
+        (st = (b->dy ? rt_dev_upload(dy, b->dy, ny, NULL) : rt_dev_zero(dy, ny, NULL))))
+        goto free_bufs;
+    train_call c = {m, *f, {(const void *)(uintptr_t)dy, NULL, (void *)(uintptr_t)dx, NULL}};
+    c.f.device_pointers = true;
+    c.f.x = (const void *)(uintptr_t)x;
+    c.f.y = (void *)(uintptr_t)y;
+    c.f.init = NULL, c.f.final = NULL;
+    st = rt_time_ms(train_once, &c, (CUstream)f->stream, warmup, iters, median_ms);
+    /* the caller's outputs and gradients are those of its own buffers */
+    if (st == RNNC_OK && (st = rt_fgrad_forward(m, f)) == RNNC_OK)
+        st = rt_fgrad_backward(m, b);
+free_bufs:
+    rt_dev_free(x), rt_dev_free(y), rt_dev_free(dy), rt_dev_free(dx);
+    return st;
+}
+
+#endif /* RT_HAVE_CUDA_H */

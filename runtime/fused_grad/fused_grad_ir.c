@@ -1,0 +1,389 @@
+/*
+ * fused_grad_ir.c: splits the backward step of a cell for the fused GPU
+ * backward (fused_grad.h): the record cell, the recurrence cell and the
+ * post ops.  Only ops, shapes and the autodiff pass's description decide;
+ * nothing depends on the cell's name.  Widths of everything the generator
+ * places must be whole multiples of H (no projection yet).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fused_grad/fused_grad.h"
+
+static rnnc_status unsupported(const char *what, const char *cell)
+{
+    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backward: %s (cell '%s')", what, cell);
+}
+
+rnnc_status fg_model_supported(const rt_spec *s)
+{
+    const char *name = s->fn[0]->name;
+    if (s->dtype != RNNC_F32)
+        return unsupported("only fp32", name);
+    if (s->sizes[0].P != s->sizes[0].H)
+        return unsupported("proj_size is not supported yet", name);
+    if (s->fn[0]->n_dropout > 0)
+        return unsupported("dropout inside the cell is not supported yet", name);
+    return RNNC_OK;
+}
+
+/* Multiples of H in a dim (P counts as H: no projection), or -1. */
+static int64_t units(ir_dim d)
+{
+    return d.c == 0 && d.i == 0 && d.h + d.p > 0 ? d.h + d.p : -1;
+}
+
+static int64_t cols_of(const ir_fn *f, int32_t v, ir_sizes s)
+{
+    return ir_dim_eval(f->nodes[v].cols, s);
+}
+
+/* ---------------------------------------------------------------- record */
+
+static rnnc_status concat_into(ir_fn *f, int32_t *acc, int32_t v)
+{
+    if (*acc < 0) {
+        *acc = v;
+        return RNNC_OK;
+    }
+    return rnnc_concat(f, *acc, v, acc);
+}
+
+static rnnc_status build_record(const ir_fn *f, ir_sizes s, fg_kind *k)
+{
+    rnnc_status st = rnnc_cell_clone(&k->rec, f);
+    int32_t out = -1;
+    int64_t at = 0;
+    if (st == RNNC_OK)
+        st = concat_into(k->rec, &out, f->output);
+    at += cols_of(f, f->output, s);
+    for (int i = 0; st == RNNC_OK && i < f->n_states; i++) {
+        k->next_off[i] = at;
+        at += cols_of(f, f->states[i].next, s);
+        st = concat_into(k->rec, &out, f->states[i].next);
+    }
+    for (int i = 0; st == RNNC_OK && i < k->g.n_saved; i++) {
+        k->saved_off[i] = at;
+        at += cols_of(f, k->g.saved[i], s);
+        st = concat_into(k->rec, &out, k->g.saved[i]);
+    }
+    if (st != RNNC_OK)
+        return st;
+    k->rec->output = out;
+    k->rec_cols = at;
+    return ir_verify(k->rec);
+}
+
+/* ---------------------------------------------------------------- operands */
+
+typedef struct split {
+    const ir_fn *gf; /* the backward step */
+    const ir_fn *f;  /* the forward */
+    ir_sizes s;
+    fg_kind *k;
+    uint8_t *piece;  /* [gf->n] input node read from G */
+    uint8_t *export_; /* [gf->n] value the recurrence cell writes per step */
+    int64_t *off;    /* [gf->n] its column in G or DG */
+} split;
+
+static int input_slot(const ir_fn *gf, int32_t v)
+{
+    return gf->nodes[v].op == IR_INPUT ? gf->nodes[v].i0 : -1;
+}
+
+/* Marks (pass 0) or resolves (pass 1) a row operand of a post op. */
+static fg_operand operand(split *p, int32_t v, int pass)
+{
+    int in = input_slot(p->gf, v);
+    fg_operand o = {FG_DG, 0, cols_of(p->gf, v, p->s)};
+    if (in >= 0 && p->k->g.in[in].src == IR_GSRC_INPUT) {
+        o.where = FG_X;
+        return o;
+    }
+    if (pass == 0)
+        (in >= 0 ? p->piece : p->export_)[v] = 1;
+    o.where = in >= 0 ? FG_G : FG_DG;
+    o.off = p->off[v];
+    return o;
+}
+
+static rnnc_status add_op(split *p, fg_op op, int pass)
+{
+    if (pass == 0)
+        return RNNC_OK;
+    if (p->k->n_ops >= FG_MAX)
+        return unsupported("too many weight-gradient terms", p->f->name);
+    p->k->op[p->k->n_ops++] = op;
+    return RNNC_OK;
+}
+
+/* A post tree: sums of outer, rowsum and (for dx) linear_t of row values. */
+static rnnc_status walk_post(split *p, int32_t v, int param, int pass)
+{
+    const ir_node *n = &p->gf->nodes[v];
+    fg_op op = {.param = param, .wparam = -1};
+    rnnc_status st;
+    switch (n->op) {
+    case IR_ADD:
+        if ((st = walk_post(p, n->a[0], param, pass)))
+            return st;
+        return walk_post(p, n->a[1], param, pass);
+    case IR_OUTER:
+        if (param < 0)
+            break;
+        op.kind = FG_OUTER;
+        op.a = operand(p, n->a[0], pass);
+        op.b = operand(p, n->a[1], pass);
+        return add_op(p, op, pass);
+    case IR_ROWSUM:
+        if (param < 0)
+            break;
+        op.kind = FG_ROWSUM;
+        op.a = operand(p, n->a[0], pass);
+        return add_op(p, op, pass);
+    case IR_LINEAR_T:
+        if (param >= 0)
+            break;
+        op.kind = FG_LINT;
+        op.wparam = ir_param_of(p->gf, n->a[1]);
+        op.a = operand(p, n->a[0], pass);
+        return op.wparam < 0 ? unsupported("dx through a non-parameter matrix", p->f->name)
+                             : add_op(p, op, pass);
+    default: break;
+    }
+    return unsupported(param < 0 ? "dx is not a sum of linear_t terms"
+                                 : "a weight gradient is not a sum of outer/rowsum terms",
+                       p->f->name);
+}
+
+static rnnc_status walk_all(split *p, int pass)
+{
+    rnnc_status st = RNNC_OK;
+    for (int i = 0; st == RNNC_OK && i < p->f->n_params; i++)
+        if (p->k->g.param_grad[i] >= 0)
+            st = walk_post(p, p->k->g.param_grad[i], i, pass);
+    if (st == RNNC_OK && p->gf->output >= 0)
+        st = walk_post(p, p->gf->output, -1, pass);
+    return st;
+}
+
+/* The pieces of G and the columns of DG; live[] gets what the recurrence
+ * cell computes. */
+static rnnc_status place(split *p, uint8_t *live)
+{
+    const ir_fn *gf = p->gf;
+    fg_kind *k = p->k;
+    for (int s = 0; s < gf->n_states; s++)
+        live[gf->states[s].next] = 1;
+    for (int32_t v = 0; v < gf->n; v++)
+        live[v] |= p->export_[v];
+    for (int32_t i = gf->n - 1; i >= 0; i--)
+        for (int j = 0; live[i] && j < 3; j++)
+            if (gf->nodes[i].a[j] >= 0)
+                live[gf->nodes[i].a[j]] = 1;
+    for (int j = 0; j < gf->n_inputs; j++) {
+        int32_t v = gf->inputs[j].node;
+        if (!live[v] && !p->piece[v])
+            continue;
+        const ir_grad_in *gi = &k->g.in[j];
+        if (gi->src == IR_GSRC_INPUT)
+            return unsupported("the backward recurrence reads the layer input", p->f->name);
+        if (units(gf->nodes[v].cols) < 0 || k->n_pieces >= FG_MAX)
+            return unsupported("a step input is not a multiple of H wide", p->f->name);
+        fg_piece *pc = &k->piece[k->n_pieces++];
+        *pc = (fg_piece){gi->src, gi->ref, k->g_cols, cols_of(gf, v, p->s), 0, 0};
+        if (gi->src == IR_GSRC_NEXT || gi->src == IR_GSRC_STATE) {
+            pc->rec_off = k->next_off[gi->ref];
+            pc->init_off = k->init_off[gi->ref];
+        }
+        for (int i = 0; gi->src == IR_GSRC_SAVED && i < k->g.n_saved; i++)
+            if (k->g.saved[i] == gi->ref)
+                pc->rec_off = k->saved_off[i];
+        p->piece[v] = 1;
+        p->off[v] = k->g_cols;
+        k->g_cols += pc->cols;
+    }
+    for (int32_t v = 0; v < gf->n; v++) {
+        if (!p->export_[v])
+            continue;
+        if (units(gf->nodes[v].cols) < 0)
+            return unsupported("a gradient operand is not a multiple of H wide", p->f->name);
+        p->off[v] = k->dg_cols;
+        k->dg_cols += cols_of(gf, v, p->s);
+    }
+    return RNNC_OK;
+}
+
+/* ---------------------------------------------------------------- recurrence cell */
+
+static rnnc_status declare_like(ir_fn *dst, const ir_fn *src, int32_t v, const char *name,
+                                bool transpose, int32_t *out)
+{
+    const ir_node *n = &src->nodes[v];
+    char rows[48], cols[48];
+    ir_dim_str(transpose ? n->cols : n->rows, rows, sizeof rows);
+    ir_dim_str(transpose ? n->rows : n->cols, cols, sizeof cols);
+    if (n->op == IR_STATE)
+        return rnnc_cell_state(dst, name, cols, out);
+    return rnnc_cell_param(dst, name, n->kind == IR_MAT ? rows : NULL, cols, out);
+}
+
+/* bin's columns [off, off + cols) as a value: a concat of H-wide chunks. */
+static rnnc_status bin_view(ir_fn *dst, int32_t bin, int64_t w, int64_t off_u, int64_t n_u,
+                            int32_t *out)
+{
+    *out = -1;
+    for (int64_t j = 0; j < n_u; j++) {
+        int32_t c;
+        rnnc_status st = rnnc_chunk(dst, bin, (int)w, (int)(off_u + j), &c);
+        if (st == RNNC_OK)
+            st = concat_into(dst, out, c);
+        if (st != RNNC_OK)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status transposed(split *p, ir_fn *dst, int32_t w, int32_t *out)
+{
+    fg_kind *k = p->k;
+    int param = ir_param_of(p->gf, w);
+    for (int j = 0; j < k->n_t; j++)
+        if (k->t_of[j] == param) {
+            *out = dst->params[k->n_fwd_params + j].node;
+            return RNNC_OK;
+        }
+    if (param < 0 || k->n_t >= FG_MAX)
+        return unsupported("linear_t of a non-parameter matrix", p->f->name);
+    char name[160];
+    snprintf(name, sizeof name, "%s_T", p->gf->params[param].name);
+    k->t_of[k->n_t++] = param;
+    return declare_like(dst, p->gf, w, name, true, out);
+}
+
+static rnnc_status emit_body(split *p, ir_fn *dst, const uint8_t *live, int32_t *map)
+{
+    const ir_fn *gf = p->gf;
+    for (int32_t i = 0; i < gf->n; i++) {
+        ir_node n = gf->nodes[i];
+        if (!live[i] || map[i] >= 0)
+            continue;
+        for (int j = 0; j < 3; j++)
+            if (n.a[j] >= 0)
+                n.a[j] = map[n.a[j]];
+        rnnc_status st;
+        if (n.op == IR_LINEAR_T) {
+            int32_t wt;
+            if ((st = transposed(p, dst, gf->nodes[i].a[1], &wt)) ||
+                (st = rnnc_linear(dst, n.a[0], wt, &map[i])))
+                return st;
+            continue;
+        }
+        if (n.op == IR_INPUT || n.op == IR_STATE || n.op == IR_PARAM)
+            return rnnc_fail(RNNC_ERR_INTERNAL, "fused backward: undeclared leaf %d", i);
+        if ((st = ir_emit_node(dst, &n, &map[i])))
+            return st;
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status emit_bwd(split *p, ir_fn *dst, const uint8_t *live, int32_t *map)
+{
+    const ir_fn *gf = p->gf;
+    fg_kind *k = p->k;
+    rnnc_status st = RNNC_OK;
+    for (int i = 0; st == RNNC_OK && i < gf->n_params; i++)
+        st = declare_like(dst, gf, gf->params[i].node, gf->params[i].name, false,
+                          &map[gf->params[i].node]);
+    for (int i = 0; st == RNNC_OK && i < gf->n_states; i++)
+        st = declare_like(dst, gf, gf->states[i].node, gf->states[i].name, false,
+                          &map[gf->states[i].node]);
+    int64_t h = p->s.H, w = k->g_cols / h;
+    char dim[32];
+    snprintf(dim, sizeof dim, "%lldH", (long long)w);
+    int32_t bin = -1;
+    if (st == RNNC_OK)
+        st = rnnc_cell_input(dst, "bin", dim, &bin);
+    for (int j = 0; st == RNNC_OK && j < gf->n_inputs; j++) {
+        int32_t v = gf->inputs[j].node;
+        if (live[v])
+            st = bin_view(dst, bin, w, p->off[v] / h, cols_of(gf, v, p->s) / h, &map[v]);
+    }
+    if (st == RNNC_OK)
+        st = emit_body(p, dst, live, map);
+    int32_t out = -1;
+    for (int32_t v = 0; st == RNNC_OK && v < gf->n; v++)
+        if (p->export_[v])
+            st = concat_into(dst, &out, map[v]);
+    if (st != RNNC_OK)
+        return st;
+    for (int i = 0; i < gf->n_states; i++)
+        dst->states[i].next = map[gf->states[i].next];
+    dst->output = out >= 0 ? out : dst->states[0].next;
+    return ir_verify(dst);
+}
+
+static rnnc_status build_bwd(const ir_fn *f, ir_sizes s, fg_kind *k)
+{
+    const ir_fn *gf = k->g.fn;
+    size_t n = (size_t)gf->n + 1;
+    split p = {gf, f, s, k, calloc(n, 1), calloc(n, 1), calloc(n, sizeof(int64_t))};
+    uint8_t *live = calloc(n, 1);
+    int32_t *map = malloc(n * sizeof *map);
+    rnnc_status st = RNNC_OK;
+    if (!p.piece || !p.export_ || !p.off || !live || !map) {
+        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        goto free_all;
+    }
+    for (size_t i = 0; i < n; i++)
+        map[i] = -1;
+    k->n_fwd_params = gf->n_params;
+    char name[160];
+    snprintf(name, sizeof name, "%s_backward", f->name);
+    if ((st = walk_all(&p, 0)) || (st = place(&p, live)) || (st = walk_all(&p, 1)) ||
+        (st = rnnc_cell_create(&k->bwd, name)))
+        goto free_all;
+    st = emit_bwd(&p, k->bwd, live, map);
+free_all:
+    free(map);
+    free(live);
+    free(p.off);
+    free(p.export_);
+    free(p.piece);
+    return st;
+}
+
+rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *k)
+{
+    memset(k, 0, sizeof *k);
+    if (f->n_states > FG_MAX)
+        return unsupported("too many states", f->name);
+    for (int i = 0; i < f->n_states; i++) {
+        k->init_off[i] = k->init_cols;
+        k->init_cols += cols_of(f, f->states[i].node, s);
+    }
+    rnnc_status st = ir_autodiff(f, &k->g);
+    if (st == RNNC_OK && k->g.n_saved > FG_MAX)
+        st = unsupported("too many saved values", f->name);
+    if (st == RNNC_OK)
+        st = build_record(f, s, k);
+    if (st == RNNC_OK)
+        st = build_bwd(f, s, k);
+    if (st == RNNC_OK)
+        st = pass_fuse(k->rec, RNNC_HOIST_ALL, a, &k->rec_sched);
+    if (st == RNNC_OK)
+        st = pass_fuse(k->bwd, RNNC_HOIST_ALL, a, &k->bwd_sched);
+    return st;
+}
+
+void fg_kind_free(fg_kind *k)
+{
+    if (!k)
+        return;
+    rnnc_cell_destroy(k->rec);
+    rnnc_cell_destroy(k->bwd);
+    if (k->g.fn)
+        ir_grad_free(&k->g);
+    memset(k, 0, sizeof *k);
+}

@@ -1,0 +1,351 @@
+/*
+ * fused_grad_setup.c: the fused backward's preparation: the check (the
+ * split of the backward step and a trial generation of both cells, once
+ * per model), the host copy of the weights, the kernel sets for a batch
+ * size, and the weight arenas they read (the recurrence cell's holds the
+ * transposed matrices, W^T, of its linear_t terms).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fused_grad/fused_grad.h"
+
+#ifdef RT_HAVE_CUDA_H
+
+int64_t fg_at(const rt_fgrad *g, int dirs, int p, const int64_t n[2])
+{
+    (void)g;
+    return p <= dirs ? p * n[0] : dirs * n[0] + (p - dirs) * n[1];
+}
+
+rnnc_status fg_grow(fg_buf *b, size_t n)
+{
+    if (n < 16)
+        n = 16;
+    if (b->n >= n)
+        return RNNC_OK;
+    rt_dev_free(b->p);
+    b->p = 0;
+    b->n = 0;
+    rnnc_status st = rt_dev_alloc(&b->p, n);
+    if (st == RNNC_OK)
+        b->n = n;
+    return st;
+}
+
+static rnnc_status new_state(rt_fused *m)
+{
+    if (m->grad)
+        return RNNC_OK;
+    rt_fgrad *g = calloc(1, sizeof *g);
+    if (!g || !(g->arena = ir_arena_create())) {
+        free(g);
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+    }
+    g->np = m->spec.layers * m->spec.dirs;
+    g->npar = m->spec.fn[0]->n_params;
+    m->grad = g;
+    return RNNC_OK;
+}
+
+static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
+{
+    rt_fused_config_kind(m, k, batch, false, cfg);
+    cfg->batch_first = false; /* the training path keeps everything [T, B, *] */
+    cfg->y_ld = 0;
+}
+
+/* The split and one generation of each cell at B = 1. */
+static rnnc_status check_once(rt_fused *m, rt_fgrad *g)
+{
+    rnnc_status st = fg_model_supported(&m->spec);
+    g->n_kinds = m->spec.layers > 1 ? 2 : 1;
+    for (int k = 0; st == RNNC_OK && k < g->n_kinds; k++)
+        st = fg_kind_build(m->spec.fn[k], m->spec.sizes[k], g->arena, &g->kind[k]);
+    for (int k = 0; st == RNNC_OK && k < g->n_kinds; k++) {
+        cg_cuda_config cfg;
+        cg_cuda_plan plan;
+        char *src = NULL;
+        config(m, k, 1, &cfg);
+        st = cg_cuda_generate(&g->kind[k].rec_sched, &cfg, &src, &plan);
+        free(src);
+        src = NULL;
+        if (st == RNNC_OK)
+            st = cg_cuda_generate(&g->kind[k].bwd_sched, &cfg, &src, &plan);
+        free(src);
+    }
+    return st;
+}
+
+rnnc_status rt_fgrad_check(rt_fused *m)
+{
+    rnnc_status st = new_state(m);
+    if (st != RNNC_OK)
+        return st;
+    rt_fgrad *g = m->grad;
+    if (!g->checked) {
+        g->status = check_once(m, g);
+        snprintf(g->why, sizeof g->why, "%s", g->status ? rnnc_last_error() : "");
+        g->checked = true;
+    }
+    if (g->status != RNNC_OK)
+        return rnnc_fail(g->status, "%s", g->why);
+    return RNNC_OK;
+}
+
+rnnc_status rt_fgrad_can_train(void *state)
+{
+    return rt_fgrad_check(state);
+}
+
+/* ---------------------------------------------------------------- weights */
+
+static int64_t param_count(const rt_fused *m, int p, int i)
+{
+    int k = p >= m->spec.dirs;
+    const ir_fn *f = m->spec.fn[k];
+    const ir_node *n = &f->nodes[f->params[i].node];
+    int64_t c = ir_dim_eval(n->cols, m->spec.sizes[k]);
+    return n->kind == IR_MAT ? c * ir_dim_eval(n->rows, m->spec.sizes[k]) : c;
+}
+
+rnnc_status rt_fgrad_bind(rt_fused *m, const rt_weights *w)
+{
+    rnnc_status st = new_state(m);
+    if (st != RNNC_OK)
+        return st;
+    rt_fgrad *g = m->grad;
+    size_t n = (size_t)(g->np * g->npar) + 1;
+    if (!g->hw_off && (!(g->hw_off = calloc(n, sizeof *g->hw_off)) ||
+                       !(g->hw_cnt = calloc(n, sizeof *g->hw_cnt))))
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+    int64_t at = 0;
+    for (int p = 0; p < g->np; p++)
+        for (int i = 0; i < g->npar; i++) {
+            g->hw_off[p * g->npar + i] = at;
+            g->hw_cnt[p * g->npar + i] = param_count(m, p, i);
+            at += (g->hw_cnt[p * g->npar + i] + 3) & ~(int64_t)3;
+        }
+    float *hw = realloc(g->hw, sizeof(float) * (size_t)(at + 4));
+    if (!hw)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory for weights");
+    g->hw = hw;
+    g->hw_floats = at;
+    for (int p = 0; p < g->np; p++)
+        for (int i = 0; i < g->npar; i++) {
+            const float *src = rt_weight(w, p, i);
+            float *dst = g->hw + g->hw_off[p * g->npar + i];
+            if (src)
+                memcpy(dst, src, sizeof(float) * (size_t)g->hw_cnt[p * g->npar + i]);
+            else
+                memset(dst, 0, sizeof(float) * (size_t)g->hw_cnt[p * g->npar + i]);
+        }
+    g->bound = true;
+    g->arenas_ok = false;
+    return RNNC_OK;
+}
+
+/* The recurrence cell's weights: the forward's, then W^T of each linear_t. */
+static rnnc_status bwd_weights(rt_fused *m, rt_fgrad *g, int k, int p, float **tbuf,
+                               const float **ptr)
+{
+    const fg_kind *kd = &g->kind[k];
+    const ir_fn *f = m->spec.fn[k];
+    ir_sizes sz = m->spec.sizes[k];
+    for (int i = 0; i < g->npar; i++)
+        ptr[i] = g->hw + g->hw_off[p * g->npar + i];
+    for (int j = 0; j < kd->n_t; j++) {
+        int q = kd->t_of[j];
+        const ir_node *n = &f->nodes[f->params[q].node];
+        int64_t r = ir_dim_eval(n->rows, sz), c = ir_dim_eval(n->cols, sz);
+        float *t = malloc(sizeof(float) * (size_t)(r * c));
+        if (!t)
+            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        const float *w = g->hw + g->hw_off[p * g->npar + q];
+        for (int64_t a = 0; a < r; a++)
+            for (int64_t b = 0; b < c; b++)
+                t[b * r + a] = w[a * c + b];
+        tbuf[j] = t;
+        ptr[g->npar + j] = t;
+    }
+    return RNNC_OK;
+}
+
+/* One pseudo-layer's matrices and folds for a plan of cell f. */
+static rnnc_status fill(const ir_fn *f, ir_sizes sz, const cg_cuda_plan *pl,
+                        const float *const *ptr, int n_params, float *wts, float *fold)
+{
+    rt_weights w = {ptr, n_params, 1};
+    for (int i = 0; i < pl->n_wts; i++)
+        memcpy(wts + pl->wts[i].offset, ptr[pl->wts[i].id], sizeof(float) * (size_t)pl->wts[i].count);
+    for (int i = 0; i < pl->n_fold; i++) {
+        rnnc_status st = rt_eval_fold(f, sz, &w, 0, pl->fold[i].id, fold + pl->fold[i].offset);
+        if (st != RNNC_OK)
+            return st;
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status upload(CUdeviceptr *dst, const float *src, int64_t n)
+{
+    rt_dev_free(*dst);
+    *dst = 0;
+    rnnc_status st = rt_dev_alloc(dst, (size_t)(n + 4) * 4);
+    return st ? st : rt_dev_upload(*dst, src, (size_t)n * 4, NULL);
+}
+
+static rnnc_status fill_pseudo(rt_fused *m, rt_fgrad *g, int p, float *rw, float *rf, float *bw,
+                               float *bf)
+{
+    int k = p >= m->spec.dirs;
+    const fg_kind *kd = &g->kind[k];
+    const float *ptr[2 * FG_MAX + 8];
+    float *tbuf[FG_MAX] = {0};
+    if (g->npar + kd->n_t > 2 * FG_MAX + 8)
+        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backward: too many parameters");
+    rnnc_status st = bwd_weights(m, g, k, p, tbuf, ptr);
+    if (st == RNNC_OK)
+        st = fill(kd->rec, m->spec.sizes[k], &g->rec[k].plan, ptr, g->npar, rw, rf);
+    if (st == RNNC_OK)
+        st = fill(kd->bwd, m->spec.sizes[k], &g->bwd[k].plan, ptr, g->npar + kd->n_t, bw, bf);
+    for (int j = 0; j < kd->n_t; j++)
+        free(tbuf[j]);
+    return st;
+}
+
+static rnnc_status fill_arenas(rt_fused *m, rt_fgrad *g)
+{
+    int d = m->spec.dirs;
+    for (int k = 0; k < g->n_kinds; k++) {
+        g->rec_w[k] = g->rec[k].plan.wts_floats + 4, g->rec_f[k] = g->rec[k].plan.fold_floats + 4;
+        g->bwd_w[k] = g->bwd[k].plan.wts_floats + 4, g->bwd_f[k] = g->bwd[k].plan.fold_floats + 4;
+    }
+    int64_t nrw = fg_at(g, d, g->np, g->rec_w), nrf = fg_at(g, d, g->np, g->rec_f);
+    int64_t nbw = fg_at(g, d, g->np, g->bwd_w), nbf = fg_at(g, d, g->np, g->bwd_f);
+    float *rw = calloc((size_t)nrw, 4), *rf = calloc((size_t)nrf, 4);
+    float *bw = calloc((size_t)nbw, 4), *bf = calloc((size_t)nbf, 4);
+    rnnc_status st = rw && rf && bw && bf
+                         ? RNNC_OK
+                         : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+    for (int p = 0; st == RNNC_OK && p < g->np; p++)
+        st = fill_pseudo(m, g, p, rw + fg_at(g, d, p, g->rec_w), rf + fg_at(g, d, p, g->rec_f),
+                         bw + fg_at(g, d, p, g->bwd_w), bf + fg_at(g, d, p, g->bwd_f));
+    if (st == RNNC_OK && !(st = upload(&g->rwts, rw, nrw)) && !(st = upload(&g->rfold, rf, nrf)) &&
+        !(st = upload(&g->bwts, bw, nbw)) && !(st = upload(&g->bfold, bf, nbf)) &&
+        !(st = upload(&g->plain, g->hw, g->hw_floats)))
+        st = rt_dev_sync(NULL);
+    free(rw), free(rf), free(bw), free(bf);
+    g->arenas_ok = st == RNNC_OK;
+    return st;
+}
+
+/* ---------------------------------------------------------------- kernel sets */
+
+static rnnc_status load_set(rt_fused *m, fg_set *set, const char *what, int k, int64_t batch)
+{
+    const char *names[CG_CUDA_MAX_LAUNCH];
+    char label[64];
+    for (int i = 0; i < set->plan.n_launch; i++)
+        names[i] = set->plan.launch[i].name;
+    snprintf(label, sizeof label, "fg%s_%s_k%d_b%lld", what, m->spec.fn[0]->name, k,
+             (long long)batch);
+    rt_kernel_req req = {.source = set->src, .name = label, .kernels = names,
+                         .n_kernels = set->plan.n_launch, .sm = 0, .tuning = set->plan.tuning};
+    rnnc_status st = rt_kernel_get(&req, m->spec.device, &set->kern);
+    set->loaded = st == RNNC_OK;
+    return st;
+}
+
+static rnnc_status make_set(rt_fused *m, const ir_schedule *sched, int k, int64_t batch,
+                            const char *what, fg_set *set)
+{
+    cg_cuda_config cfg;
+    config(m, k, batch, &cfg);
+    free(set->src);
+    set->src = NULL;
+    set->loaded = false;
+    rnnc_status st = cg_cuda_generate(sched, &cfg, &set->src, &set->plan);
+    return st ? st : load_set(m, set, what, k, batch);
+}
+
+static rnnc_status load_util(rt_fused *m, rt_fgrad *g)
+{
+    if (g->util_loaded)
+        return RNNC_OK;
+    rt_kernel_req req = {.source = fg_util_src, .name = "fused_grad_util",
+                         .kernels = fg_util_names, .n_kernels = FG_N_UTIL};
+    rnnc_status st = rt_kernel_get(&req, m->spec.device, &g->util);
+    g->util_loaded = st == RNNC_OK;
+    return st;
+}
+
+static rnnc_status make_desc(rt_fgrad *g, int k)
+{
+    const fg_kind *kd = &g->kind[k];
+    free(g->desc[k]);
+    g->desc[k] = malloc(sizeof(int) * (size_t)(5 * kd->n_pieces + 5));
+    if (!g->desc[k])
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+    for (int i = 0; i < kd->n_pieces; i++) {
+        const fg_piece *pc = &kd->piece[i];
+        int *d = g->desc[k] + 5 * i;
+        d[0] = pc->src, d[1] = (int)pc->off, d[2] = (int)pc->cols;
+        d[3] = (int)pc->rec_off, d[4] = (int)pc->init_off;
+    }
+    rnnc_status st = fg_grow(&g->ddesc[k], sizeof(int) * (size_t)(5 * kd->n_pieces + 5));
+    return st ? st : rt_dev_upload(g->ddesc[k].p, g->desc[k], sizeof(int) * (size_t)(5 * kd->n_pieces), NULL);
+}
+
+rnnc_status fg_prepare(rt_fused *m, int64_t batch)
+{
+    rt_fgrad *g = m->grad;
+    rnnc_status st = RNNC_OK;
+    if (!g->bound)
+        return rnnc_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
+    if (g->batch != batch) {
+        g->batch = 0;
+        for (int k = 0; st == RNNC_OK && k < g->n_kinds; k++)
+            if (!(st = make_set(m, &g->kind[k].rec_sched, k, batch, "rec", &g->rec[k])))
+                st = make_set(m, &g->kind[k].bwd_sched, k, batch, "bwd", &g->bwd[k]);
+        for (int k = 0; st == RNNC_OK && k < g->n_kinds; k++)
+            st = make_desc(g, k);
+        if (st == RNNC_OK)
+            st = load_util(m, g);
+        if (st != RNNC_OK)
+            return st;
+        g->batch = batch;
+        g->arenas_ok = false;
+    }
+    return g->arenas_ok ? RNNC_OK : fill_arenas(m, g);
+}
+
+void rt_fgrad_forget(rt_fgrad *g)
+{
+    g->valid = false;
+}
+
+void rt_fgrad_free(rt_fgrad *g)
+{
+    if (!g)
+        return;
+    fg_buf *bufs[] = {&g->st, &g->hz, &g->xb, &g->part, &g->bar, &g->dlen, &g->xt, &g->tmp,
+                      &g->recb, &g->out, &g->init, &g->g, &g->dg, &g->din, &g->dxl,
+                      &g->ddesc[0], &g->ddesc[1]};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        rt_dev_free(bufs[i]->p);
+    CUdeviceptr arenas[] = {g->rwts, g->rfold, g->bwts, g->bfold, g->plain, g->dw};
+    for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)
+        rt_dev_free(arenas[i]);
+    for (int k = 0; k < 2; k++) {
+        free(g->rec[k].src);
+        free(g->bwd[k].src);
+        free(g->desc[k]);
+        fg_kind_free(&g->kind[k]);
+    }
+    free(g->hw), free(g->hw_off), free(g->hw_cnt), free(g->dw_host), free(g->hlen);
+    ir_arena_destroy(g->arena);
+    free(g);
+}
+
+#endif /* RT_HAVE_CUDA_H */
