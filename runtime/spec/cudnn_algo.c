@@ -1,10 +1,11 @@
 /*
  * cudnn_algo.c: the names of cuDNN's RNN algorithms (for the model
- * descriptor, --cudnn-algo and reports); present in every build.
+ * descriptor, --cudnn-algo and reports); present in every build, below
+ * cudnn_fallback, which names them too.
  */
 #include <strings.h>
 
-#include "api/api.h"
+#include "runtime/spec/spec.h"
 
 static const char *const algo_names[] = {"auto", "standard", "persist_static",
                                          "persist_static_small_h", "persist_dynamic"};
