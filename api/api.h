@@ -100,9 +100,11 @@ void api_backend_close_all(rnnc_model *m);
 
 /* One call on the current backend: forward, or timed forward. */
 typedef rnnc_status (*api_call_fn)(rnnc_model *m, const rnnc_forward_args *a, void *ctx);
-/* Runs `call` on the current backend, or for an AUTO model on the fastest
- * backend that accepts it: a backend that refuses the call (UNSUPPORTED)
- * passes it to the next in the order.  The one that ran becomes current. */
+/* Runs `call` on the current backend, or for an AUTO model on the first of
+ * fused, cudnn, cpu, interp that accepts it (backends.c: a training forward
+ * first on one that can also run its backward; device pointers only on
+ * fused and cudnn): a backend that refuses the call (UNSUPPORTED, NO_DEVICE,
+ * NOT_BUILT) passes it to the next.  The one that ran becomes current. */
 rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_fn call, void *ctx);
 
 #endif /* RNNC_API_H */

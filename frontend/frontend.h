@@ -15,7 +15,7 @@ typedef struct fe_builtin {
     size_t len;
 } fe_builtin;
 
-/* ---------------------------------------------------------------- .cell parser (lex.c, parse*.c, builtin.c; owner fe) */
+/* ---------------------------------------------------------------- .cell parser (lex.c, parse*.c, builtin.c) */
 
 /* NULL-terminated, in file-name order (generated builtin_cells.c). */
 extern const fe_builtin rnnc_builtin_cells[];

@@ -210,7 +210,8 @@ const char *rnnc_tensors_name(const rnnc_tensors *ts, int i);
 /* ---------------------------------------------------------------- models */
 
 typedef enum rnnc_backend {
-    RNNC_BACKEND_AUTO = 0, /* per call: the first of fused, cudnn, cpu, interp that can run it */
+    RNNC_BACKEND_AUTO = 0, /* per call: the first of fused, cudnn, cpu, interp that can run it
+                            * (a training forward: first one that can also run its backward) */
     RNNC_BACKEND_INTERP = 1,
     RNNC_BACKEND_CPU = 2,
     RNNC_BACKEND_FUSED = 3,

@@ -51,12 +51,3 @@ void *ir_arena_alloc(ir_arena *a, size_t n)
     memset(p, 0, n);
     return p;
 }
-
-char *ir_arena_strdup(ir_arena *a, const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = ir_arena_alloc(a, n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}

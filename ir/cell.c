@@ -16,14 +16,6 @@ const ir_op_info ir_ops[IR_NUM_OPS] = {
 #undef OP
 };
 
-int ir_op_from_name(const char *name)
-{
-    for (int i = 0; i < IR_NUM_OPS; i++)
-        if (strcmp(ir_ops[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
 rnnc_status rnnc_cell_create(rnnc_cell **out, const char *name)
 {
     if (!out || !name || !*name)

@@ -23,11 +23,6 @@ ir_dim ir_dim_add(ir_dim a, ir_dim b)
     return (ir_dim){a.c + b.c, a.i + b.i, a.h + b.h, a.p + b.p};
 }
 
-ir_dim ir_dim_mul(ir_dim d, int32_t k)
-{
-    return (ir_dim){d.c * k, d.i * k, d.h * k, d.p * k};
-}
-
 bool ir_dim_is_const(ir_dim d, int32_t c)
 {
     return d.i == 0 && d.h == 0 && d.p == 0 && d.c == c;

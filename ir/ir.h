@@ -27,7 +27,6 @@ typedef struct ir_arena ir_arena;
 ir_arena *ir_arena_create(void);
 void ir_arena_destroy(ir_arena *a);
 void *ir_arena_alloc(ir_arena *a, size_t n); /* zeroed, 16-byte aligned; NULL on OOM */
-char *ir_arena_strdup(ir_arena *a, const char *s);
 
 /* ---------------------------------------------------------------- dims (dim.c) */
 
@@ -46,7 +45,6 @@ ir_dim ir_dim_add(ir_dim a, ir_dim b);
 bool ir_dim_is_const(ir_dim d, int32_t c);
 /* Divides every coefficient by k; false if any is not a multiple. */
 bool ir_dim_div(ir_dim d, int32_t k, ir_dim *out);
-ir_dim ir_dim_mul(ir_dim d, int32_t k);
 int64_t ir_dim_eval(ir_dim d, ir_sizes s);
 bool ir_dim_uses_p(ir_dim d);
 /* Parses "4H", "I", "H+I", "2*H", "1", "4 * H + 2"; false on error. */
@@ -81,8 +79,6 @@ typedef struct ir_op_info {
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_NUM_OPS];
-/* The op of a name, or -1. */
-int ir_op_from_name(const char *name);
 
 /* ---------------------------------------------------------------- nodes and cells */
 
@@ -180,8 +176,6 @@ void ir_names_free(ir_fn *f);
 /* Fills n->kind, n->rows, n->cols from the operands; RNNC_ERR_SHAPE with
  * detail when they do not agree. */
 rnnc_status ir_infer_node(const ir_fn *f, ir_node *n);
-/* Re-infers every node in order (after a pass). */
-rnnc_status ir_infer_all(ir_fn *f);
 
 /* ---------------------------------------------------------------- verifier (verify.c) */
 

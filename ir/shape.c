@@ -197,13 +197,3 @@ rnnc_status ir_infer_node(const ir_fn *f, ir_node *n)
         return infer_binary(n, x, y);
     return infer_other(f, n, x, y);
 }
-
-rnnc_status ir_infer_all(ir_fn *f)
-{
-    for (int32_t i = 0; i < f->n; i++) {
-        rnnc_status s = ir_infer_node(f, &f->nodes[i]);
-        if (s != RNNC_OK)
-            return s;
-    }
-    return RNNC_OK;
-}

@@ -165,17 +165,10 @@ rnnc_status rt_fused_aot_add(const rt_spec *s, int64_t batch, int sm, int sm_cou
                              rt_bundle *b, const char **from);
 rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold,
                                     int64_t wts_floats, int64_t fold_floats);
-/* Whether the fused backend runs this call of a model it created (for the
- * auto backend).  Everything else it refuses at create: a dtype other than
- * fp32, a cell the generator cannot place, a projection whose slices
- * (gcd(H, P)) would be under H/16. */
-bool rt_fused_call_supported(const rt_spec *s, const rnnc_forward_args *a);
 /* ---- whole models (fused_model.c) */
 /* Offsets in floats of pseudo-layer p's weight and fold arenas. */
 int64_t rt_fused_wts_at(const rt_fused *m, int p);
 int64_t rt_fused_fold_at(const rt_fused *m, int p);
-/* Loads the kernel set of layer kind k (0 or 1) from the kernel cache. */
-rnnc_status rt_fused_load(rt_fused *m, int k);
 /* One run of layer kind k's kernels over T steps (a whole sequence or a
  * chunk of it): x in, y the layer's output (its direction's columns),
  * pseudo-layer p's weights, states in st (copy 0 in, FIN out), hoisted

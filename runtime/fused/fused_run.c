@@ -43,7 +43,8 @@ rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch)
     return RNNC_OK;
 }
 
-rnnc_status rt_fused_load(rt_fused *m, int k)
+/* Loads the kernel set of layer kind k (0 or 1) from the kernel cache. */
+static rnnc_status load_kind(rt_fused *m, int k)
 {
     bool *loaded = k ? &m->up.loaded : &m->loaded;
     if (*loaded)
@@ -195,7 +196,10 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     return e;
 }
 
-bool rt_fused_call_supported(const rt_spec *s, const rnnc_forward_args *a)
+/* Whether the fused backend runs this call of a model it created.  Everything
+ * else it refuses at create: a dtype other than fp32, a cell the generator
+ * cannot place, a projection whose slices (gcd(H, P)) would be under H/16. */
+static bool call_supported(const rt_spec *s, const rnnc_forward_args *a)
 {
     return !(a && a->training && s->fn[0]->n_dropout > 0);
 }
@@ -205,7 +209,7 @@ static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
     rnnc_status st = rt_check_forward(&m->spec, a);
     if (st)
         return st;
-    if (!rt_fused_call_supported(&m->spec, a))
+    if (!call_supported(&m->spec, a))
         return rnnc_fail(RNNC_ERR_UNSUPPORTED,
                          "fused backend: training with in-cell dropout is not supported yet");
     if (!m->bound)
@@ -226,7 +230,7 @@ rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a)
     rnnc_status st = check_call(m, a);
     CUstream s = a ? (CUstream)a->stream : NULL;
     if (st || (st = rt_cuda_context(m->spec.device)) || (st = rt_fused_prepare(m, a->batch)) ||
-        (st = rt_fused_load(m, 0)) || (m->spec.layers > 1 && (st = rt_fused_load(m, 1))) ||
+        (st = load_kind(m, 0)) || (m->spec.layers > 1 && (st = load_kind(m, 1))) ||
         (st = ensure_scratch(m, a)))
         return st;
     size_t TB = (size_t)a->seq_len * (size_t)a->batch;

@@ -56,7 +56,7 @@ bool rt_dtype_is_half(rnnc_dtype t)
     return t == RNNC_F16 || t == RNNC_BF16;
 }
 
-void rt_f32_to_half(rnnc_dtype t, const float *src, void *dst, size_t n)
+static void f32_to_half(rnnc_dtype t, const float *src, void *dst, size_t n)
 {
     unsigned char *d = dst;
     for (size_t i = 0; i < n; i++) {
@@ -65,7 +65,7 @@ void rt_f32_to_half(rnnc_dtype t, const float *src, void *dst, size_t n)
     }
 }
 
-void rt_half_to_f32(rnnc_dtype t, const void *src, float *dst, size_t n)
+static void half_to_f32(rnnc_dtype t, const void *src, float *dst, size_t n)
 {
     rnnc_tensor v = {.dtype = t, .rank = 1, .shape = {(int64_t)n}, .data = (void *)src};
     (void)rt_tensor_to_f32(&v, dst); /* a float dtype and a valid shape: cannot fail */
@@ -77,8 +77,8 @@ void rt_round_f32(rnnc_dtype t, float *p, size_t n)
         return;
     for (size_t i = 0; i < n; i++) {
         uint16_t h;
-        rt_f32_to_half(t, &p[i], &h, 1);
-        rt_half_to_f32(t, &h, &p[i], 1);
+        f32_to_half(t, &p[i], &h, 1);
+        half_to_f32(t, &h, &p[i], 1);
     }
 }
 
@@ -118,7 +118,7 @@ rnnc_status rnnc_convert(void *dst, rnnc_dtype dst_type, const void *src, rnnc_d
                 memcpy(d + ((size_t)i + j) * 8, &x, 8);
             }
         } else {
-            rt_f32_to_half(dst_type, buf, d + (size_t)i * ds, k);
+            f32_to_half(dst_type, buf, d + (size_t)i * ds, k);
         }
     }
     return RNNC_OK;
@@ -163,13 +163,13 @@ rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
         if (a->init && a->init[k]) {
             if (!(b.init[k] = malloc(ns[k] * 4 + 4)))
                 goto oom;
-            rt_half_to_f32(s->dtype, a->init[k], b.init[k], ns[k]);
+            half_to_f32(s->dtype, a->init[k], b.init[k], ns[k]);
             in[k] = b.init[k];
         }
         if (a->final && a->final[k] && !(out[k] = b.final[k] = malloc(ns[k] * 4 + 4)))
             goto oom;
     }
-    rt_half_to_f32(s->dtype, a->x, b.x, nx);
+    half_to_f32(s->dtype, a->x, b.x, nx);
     rnnc_forward_args c = *a;
     c.x = b.x;
     c.y = b.y;
@@ -177,10 +177,10 @@ rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
     c.final = a->final ? out : NULL;
     if ((st = fwd(state, &c)) != RNNC_OK)
         goto free_bufs;
-    rt_f32_to_half(s->dtype, b.y, a->y, ny);
+    f32_to_half(s->dtype, b.y, a->y, ny);
     for (int k = 0; k < f->n_states; k++)
         if (b.final[k])
-            rt_f32_to_half(s->dtype, b.final[k], a->final[k], ns[k]);
+            f32_to_half(s->dtype, b.final[k], a->final[k], ns[k]);
     goto free_bufs;
 oom:
     st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s forward: out of memory", rnnc_dtype_name(s->dtype));

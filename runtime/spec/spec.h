@@ -107,13 +107,11 @@ rnnc_status rt_check_forward(const rt_spec *s, const rnnc_forward_args *a);
 rnnc_status rt_time_host(const rt_backend *be, void *state, const rnnc_forward_args *a,
                          int warmup, int iters, double *median_ms);
 
-/* Half-precision models (half.c): F16 or BF16; conversions with round to
- * nearest even; n floats rounded to the dtype in place (F32: unchanged);
+/* Half-precision models (half.c): F16 or BF16 (converted with round to
+ * nearest even); n floats rounded to the dtype in place (F32: unchanged);
  * a host backend's forward (fwd on fp32 copies of the caller's buffers,
  * outputs rounded back to the dtype). */
 bool rt_dtype_is_half(rnnc_dtype t);
-void rt_f32_to_half(rnnc_dtype t, const float *src, void *dst, size_t n);
-void rt_half_to_f32(rnnc_dtype t, const void *src, float *dst, size_t n);
 void rt_round_f32(rnnc_dtype t, float *p, size_t n);
 rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
                             rnnc_status (*fwd)(void *, const rnnc_forward_args *), void *state);
