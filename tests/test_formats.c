@@ -166,7 +166,7 @@ static void bundle_header_fields(void **state)
 
 static const rt_cache_key k_key = {0x1111222233334444ull, 0x5555666677778888ull};
 
-/* Offsets in the 128-byte entry header (runtime/cache_disk.c, docs/cache.md). */
+/* Offsets in the 128-byte entry header (runtime/cache/cache_disk.c, docs/cache.md). */
 enum { H_FORMAT = 8, H_HSIZE = 12, H_KEY_LO = 16, H_PSIZE = 32, H_PHASH = 40, H_SM = 48,
        H_RESERVED = 52, H_CREATED = 56, H_NAME = 64, H_HHASH = 120, H_SIZE = 128 };
 

@@ -1,6 +1,6 @@
 /*
  * test_fused_grad.c: the split of the backward step for the fused GPU
- * backward (runtime/fused_grad.h), on every machine: for every built-in
+ * backward (runtime/fused_grad/fused_grad.h), on every machine: for every built-in
  * cell it either builds (the record cell, the recurrence cell and the post
  * ops; its kernels generate at two shapes and NVRTC compiles the larger
  * without warnings, as it does the cell-independent kernels) or is refused as UNSUPPORTED naming why; the

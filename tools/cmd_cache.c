@@ -1,7 +1,7 @@
 /*
  * cmd_cache.c: `rnnc cache info|list|clear`, the on-disk kernel cache.  The
  * one command that reaches past the public API: the cache is the runtime's
- * (runtime/runtime.h, section 5), and only it knows its layout.
+ * (runtime/cache/cache.h), and only it knows its layout.
  */
 #include <string.h>
 
