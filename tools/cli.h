@@ -7,7 +7,7 @@
  * Everything goes through the public API (rnnc.h), except `rnnc cache`,
  * which reads the kernel cache, the GPU's name in `rnnc compare --json`,
  * the host clock cm_now_ms, `rnnc compile` keeping the cache unwritten and
- * `rnnc run --bundle` asking whether the bundle served (runtime.h).
+ * `rnnc run --bundle` asking whether the bundle served (runtime/cache, common).
  */
 #ifndef RNNC_CLI_H
 #define RNNC_CLI_H

@@ -1,5 +1,5 @@
 /*
- * interp_eval.c: evaluates the nodes of one step of a cell in double
+ * eval_frame.c: evaluates the nodes of one step of a cell in double
  * precision, plainly, op by op in index order.  This is the reference every
  * backend is tested against, so it favours obviousness over speed.
  *

@@ -6,7 +6,7 @@
  * budget; the fastest is recorded (rt_tuning_put) so that later processes
  * start on it, and kept in memory for this one.  Every candidate is a
  * correct kernel set: only rounding can differ between them.  The order of
- * lookups is in runtime.h, section 8; docs/cache.md has the key format.
+ * lookups is in fused.h; docs/cache.md has the key format.
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -3,7 +3,7 @@
  * of ir/ops.def (IR_F_GRAD: linear_t, outer, rowsum, step, slice, expand),
  * in double, and the evaluation order of a backward step: nodes that depend
  * on no input or state once, the rest at every step.  Every other op is the
- * forward's (interp_eval.c).
+ * forward's (runtime/eval).
  */
 #include <string.h>
 
