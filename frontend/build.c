@@ -22,17 +22,17 @@ static bool valid_name(const char *s)
 static rnnc_status check_new_name(rnnc_cell *c, const char *name)
 {
     if (!valid_name(name))
-        return err_fail(RNNC_ERR_INVALID_ARG, "'%s' is not a valid name", name ? name : "(null)");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "'%s' is not a valid name", name ? name : "(null)");
     if (ir_find_decl(c, name) >= 0)
-        return err_fail(RNNC_ERR_INVALID_ARG, "'%s' is declared twice in cell '%s'", name, c->name);
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "'%s' is declared twice in cell '%s'", name, c->name);
     return RNNC_OK;
 }
 
 static rnnc_status parse_dim(const char *text, ir_dim *d)
 {
     if (!ir_dim_parse(text, d))
-        return err_fail(RNNC_ERR_SHAPE, "'%s' is not a size (write e.g. 4H, I, H+I, 2*H, 1)",
-                        text ? text : "(null)");
+        return rnnc_fail(RNNC_ERR_SHAPE, "'%s' is not a size (write e.g. 4H, I, H+I, 2*H, 1)",
+                         text ? text : "(null)");
     return RNNC_OK;
 }
 
@@ -44,7 +44,7 @@ static rnnc_status grow(void **arr, int32_t *cap, int32_t n, size_t size)
     int32_t nc = *cap ? *cap * 2 : 8;
     void *p = realloc(*arr, size * (size_t)nc);
     if (!p)
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     *arr = p;
     *cap = nc;
     return RNNC_OK;
@@ -64,13 +64,13 @@ rnnc_status rnnc_cell_input(rnnc_cell *c, const char *name, const char *dim, rnn
     ir_dim d;
     rnnc_status s;
     if (!c || !out)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_input: NULL argument");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_input: NULL argument");
     if ((s = check_new_name(c, name)) || (s = parse_dim(dim, &d)) ||
         (s = grow((void **)&c->inputs, &c->cap_inputs, c->n_inputs, sizeof *c->inputs)))
         return s;
     char *copy = strdup(name);
     if (!copy)
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     if ((s = emit_leaf(c, IR_INPUT, IR_ROW, ir_dim_const(0), d, c->n_inputs, out))) {
         free(copy);
         return s;
@@ -84,13 +84,13 @@ rnnc_status rnnc_cell_state(rnnc_cell *c, const char *name, const char *dim, rnn
     ir_dim d;
     rnnc_status s;
     if (!c || !out)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_state: NULL argument");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_state: NULL argument");
     if ((s = check_new_name(c, name)) || (s = parse_dim(dim, &d)) ||
         (s = grow((void **)&c->states, &c->cap_states, c->n_states, sizeof *c->states)))
         return s;
     char *copy = strdup(name);
     if (!copy)
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     if ((s = emit_leaf(c, IR_STATE, IR_ROW, ir_dim_const(0), d, c->n_states, out))) {
         free(copy);
         return s;
@@ -105,14 +105,14 @@ static rnnc_status declare_param(rnnc_cell *c, const char *name, const char *row
     ir_dim r = ir_dim_const(0), d;
     rnnc_status s;
     if (!c || !out)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_param: NULL argument");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_param: NULL argument");
     if ((s = check_new_name(c, name)) || (rows && (s = parse_dim(rows, &r))) ||
         (s = parse_dim(cols, &d)) ||
         (s = grow((void **)&c->params, &c->cap_params, c->n_params, sizeof *c->params)))
         return s;
     char *copy = strdup(name);
     if (!copy)
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     if ((s = emit_leaf(c, IR_PARAM, rows ? IR_MAT : IR_VEC, r, d, c->n_params, out))) {
         free(copy);
         return s;
@@ -136,9 +136,9 @@ rnnc_status rnnc_cell_param_optional(rnnc_cell *c, const char *name, const char 
 rnnc_status rnnc_cell_const(rnnc_cell *c, double v, rnnc_value *out)
 {
     if (!c || !out)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_const: NULL argument");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_const: NULL argument");
     if (v != v || v - v != 0)
-        return err_fail(RNNC_ERR_INVALID_ARG, "constants must be finite");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "constants must be finite");
     ir_node n = {.op = IR_CONST, .kind = IR_SCALAR, .a = {-1, -1, -1}, .f = v};
     return ir_emit(c, &n, out);
 }
@@ -147,7 +147,7 @@ rnnc_status rnnc_cell_const(rnnc_cell *c, double v, rnnc_value *out)
 static rnnc_status emit_op(rnnc_cell *c, ir_node n, rnnc_value *out)
 {
     if (!c || !out)
-        return err_fail(RNNC_ERR_INVALID_ARG, "%s: NULL argument", ir_ops[n.op].name);
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "%s: NULL argument", ir_ops[n.op].name);
     rnnc_status s = ir_infer_node(c, &n);
     if (s != RNNC_OK)
         return s;
@@ -197,7 +197,7 @@ rnnc_status rnnc_layernorm(rnnc_cell *c, rnnc_value x, double eps, rnnc_value ga
 rnnc_status rnnc_dropout(rnnc_cell *c, rnnc_value x, double p, rnnc_value *out)
 {
     if (!c)
-        return err_fail(RNNC_ERR_INVALID_ARG, "dropout: NULL cell");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "dropout: NULL cell");
     /* Each dropout site draws its own mask, so sites never merge. */
     ir_node n = {.op = IR_DROPOUT, .a = {x, -1, -1}, .f = p, .i1 = c->n_dropout};
     rnnc_status s = emit_op(c, n, out);
@@ -209,23 +209,23 @@ rnnc_status rnnc_dropout(rnnc_cell *c, rnnc_value x, double p, rnnc_value *out)
 rnnc_status rnnc_cell_set_next(rnnc_cell *c, rnnc_value state, rnnc_value next)
 {
     if (!c)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_next: NULL cell");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_next: NULL cell");
     int s = state >= 0 && state < c->n ? ir_state_of(c, state) : -1;
     if (s < 0)
-        return err_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not a state of cell '%s'",
-                        state, c->name);
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not a state of cell '%s'",
+                         state, c->name);
     if (next < 0 || next >= c->n)
-        return err_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not in cell '%s'", next,
-                        c->name);
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not in cell '%s'", next,
+                         c->name);
     if (c->states[s].next >= 0)
-        return err_fail(RNNC_ERR_INVALID_ARG, "state '%s' is given its next value twice",
-                        c->states[s].name);
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "state '%s' is given its next value twice",
+                         c->states[s].name);
     const ir_node *n = &c->nodes[next], *st = &c->nodes[state];
     if (n->kind != IR_ROW || !ir_dim_eq(n->cols, st->cols)) {
         char b1[48], b2[48];
-        return err_fail(RNNC_ERR_SHAPE, "next value of state '%s' must be a row of [%s], got [%s]",
-                        c->states[s].name, ir_dim_str(st->cols, b1, sizeof b1),
-                        ir_dim_str(n->cols, b2, sizeof b2));
+        return rnnc_fail(RNNC_ERR_SHAPE, "next value of state '%s' must be a row of [%s], got [%s]",
+                         c->states[s].name, ir_dim_str(st->cols, b1, sizeof b1),
+                         ir_dim_str(n->cols, b2, sizeof b2));
     }
     c->states[s].next = next;
     return RNNC_OK;
@@ -234,11 +234,11 @@ rnnc_status rnnc_cell_set_next(rnnc_cell *c, rnnc_value state, rnnc_value next)
 rnnc_status rnnc_cell_set_output(rnnc_cell *c, rnnc_value out)
 {
     if (!c)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_output: NULL cell");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_output: NULL cell");
     if (out < 0 || out >= c->n || c->nodes[out].kind != IR_ROW)
-        return err_fail(RNNC_ERR_SHAPE, "the output of cell '%s' must be a row value", c->name);
+        return rnnc_fail(RNNC_ERR_SHAPE, "the output of cell '%s' must be a row value", c->name);
     if (c->output >= 0)
-        return err_fail(RNNC_ERR_INVALID_ARG, "the output of cell '%s' is set twice", c->name);
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "the output of cell '%s' is set twice", c->name);
     c->output = out;
     return RNNC_OK;
 }
@@ -246,6 +246,6 @@ rnnc_status rnnc_cell_set_output(rnnc_cell *c, rnnc_value out)
 rnnc_status rnnc_cell_verify(const rnnc_cell *c)
 {
     if (!c)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_verify: NULL cell");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_verify: NULL cell");
     return ir_verify(c);
 }

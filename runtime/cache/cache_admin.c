@@ -125,7 +125,7 @@ void rt_cache_evict(const char *dir, uint64_t limit)
 static rnnc_status open_dir(char *dir, size_t n, FILE *out)
 {
     if (!out)
-        return err_fail(RNNC_ERR_INVALID_ARG, "cache: NULL output stream");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cache: NULL output stream");
     if (!rt_cache_dir(dir, n)) {
         fprintf(out, "kernel cache: disabled (RNNC_CACHE=0, or no HOME)\n");
         return RNNC_ERR_NOT_FOUND;
@@ -225,7 +225,7 @@ rnnc_status rt_cache_list_json(FILE *out)
 {
     char dir[PATH_MAX], kdir[PATH_MAX + 16];
     if (!out)
-        return err_fail(RNNC_ERR_INVALID_ARG, "cache: NULL output stream");
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cache: NULL output stream");
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "entries");
     entry_list l = {0};
     if (rt_cache_dir(dir, sizeof dir)) {
@@ -248,7 +248,7 @@ rnnc_status rt_cache_list_json(FILE *out)
     cJSON_Delete(root);
     free(l.e);
     if (!text)
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cache list: out of memory");
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cache list: out of memory");
     fprintf(out, "%s\n", text);
     free(text);
     return RNNC_OK;
