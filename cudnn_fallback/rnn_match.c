@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/rnn.h"
 
 static const struct {
     const char *builtin;
