@@ -102,9 +102,20 @@ rnnc_status fb_rnn_param_offset(fb_rnn_mode m, const char *name, fb_rnn_dims d,
 /* ================================================================ 2. mode and algorithm */
 
 /*
+ * Where the built-in cells the matcher compares with come from.  They are
+ * made from .cell text by frontend/'s parser, which this stage (below api/)
+ * must not call: api/, which sits above both, hands the maker down
+ * (rnnc_cell_builtin) before it opens the backend.  Thread-safe; a later
+ * call replaces the maker.
+ */
+typedef rnnc_status (*fb_cell_source)(rnnc_cell **out, const char *name, const char *attrs);
+void fb_rnn_set_cell_source(fb_cell_source make);
+
+/*
  * The cuDNN mode that computes the spec's cell: fn[0] is compared with the
- * built-in lstm, gru, rnn_tanh, rnn_relu and dropout_lstm, each specialised
- * as the model API does.  *dropout is the inter-layer dropout probability
+ * built-in lstm, gru, rnn_tanh, rnn_relu and dropout_lstm (from the cell
+ * source; RNNC_ERR_INTERNAL while there is none), each specialised as the
+ * model API does.  *dropout is the inter-layer dropout probability
  * cuDNN must apply (the model's, or dropout_lstm's own).  A cell matching
  * none is RNNC_ERR_UNSUPPORTED, naming the backends that can run it.
  */
