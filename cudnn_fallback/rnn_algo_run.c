@@ -213,8 +213,7 @@ static rnnc_status reserve(fb_rnn *r, rnnc_cudnn_algo a, bool may_switch)
 
 static bool autotune_off(void)
 {
-    const char *e = getenv("RNNC_AUTOTUNE");
-    return e && strcmp(e, "0") == 0;
+    return cm_env_is("RNNC_AUTOTUNE", "0");
 }
 
 /* Everything the timing depends on, as the tuning record's key. */

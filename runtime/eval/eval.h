@@ -55,7 +55,7 @@ rnnc_status rt_frame_eval_step(rt_frame *fr, int64_t t);
 /* Evaluates node i alone (its operands already evaluated), at time t. */
 rnnc_status rt_frame_eval_node(rt_frame *fr, int32_t i, int64_t t);
 
-/* ---------------------------------------------------------------- weights and fold (eval_fold.c) */
+/* ------------------------------------------------------------ weights and fold (eval_fold.c) */
 
 /* Double copies of the fp32 weights of the pseudo-layers [p0, p1) (of s;
  * without s, of the one cell f0 at sizes sz0); free with rt_eval_weights_free. */

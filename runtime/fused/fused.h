@@ -200,6 +200,7 @@ rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdevice
 rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a);
 rnnc_status rt_fused_time_forward(void *state, const rnnc_forward_args *a, int warmup, int iters,
                                   double *median_ms);
+/* Frees m and its device memory (its training state through m->train). */
 void rt_fused_free(rt_fused *m);
 #endif /* RT_HAVE_CUDA_H */
 

@@ -113,7 +113,7 @@ void rt_fgrad_free(rt_fgrad *g);
 void rt_fgrad_forget(rt_fgrad *g);
 #endif
 
-/* ---------------------------------------------------------------- shared by the runtime files */
+/* ---------------------------------------------------------------- shared by fused_grad*.c */
 
 #ifdef RT_HAVE_CUDA_H
 
