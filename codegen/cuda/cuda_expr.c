@@ -11,8 +11,8 @@
 static bool expr_fail(const cg_ctx *c, int32_t v, const char *where)
 {
     const ir_node *n = &c->f->nodes[v];
-    err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: node %d (op %s) of cell '%s' cannot be read %s",
-             v, ir_ops[n->op].name, c->f->name, where);
+    rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: node %d (op %s) of cell '%s' cannot be read %s",
+              v, ir_ops[n->op].name, c->f->name, where);
     return false;
 }
 

@@ -14,8 +14,8 @@
 
 static bool emit_fail(const cg_ctx *c, int32_t v, const char *why)
 {
-    err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why, v,
-             ir_ops[c->f->nodes[v].op].name, c->f->name);
+    rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why, v,
+              ir_ops[c->f->nodes[v].op].name, c->f->name);
     return false;
 }
 

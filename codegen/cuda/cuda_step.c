@@ -339,8 +339,8 @@ static bool opnd(const cg_ctx *c, int32_t o, int sl, int p, char *buf, size_t n)
 
 static rnnc_status node_fail(const cg_ctx *c, int32_t v, const char *why)
 {
-    return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
-                    v, ir_ops[c->f->nodes[v].op].name, c->f->name);
+    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
+                     v, ir_ops[c->f->nodes[v].op].name, c->f->name);
 }
 
 /* One slice of step value v, given its operands' expressions. */
@@ -572,7 +572,7 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
     if (st)
         return st;
     if (oom) /* the dry run's findings may be partial */
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     if (c->ll)
         cg_ll_place(c);
     emit_prelude(c, t);
@@ -609,7 +609,7 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
     cg_printf(t, "    }\n}\n");
     cg_cuda_plan *pl = c->plan;
     if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
     cg_cuda_launch *l = &pl->launch[pl->n_launch++];
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "rnnc_step");
