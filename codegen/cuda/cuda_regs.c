@@ -11,38 +11,38 @@
  */
 #include <stdio.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cg_ctx *c, int32_t v)
+static int32_t slices(const cu_ctx *c, int32_t v)
 {
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
-bool cg_in_regs(const cg_ctx *c, int32_t v)
+bool cu_in_regs(const cu_ctx *c, int32_t v)
 {
     return c->pf && slices(c, v) <= 32;
 }
 
-void cg_emit_reg_decls(const cg_ctx *c, cg_text *t)
+void cu_emit_reg_decls(const cu_ctx *c, cu_text *t)
 {
     for (int32_t v = 0; v < c->f->n; v++)
         for (int sl = 0; sl < 32; sl++)
             if (c->pfuse[v] & (1u << sl))
-                cg_printf(t, "    float r%d_%d = 0.f;\n", (int)v, sl);
+                cu_printf(t, "    float r%d_%d = 0.f;\n", (int)v, sl);
 }
 
 /* first: every register at t = 0 (states from copy 0); else the hoisted
  * values and x of step t + 1. */
-void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
+void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
 {
     bool any = false, states = false;
     for (int32_t v = 0; v < c->f->n; v++) {
-        any |= c->pfuse[v] && (first || c->role[v] == CG_HOIST_BUF || c->role[v] == CG_LEAF_INPUT);
-        states |= c->pfuse[v] && c->role[v] == CG_LEAF_STATE;
+        any |= c->pfuse[v] && (first || c->role[v] == CU_HOIST_BUF || c->role[v] == CU_LEAF_INPUT);
+        states |= c->pfuse[v] && c->role[v] == CU_LEAF_STATE;
     }
     if (!any)
         return;
-    cg_printf(t,
+    cu_printf(t,
               "    if (tid < E) {\n"
               "        const int e = tid, u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b < BT && gu < H && gb < B) {\n"
@@ -54,23 +54,23 @@ void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!c->pfuse[v])
             continue;
-        if (!first && c->role[v] != CG_HOIST_BUF && c->role[v] != CG_LEAF_INPUT)
+        if (!first && c->role[v] != CU_HOIST_BUF && c->role[v] != CU_LEAF_INPUT)
             continue;
         for (int sl = 0; sl < 32; sl++)
-            if ((c->pfuse[v] & (1u << sl)) && cg_leaf_load(c, v, sl, ld, sizeof ld))
-                cg_printf(t, "            r%d_%d = %s;\n", (int)v, sl, ld);
+            if ((c->pfuse[v] & (1u << sl)) && cu_leaf_load(c, v, sl, ld, sizeof ld))
+                cu_printf(t, "            r%d_%d = %s;\n", (int)v, sl, ld);
     }
-    cg_printf(t, "        }\n    }\n");
+    cu_printf(t, "        }\n    }\n");
 }
 
 /* Each block's rows of every step linear's matrix into shared memory, once. */
-void cg_emit_weights(const cg_ctx *c, cg_text *t)
+void cu_emit_weights(const cu_ctx *c, cu_text *t)
 {
     char idx[256], cond[64], src[128], dst[96];
     if (c->stream)
         return; /* read from global memory every step */
     for (int32_t i = 0; i < c->f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
@@ -85,10 +85,10 @@ void cg_emit_weights(const cg_ctx *c, cg_text *t)
                      (long long)c->off[w], K);
             snprintf(dst, sizeof dst, "&sm_[%lld + r * %d + k4 * 4]", (long long)c->wsm[i],
                      c->kp[i]);
-            cg_emit_copy4(t, R * q, idx, cond, src, dst, true);
+            cu_emit_copy4(t, R * q, idx, cond, src, dst, true);
             continue;
         }
-        cg_printf(t,
+        cu_printf(t,
                   "    for (int i = tid; i < %lld; i += NT) {\n"
                   "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
                   "        sm_[%lld + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
@@ -98,11 +98,11 @@ void cg_emit_weights(const cg_ctx *c, cg_text *t)
     }
 }
 
-void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
+void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached)
 {
     /* up to 8 loads in flight per thread; NT is a macro of the kernel */
-    cg_printf(t,
+    cu_printf(t,
               "    {\n"
               "        enum { N4_ = %lld, U_ = (N4_ + NT - 1) / NT < 8 ? (N4_ + NT - 1) / NT : 8 };\n"
               "        for (int i0_ = 0; i0_ < N4_; i0_ += U_ * NT) {\n"

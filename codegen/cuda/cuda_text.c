@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
-void cg_printf(cg_text *t, const char *fmt, ...)
+void cu_printf(cu_text *t, const char *fmt, ...)
 {
     if (t->oom)
         return;
@@ -41,7 +41,7 @@ void cg_printf(cg_text *t, const char *fmt, ...)
     }
 }
 
-const char *cg_float_lit(double v, char *buf, size_t n)
+const char *cu_float_lit(double v, char *buf, size_t n)
 {
     if (isnan(v))
         snprintf(buf, n, "__int_as_float(0x7fc00000)");
@@ -52,7 +52,7 @@ const char *cg_float_lit(double v, char *buf, size_t n)
     return buf;
 }
 
-const char *cg_unary_fmt(int op)
+const char *cu_unary_fmt(int op)
 {
     switch (op) {
     case IR_NEG: return "-(%s)";
@@ -69,7 +69,7 @@ const char *cg_unary_fmt(int op)
     }
 }
 
-const char *cg_binary_op(int op)
+const char *cu_binary_op(int op)
 {
     switch (op) {
     case IR_ADD: return "+";
