@@ -11,8 +11,6 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-#define SMEM_LIMIT_DEFAULT (227 * 1024)
-
 static int64_t round4(int64_t v)
 {
     return (v + 3) & ~(int64_t)3;
@@ -379,6 +377,54 @@ static void place_global(cu_ctx *c)
     p->in_cols = c->I;
 }
 
+/* States the step reads as whole vectors: staged as a linear's x (through
+ * gathers and views) or read directly by a reduction.  A state read only
+ * at its own elements can stay in registers from step to step. */
+static void mark_whole(cu_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    if (c->role[v] == CU_LEAF_STATE) {
+        c->need[v] |= CU_NEED_WHOLE;
+    } else if ((c->role[v] == CU_HOIST_VIEW || c->role[v] == CU_STEP_GATHER) &&
+               (n->op == IR_CHUNK || n->op == IR_CONCAT)) {
+        mark_whole(c, n->a[0]);
+        if (n->op == IR_CONCAT)
+            mark_whole(c, n->a[1]);
+    }
+}
+
+static void mark_whole_reads(cu_ctx *c)
+{
+    const ir_fn *f = c->f;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *n = &f->nodes[i];
+        if (c->phase[i] < 0 || c->phase[i] >= c->s->n_phases)
+            continue;
+        bool direct = c->role[i] == CU_STEP_ELEM && (ir_ops[n->op].flags & IR_F_REDUCE) &&
+                      c->role[n->a[0]] != CU_STEP_ELEM && c->role[n->a[0]] != CU_STEP_LINEAR;
+        if (c->role[i] == CU_STEP_LINEAR || direct)
+            mark_whole(c, n->a[0]);
+    }
+}
+
+/* The step kernel: the last launch, cooperative (all blocks resident). */
+static rnnc_status place_step_launch(cu_ctx *c)
+{
+    cg_cuda_plan *pl = c->plan;
+    if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
+        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+    c->tile[pl->n_launch].lin = -1;
+    cg_cuda_launch *l = &pl->launch[pl->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_step");
+    l->grid = (unsigned)(c->NUB * c->NBB);
+    l->grid_y = 1;
+    l->threads = (unsigned)c->NT;
+    l->smem = (unsigned)(c->smem_floats * 4);
+    l->cooperative = true;
+    return RNNC_OK;
+}
+
 rnnc_status cu_analyse(cu_ctx *c)
 {
     const ir_fn *f = c->f;
@@ -393,5 +439,13 @@ rnnc_status cu_analyse(cu_ctx *c)
         return st;
     mark_needs(c);
     place_global(c);
-    return cu_choose_tiles(c);
+    if ((st = cu_choose_tiles(c)))
+        return st;
+    cu_ll_choose(c);
+    mark_whole_reads(c);
+    cu_place_regs(c);
+    cu_ll_place(c);
+    if ((st = cu_place_hoist(c)))
+        return st;
+    return place_step_launch(c);
 }

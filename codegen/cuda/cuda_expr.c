@@ -58,6 +58,18 @@ bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
     }
 }
 
+void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    int32_t ka = c->k[nd->a[0]];
+    if (nd->op == IR_CHUNK)
+        *o = nd->a[0], *osl = nd->i1 * (ka / nd->i0) + sl;
+    else if (sl < ka)
+        *o = nd->a[0], *osl = sl;
+    else
+        *o = nd->a[1], *osl = sl - ka;
+}
+
 bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
@@ -73,24 +85,22 @@ bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
     case CU_HOIST_BUF:
         if (!cu_in_regs(c, v))
             return cu_leaf_load(c, v, sl, buf, n);
-        c->pfuse[v] |= 1u << sl;
         snprintf(buf, n, "r%d_%d", (int)v, sl);
         return true;
-    case CU_HOIST_VIEW:
-        if (nd->op == IR_CHUNK)
-            return cu_elem_expr(c, nd->a[0], nd->i1 * (c->k[nd->a[0]] / nd->i0) + sl, cur_phase,
-                                buf, n);
-        if (sl < c->k[nd->a[0]])
-            return cu_elem_expr(c, nd->a[0], sl, cur_phase, buf, n);
-        return cu_elem_expr(c, nd->a[1], sl - c->k[nd->a[0]], cur_phase, buf, n);
+    case CU_HOIST_VIEW: {
+        int32_t o;
+        int os;
+        cu_view_slice(c, v, sl, &o, &os);
+        return cu_elem_expr(c, o, os, cur_phase, buf, n);
+    }
     case CU_STEP_LINEAR:
-        snprintf(buf, n, "sm_[%lld + (%d * UT + u) * (BTP + 1) + b]", (long long)c->sm[v], sl);
+        snprintf(buf, n, "sm_[SM_L%d + (%d * UT + u) * (BTP + 1) + b]", (int)v, sl);
         return true;
     case CU_STEP_ELEM:
         if (c->phase[v] == cur_phase)
             snprintf(buf, n, "v%d_%d", (int)v, sl);
         else if (c->xp[v] >= 0)
-            snprintf(buf, n, "sm_[%lld + %d * E + e]", (long long)c->xp[v], sl);
+            snprintf(buf, n, "sm_[SM_V%d + %d * E + e]", (int)v, sl);
         else
             return expr_fail(c, v, "in a later phase");
         return true;
@@ -106,7 +116,6 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
     char inner[1024], a[2048], b[2048];
     switch (c->role[v]) {
     case CU_LEAF_STATE:
-        c->need[v] |= CU_NEED_WHOLE;
         snprintf(buf, n, "__ldcg(cur + %lld + gb * %lld + (%s))", (long long)state_off(c, v), cols,
                  col);
         return true;

@@ -39,6 +39,14 @@ enum {
     CU_STEP_GATHER   /* step chunk/concat read only as a linear's x */
 };
 
+/* The tile of a hoisted GEMM launch (cuda_hoist.c): bm rows of T*B by bn
+ * columns, K in slices of bk, each of 256 threads owning tm x tn outputs. */
+typedef struct cu_tile {
+    int32_t lin;  /* the hoisted linear, -1 for a launch that is no GEMM */
+    bool small;   /* the small-tile GEMM run for few rows (name suffix "s") */
+    int bm, bn, bk, tm, tn;
+} cu_tile;
+
 typedef struct cu_ctx {
     const ir_schedule *s;
     const ir_fn *f;
@@ -48,12 +56,13 @@ typedef struct cu_ctx {
     int64_t H;        /* slice width: the hidden size, or gcd(H, P) with a projection */
     int64_t *cols;    /* [n] */
     int32_t *k;       /* [n] slices of H (0: one value per row; -1: not sliceable) */
-    uint8_t *role;    /* [n] CG_* */
+    uint8_t *role;    /* [n] CU_* */
     int32_t *phase;   /* [n] step phase, -1 otherwise */
     int64_t *off;     /* [n] offset in the fold, weight or hz arena (by role) */
     int64_t *xb;      /* [n] global exchange slot (CU_NEED_XB) */
     int64_t *xp;      /* [n] shared slot of a per-element value kept across phases */
-    int64_t *sm;      /* [n] shared slot: a linear's result, a reduction's row stats */
+    int64_t *sm;      /* [n] shared slot: a linear's result, a reduction's row stats,
+                         a value the row kernel makes */
     int64_t *wsm;     /* [n] shared slot of a step linear's weight slice */
     int64_t *pt;      /* [n] global partial-sum slot of a reduction over a step value */
     int32_t *ks;      /* [n] step linear: K split across lanes */
@@ -68,7 +77,7 @@ typedef struct cu_ctx {
     bool stream;
     /* One element per thread (E <= NT): per-element leaves (folds, hoisted
      * values, x, states) live in registers r<v>_<slice>; pfuse[v] is the mask
-     * of slices read, found by a dry run of the step's emission. */
+     * of slices the elements read (cu_place_regs). */
     bool pf;
     uint32_t *pfuse;
     /* Tagged exchange (cuda_ll.c): states read whole are published as 64-bit
@@ -76,8 +85,9 @@ typedef struct cu_ctx {
     bool ll;
     /* The step's linears run on tensor cores (cuda_mma.c). */
     bool mma;
-    int64_t smem_floats, lin_floats, xs_floats, xp_floats, stat_floats, red_floats;
-    int64_t wsm_floats;
+    int64_t smem_floats, xs_floats;
+    int64_t rows_floats; /* shared memory of the row kernel (0: no row kernel) */
+    cu_tile tile[CG_CUDA_MAX_LAUNCH]; /* by launch */
 } cu_ctx;
 
 enum {
@@ -88,11 +98,23 @@ enum {
     CU_NEED_WHOLE = 16 /* state read as a whole vector (a linear's x, a reduction) */
 };
 
+/* The analysis: every decision, in order (cuda_analyse.c). */
 rnnc_status cu_analyse(cu_ctx *c);
 /* The step kernel's tiles and shared-memory layout (after cu_analyse's placement). */
 rnnc_status cu_choose_tiles(cu_ctx *c);
-rnnc_status cu_emit_hoist(cu_ctx *c, cu_text *t);
-rnnc_status cu_emit_step(cu_ctx *c, cu_text *t);
+/* The hoisted part's launches and the row kernel's shared slots (cuda_hoist.c). */
+rnnc_status cu_place_hoist(cu_ctx *c);
+/* Which leaves the step's elements read from registers (cuda_regs.c). */
+void cu_place_regs(cu_ctx *c);
+/* The emitters: text from the analysis, nothing else written. */
+rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
+rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t);
+/* The operands slice sl of step element v reads, by operand position
+ * (ops[k] = -1: none), and their slices: the one walk of a slice's reads
+ * that both the emitter and cu_place_regs follow (cuda_step.c). */
+rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3]);
+/* The operand and slice a hoisted view (chunk, concat) reads for slice sl. */
+void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl);
 /* Expression of node v, slice sl, at the current element of the step kernel
  * (locals u, b, gu, gb, row, t in scope).  Writes into buf; false with an
  * error recorded when v has no per-element value there. */
@@ -109,8 +131,9 @@ bool cu_in_regs(const cu_ctx *c, int32_t v);
  * loads before the time loop, and the prefetch of step t+1's values. */
 void cu_emit_reg_decls(const cu_ctx *c, cu_text *t);
 void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first);
-/* The tagged exchange (cuda_ll.c). */
-bool cu_ll_possible(const cu_ctx *c);
+/* The tagged exchange (cuda_ll.c): whether the step uses it (c->ll), and
+ * then the words of the states read whole. */
+void cu_ll_choose(cu_ctx *c);
 void cu_ll_place(cu_ctx *c);
 void cu_emit_ll_prelude(cu_text *t);
 void cu_emit_ll_publish(const cu_ctx *c, cu_text *t);
@@ -120,6 +143,10 @@ void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
 void cu_emit_weights(const cu_ctx *c, cu_text *t);
 const char *cu_float_lit(double v, char *buf, size_t n);
+/* A node for a comment: "%16 sigmoid(f)", "%21 c_next = add(%17, %20)";
+ * a leaf as "state h", "input x", "param w" (cuda_text.c). */
+const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
+const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
 /* Tensor cores for the TF32 math modes (cuda_mma.c): the device helpers
  * (nothing in FFMA); whether a step linear fits with x staged `chunk`
  * columns at a time; the step linear (stage: the x staging of

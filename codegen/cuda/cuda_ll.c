@@ -21,7 +21,7 @@ static int32_t slices(const cu_ctx *c, int32_t v)
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
-bool cu_ll_possible(const cu_ctx *c)
+static bool ll_possible(const cu_ctx *c)
 {
     const ir_fn *f = c->f;
     if (c->s->n_phases != 1)
@@ -47,10 +47,21 @@ bool cu_ll_possible(const cu_ctx *c)
     return true;
 }
 
-/* After the dry run has marked the states read whole. */
+void cu_ll_choose(cu_ctx *c)
+{
+    int ex = c->cfg.exchange;
+    /* Measured on an H100 (docs/fused-kernel.md): tagged words win by far at
+     * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
+     * and the polls read twice the bytes, the barrier was as fast or faster. */
+    c->ll = ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
+}
+
+/* After the analysis has marked the states read whole (CU_NEED_WHOLE). */
 void cu_ll_place(cu_ctx *c)
 {
     const ir_fn *f = c->f;
+    if (!c->ll)
+        return;
     cg_cuda_plan *p = c->plan;
     for (int s = 0; s < f->n_states; s++) {
         int32_t sv = f->states[s].node;

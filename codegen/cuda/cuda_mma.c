@@ -127,12 +127,12 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
     for (int j = 0; j < tpw; j++)
         cu_printf(t,
                   "        const int tl%d_ = min(wp_ + %d, %d), mt%d_ = tl%d_ / %d, nt%d_ = tl%d_ %% %d;\n"
-                  "        const float *const wa%d_ = sm_ + %lld + min(mt%d_ * 16 + g_, %d) * %d + q_;\n"
-                  "        const float *const wb%d_ = sm_ + %lld + min(mt%d_ * 16 + g_ + 8, %d) * %d + q_;\n"
+                  "        const float *const wa%d_ = sm_ + SM_W%d + min(mt%d_ * 16 + g_, %d) * %d + q_;\n"
+                  "        const float *const wb%d_ = sm_ + SM_W%d + min(mt%d_ * 16 + g_ + 8, %d) * %d + q_;\n"
                   "        const float *const xa%d_ = sm_ + min(nt%d_ * 8 + g_, BTP - 1) * %d + q_;\n"
                   "        float d%d_[%d][4] = {};\n",
-                  j, j * nw, tiles - 1, j, j, NTN, j, j, NTN, j, (long long)c->wsm[lin], j, R - 1,
-                  c->kp[lin], j, (long long)c->wsm[lin], j, R - 1, c->kp[lin], j, j, c->xkp[lin],
+                  j, j * nw, tiles - 1, j, j, NTN, j, j, NTN, j, (int)lin, j, R - 1,
+                  c->kp[lin], j, (int)lin, j, R - 1, c->kp[lin], j, j, c->xkp[lin],
                   j, na);
     if (chunked)
         cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
@@ -163,14 +163,14 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
         cu_printf(t,
                   "        if (wp_ + %d < %d) {\n"
                   "            const int r_ = mt%d_ * 16 + g_, n_ = nt%d_ * 8 + 2 * q_;\n"
-                  "            float *const o_ = sm_ + %lld;\n"
+                  "            float *const o_ = sm_ + SM_L%d;\n"
                   "            for (int h_ = 0; h_ < 2; ++h_)\n"
                   "                for (int e_ = 0; e_ < 2; ++e_)\n"
                   "                    if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
                   "                        o_[(r_ + 8 * h_) * (BTP + 1) + n_ + e_] = "
                   "d%d_[0][2 * h_ + e_] + d%d_[1][2 * h_ + e_]%s;\n"
                   "        }\n",
-                  j * nw, tiles, j, j, (long long)c->sm[lin], R, j, j,
+                  j * nw, tiles, j, j, (int)lin, R, j, j,
                   more);
     }
     cu_printf(t, "    }\n    __syncthreads();\n");

@@ -1,7 +1,9 @@
 /*
  * cuda_source.c: entry points of the CUDA generator: schedule + shapes +
  * tuning -> one CUDA C source (hoisted GEMMs, row kernel, persistent step
- * kernel) and the plan the runtime follows to run it.
+ * kernel) and the plan the runtime follows to run it.  The analysis
+ * decides everything and fills the plan; the emitters then write the
+ * source from it once, reading the context and writing only text.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,21 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     return RNNC_OK;
 }
 
+/* The source, from the analysis alone. */
+static rnnc_status emit(const cu_ctx *c, cu_text *t)
+{
+    static const char *const hoists[] = {"all", "matmul", "none"};
+    const cg_cuda_config *cfg = &c->cfg;
+    unsigned h = (unsigned)c->s->setting;
+    cu_printf(t,
+              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, hoist %s, %s */\n",
+              c->f->name, (long long)c->B, (long long)c->I, (long long)cfg->sizes.H,
+              (long long)cfg->sizes.P, cfg->sm, h < 3 ? hoists[h] : "?", c->plan->tuning);
+    cu_emit_mma_helpers(c, t);
+    rnnc_status st = cu_emit_hoist(c, t);
+    return st ? st : cu_emit_step(c, t);
+}
+
 rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,
                              cg_cuda_plan *plan)
 {
@@ -117,13 +134,7 @@ rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, ch
     cu_text t = {0};
     if ((st = init_ctx(&c, &m, s, cfg, plan)) || (st = cu_analyse(&c)))
         goto fail;
-    cu_printf(&t,
-              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, hoist %d, %s */\n",
-              c.f->name, (long long)c.B, (long long)c.I, (long long)cfg->sizes.H,
-              (long long)cfg->sizes.P, cfg->sm, (int)s->setting,
-              plan->tuning);
-    cu_emit_mma_helpers(&c, &t);
-    if ((st = cu_emit_hoist(&c, &t)) || (st = cu_emit_step(&c, &t)))
+    if ((st = emit(&c, &t)))
         goto fail;
     if (t.oom) {
         st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");

@@ -81,13 +81,34 @@ static void emit_prelude(const cu_ctx *c, cu_text *t)
               "    m += d * f;\n    q += qb + d * d * n * f;\n    n = nn;\n}\n");
 }
 
+/* The regions of a step block's shared memory, named by node (floats). */
+static void emit_smem_names(const cu_ctx *c, cu_text *t)
+{
+    const ir_fn *f = c->f;
+    char d[256];
+    cu_printf(t, "/* shared memory of a step block (floats): x of the step's linears, staged at 0 */\n");
+    for (int32_t i = 0; i < f->n; i++) {
+        cu_describe(c, i, d, sizeof d);
+        if (c->role[i] == CU_STEP_LINEAR && !c->stream)
+            cu_printf(t, "#define SM_W%d %lld /* %s: weight slice */\n", (int)i,
+                      (long long)c->wsm[i], d);
+        if (c->role[i] == CU_STEP_LINEAR)
+            cu_printf(t, "#define SM_L%d %lld /* %s: result */\n", (int)i, (long long)c->sm[i], d);
+        if (c->xp[i] >= 0)
+            cu_printf(t, "#define SM_V%d %lld /* %s: kept for a later phase */\n", (int)i,
+                      (long long)c->xp[i], d);
+        if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE))
+            cu_printf(t, "#define SM_S%d %lld /* %s: row statistics */\n", (int)i,
+                      (long long)c->sm[i], d);
+    }
+}
+
 /* A plain base pointer for X's row gb, when X is one contiguous vector. */
 static bool plain_base(const cu_ctx *c, int32_t v, char *buf, size_t n)
 {
     long long K = (long long)c->cols[v];
     switch (c->role[v]) {
     case CU_LEAF_STATE:
-        c->need[v] |= CU_NEED_WHOLE;
         snprintf(buf, n, "cur + %lld + (size_t)gb * %lld",
                  (long long)c->plan->state[ir_state_of(c->f, v)].offset, K);
         return true;
@@ -165,8 +186,8 @@ static void emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
     int NTR = slices(c, lin) * c->UT / c->RR;
     if (!c->stream) {
-        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[%lld + (tr + %d) * %d + kk];\n",
-                  i, (long long)c->wsm[lin], i * NTR, c->kp[lin]);
+        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
+                  i, (int)lin, i * NTR, c->kp[lin]);
     } else if (K % 4 == 0) {
         cu_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
     } else {
@@ -188,6 +209,9 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
     int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
     bool chunked = KC < K4;
     rnnc_status st;
+    char d[256];
+    cu_printf(t, "    /* %s: lanes own %d x %d outputs, K split %d ways */\n",
+              cu_describe(c, lin, d, sizeof d), c->RR, c->BB, KS);
     cu_printf(t,
               "    {\n        const int ks = tid %% %d, cell = tid / %d, tb = cell %% %d, tr0 = "
               "cell / %d;\n        const int tr = tr0 < %d ? tr0 : %d;\n",
@@ -233,8 +257,8 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
     cu_printf(t, "        if (ks == 0 && tr0 < %d) {\n", NTR);
     for (int i = 0; i < c->RR; i++)
         for (int j = 0; j < c->BB; j++)
-            cu_printf(t, "            sm_[%lld + (tr + %d) * (BTP + 1) + tb + %d] = a%d_%d;\n",
-                      (long long)c->sm[lin], i * NTR, j * NTB, i, j);
+            cu_printf(t, "            sm_[SM_L%d + (tr + %d) * (BTP + 1) + tb + %d] = a%d_%d;\n",
+                      (int)lin, i * NTR, j * NTB, i, j);
     cu_printf(t, "        }\n    }\n    __syncthreads();\n");
     return RNNC_OK;
 }
@@ -261,11 +285,11 @@ static rnnc_status emit_direct_stats(const cu_ctx *c, int32_t r, cu_text *t)
               "        for (int o = 16; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);\n",
               K, g, K, K, g);
     if (n->op == IR_LAYERNORM)
-        cu_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = rsqrtf(q / %lld.f + %s); }\n",
-                  (long long)c->sm[r], (long long)c->sm[r], K, cu_float_lit(n->f, eps, sizeof eps));
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = rsqrtf(q / %lld.f + %s); }\n",
+                  (int)r, (int)r, K, cu_float_lit(n->f, eps, sizeof eps));
     else
-        cu_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = s; }\n",
-                  (long long)c->sm[r], (long long)c->sm[r]);
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = s; }\n",
+                  (int)r, (int)r);
     cu_printf(t, "    }\n");
     return RNNC_OK;
 }
@@ -293,11 +317,11 @@ static void emit_combine(const cu_ctx *c, int32_t r, cu_text *t)
               "        }\n",
               slices(c, xv), (long long)c->pt[r], (long long)c->pt[r]);
     if (n->op == IR_LAYERNORM)
-        cu_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = rsqrtf(q / n + %s); }\n",
-                  (long long)c->sm[r], (long long)c->sm[r], cu_float_lit(n->f, eps, sizeof eps));
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = rsqrtf(q / n + %s); }\n",
+                  (int)r, (int)r, cu_float_lit(n->f, eps, sizeof eps));
     else
-        cu_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = m * n; }\n",
-                  (long long)c->sm[r], (long long)c->sm[r]);
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = m * n; }\n",
+                  (int)r, (int)r);
     cu_printf(t, "    }\n");
 }
 
@@ -307,9 +331,9 @@ static void emit_partials(const cu_ctx *c, int32_t r, cu_text *t)
     int32_t xv = c->f->nodes[r].a[0];
     char val[160];
     if (c->role[xv] == CU_STEP_LINEAR)
-        snprintf(val, sizeof val, "sm_[%lld + (sl * UT + u) * (BTP + 1) + b]", (long long)c->sm[xv]);
+        snprintf(val, sizeof val, "sm_[SM_L%d + (sl * UT + u) * (BTP + 1) + b]", (int)xv);
     else
-        snprintf(val, sizeof val, "sm_[%lld + sl * E + b * UT + u]", (long long)c->xp[xv]);
+        snprintf(val, sizeof val, "sm_[SM_V%d + sl * E + b * UT + u]", (int)xv);
     /* a warp per batch row, lanes over the block's elements of that row */
     cu_printf(t,
               "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
@@ -343,61 +367,74 @@ static rnnc_status node_fail(const cu_ctx *c, int32_t v, const char *why)
                      v, ir_ops[c->f->nodes[v].op].name, c->f->name);
 }
 
-/* One slice of step value v, given its operands' expressions. */
-static rnnc_status slice_expr(const cu_ctx *c, int32_t v, int sl, int p, char *out, size_t n)
+rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3])
 {
     const ir_node *nd = &c->f->nodes[v];
-    char a[1024], b[1024], g[1024], be[1024];
-    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
-    if (uf) {
-        if (!opnd(c, nd->a[0], sl, p, a, sizeof a))
-            return RNNC_ERR_UNSUPPORTED;
-        snprintf(out, n, uf, a);
+    int32_t ka = nd->a[0] >= 0 ? c->k[nd->a[0]] : 0;
+    ops[0] = ops[1] = ops[2] = -1;
+    sls[0] = sls[1] = sls[2] = sl;
+    if (cu_unary_fmt(nd->op)) {
+        ops[0] = nd->a[0];
         return RNNC_OK;
     }
-    if (bo) {
-        if (!opnd(c, nd->a[0], sl, p, a, sizeof a) || !opnd(c, nd->a[1], sl, p, b, sizeof b))
-            return RNNC_ERR_UNSUPPORTED;
-        snprintf(out, n, "(%s) %s (%s)", a, bo, b);
+    if (cu_binary_op(nd->op)) {
+        ops[0] = nd->a[0];
+        ops[1] = nd->a[1];
         return RNNC_OK;
     }
-    long long st = (long long)c->sm[v];
     switch (nd->op) {
-    case IR_CHUNK: {
-        int32_t ka = c->k[nd->a[0]];
+    case IR_CHUNK:
         if (ka < 1 || ka % nd->i0)
             return node_fail(c, v, "a chunk in the step must split whole multiples of H");
-        return opnd(c, nd->a[0], nd->i1 * (ka / nd->i0) + sl, p, out, n) ? RNNC_OK
-                                                                           : RNNC_ERR_UNSUPPORTED;
-    }
-    case IR_CONCAT: {
-        int32_t ka = c->k[nd->a[0]];
+        ops[0] = nd->a[0];
+        sls[0] = nd->i1 * (ka / nd->i0) + sl;
+        return RNNC_OK;
+    case IR_CONCAT:
         if (ka < 1 || c->k[nd->a[1]] < 1)
             return node_fail(c, v, "a concat in the step must join whole multiples of H");
-        bool ok = sl < ka ? opnd(c, nd->a[0], sl, p, out, n) : opnd(c, nd->a[1], sl - ka, p, out, n);
-        return ok ? RNNC_OK : RNNC_ERR_UNSUPPORTED;
-    }
+        if (sl < ka)
+            ops[0] = nd->a[0];
+        else
+            ops[1] = nd->a[1], sls[1] = sl - ka;
+        return RNNC_OK;
     case IR_LAYERNORM:
-        if (!opnd(c, nd->a[0], sl, p, a, sizeof a))
-            return RNNC_ERR_UNSUPPORTED;
-        snprintf(g, sizeof g, "1.f");
-        snprintf(be, sizeof be, "0.f");
-        if (nd->a[1] >= 0 && !opnd(c, nd->a[1], sl, p, g, sizeof g))
-            return RNNC_ERR_UNSUPPORTED;
-        if (nd->a[2] >= 0 && !opnd(c, nd->a[2], sl, p, be, sizeof be))
-            return RNNC_ERR_UNSUPPORTED;
-        snprintf(out, n, "((%s) - sm_[%lld + 2 * b]) * sm_[%lld + 2 * b + 1] * (%s) + (%s)", a, st,
-                 st, g, be);
+        for (int k = 0; k < 3; k++)
+            ops[k] = nd->a[k];
         return RNNC_OK;
     case IR_SUM:
-        snprintf(out, n, "sm_[%lld + 2 * b + 1]", st);
-        return RNNC_OK;
     case IR_MEAN:
-        snprintf(out, n, "sm_[%lld + 2 * b]", st);
         return RNNC_OK;
     default:
         return node_fail(c, v, "no per-element code for this op in the step");
     }
+}
+
+/* One slice of step value v, given its operands' expressions. */
+static rnnc_status slice_expr(const cu_ctx *c, int32_t v, int sl, int p, char *out, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    char a[3][1024];
+    int32_t o[3];
+    int os[3];
+    rnnc_status st = cu_slice_operands(c, v, sl, o, os);
+    if (st)
+        return st;
+    for (int k = 0; k < 3; k++)
+        if (o[k] >= 0 && !opnd(c, o[k], os[k], p, a[k], sizeof a[k]))
+            return RNNC_ERR_UNSUPPORTED;
+    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
+    if (uf)
+        snprintf(out, n, uf, a[0]);
+    else if (bo)
+        snprintf(out, n, "(%s) %s (%s)", a[0], bo, a[1]);
+    else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT)
+        snprintf(out, n, "%s", o[0] >= 0 ? a[0] : a[1]);
+    else if (nd->op == IR_LAYERNORM)
+        snprintf(out, n, "((%s) - sm_[SM_S%d + 2 * b]) * sm_[SM_S%d + 2 * b + 1] * (%s) + (%s)",
+                 a[0], (int)v, (int)v, o[1] >= 0 ? a[1] : "1.f", o[2] >= 0 ? a[2] : "0.f");
+    else
+        snprintf(out, n, "sm_[SM_S%d + 2 * b%s]", (int)v, nd->op == IR_SUM ? " + 1" : "");
+    return RNNC_OK;
 }
 
 static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
@@ -411,7 +448,7 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
             if (!opnd(c, i, sl, p, v, sizeof v))
                 return RNNC_ERR_UNSUPPORTED;
             if ((c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM)
-                cu_printf(t, "        sm_[%lld + %d * E + e] = %s;\n", (long long)c->xp[i], sl, v);
+                cu_printf(t, "        sm_[SM_V%d + %d * E + e] = %s;\n", (int)i, sl, v);
             if (c->need[i] & CU_NEED_XB)
                 cu_printf(t, "        __stcg(xb + %lld + (size_t)gb * %lld + %lld + gu, %s);\n",
                           (long long)c->xb[i], (long long)c->cols[i], (long long)(sl * c->H), v);
@@ -430,7 +467,10 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
             if (!opnd(c, nx, sl, p, v, sizeof v) ||
                 !cu_elem_expr(c, sv, c->k[sv] < 1 ? 0 : sl, p, cur, sizeof cur))
                 return RNNC_ERR_UNSUPPORTED;
-            cu_printf(t, "        const float n%d_%d = act_ ? (%s) : (%s);\n", s, sl, v, cur);
+            cu_printf(t, "        const float n%d_%d = act_ ? (%s) : (%s);", s, sl, v, cur);
+            if (sl == 0)
+                cu_printf(t, " /* next %s */", f->states[s].name);
+            cu_printf(t, "\n");
         }
     }
     for (int s = 0; s < f->n_states; s++) {
@@ -481,7 +521,11 @@ static rnnc_status emit_elems(const cu_ctx *c, int p, bool last, cu_text *t)
             rnnc_status st = slice_expr(c, i, sl, p, v, sizeof v);
             if (st)
                 return st;
-            cu_printf(t, "        const float v%d_%d = %s;\n", (int)i, sl, v);
+            char d[256];
+            cu_printf(t, "        const float v%d_%d = %s;", (int)i, sl, v);
+            if (sl == 0)
+                cu_printf(t, " /* %s */", cu_describe(c, i, d, sizeof d));
+            cu_printf(t, "\n");
         }
     }
     rnnc_status st = emit_stores(c, p, last, t);
@@ -493,11 +537,14 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
 {
     const ir_fn *f = c->f;
     rnnc_status st;
+    char d[256];
     bool stats = false;
     for (int32_t r = 0; r < f->n; r++) {
         if (c->role[r] != CU_STEP_ELEM || c->phase[r] != p || !is_reduce(&f->nodes[r]))
             continue;
         stats = true;
+        cu_printf(t, "    /* %s: row statistics%s */\n", cu_describe(c, r, d, sizeof d),
+                  distributed(c, f->nodes[r].a[0]) ? " from every block's partials" : "");
         if (distributed(c, f->nodes[r].a[0]))
             emit_combine(c, r, t);
         else if ((st = emit_direct_stats(c, r, t)))
@@ -521,6 +568,7 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
         if (!synced)
             cu_printf(t, "    __syncthreads();\n");
         synced = true;
+        cu_printf(t, "    /* %s: this block's partial statistics */\n", cu_describe(c, r, d, sizeof d));
         emit_partials(c, r, t);
     }
     /* the kernel's end is the last step's barrier; the last phase's barrier
@@ -544,9 +592,7 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
     return RNNC_OK;
 }
 
-/* The phases of one step; a dry run first finds which leaves the elements
- * read in registers and which states are read whole. */
-static rnnc_status emit_steps(cu_ctx *c, cu_text *t)
+static rnnc_status emit_steps(const cu_ctx *c, cu_text *t)
 {
     for (int p = 0; p < c->s->n_phases; p++) {
         cu_printf(t, "    /* phase %d */\n", p);
@@ -557,25 +603,14 @@ static rnnc_status emit_steps(cu_ctx *c, cu_text *t)
     return RNNC_OK;
 }
 
-rnnc_status cu_emit_step(cu_ctx *c, cu_text *t)
+rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
 {
-    c->pf = (int64_t)c->UT * c->BTP <= c->NT;
-    int ex = c->cfg.exchange;
-    /* Measured on an H100 (docs/fused-kernel.md): tagged words win by far at
-     * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
-     * and the polls read twice the bytes, the barrier was as fast or faster. */
-    c->ll = cu_ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
-    cu_text dry = {0};
-    rnnc_status st = emit_steps(c, &dry);
-    bool oom = dry.oom;
-    free(dry.p);
-    if (st)
-        return st;
-    if (oom) /* the dry run's findings may be partial */
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
-    if (c->ll)
-        cu_ll_place(c);
+    rnnc_status st;
+    cu_printf(t, "/* the step kernel: all T steps in one cooperative launch; a block owns UT hidden "
+                 "units x BT batch rows; blocks exchange states through %s */\n",
+              c->ll ? "tagged words (no barrier)" : "global memory and a barrier per phase");
     emit_prelude(c, t);
+    emit_smem_names(c, t);
     if (c->ll)
         cu_emit_ll_prelude(t);
     cu_printf(t,
@@ -607,16 +642,5 @@ rnnc_status cu_emit_step(cu_ctx *c, cu_text *t)
     if ((st = emit_steps(c, t)))
         return st;
     cu_printf(t, "    }\n}\n");
-    cg_cuda_plan *pl = c->plan;
-    if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
-    cg_cuda_launch *l = &pl->launch[pl->n_launch++];
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "rnnc_step");
-    l->grid = (unsigned)(c->NUB * c->NBB);
-    l->grid_y = 1;
-    l->threads = (unsigned)c->NT;
-    l->smem = (unsigned)(c->smem_floats * 4);
-    l->cooperative = true;
     return RNNC_OK;
 }

@@ -1,6 +1,7 @@
 /*
- * cuda_text.c: the growable text the CUDA generator writes into, and float
- * literals that read back to the same fp32 value.
+ * cuda_text.c: the growable text the CUDA generator writes into, float
+ * literals that read back to the same fp32 value, and the names comments
+ * give nodes.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -77,5 +78,61 @@ const char *cu_binary_op(int op)
     case IR_MUL: return "*";
     case IR_DIV: return "/";
     default: return NULL;
+    }
+}
+
+/* A node as a comment names it: its declared or given name, else %v. */
+static const char *node_name(const ir_fn *f, int32_t v, char *buf, size_t n)
+{
+    const ir_node *nd = &f->nodes[v];
+    const char *name = NULL;
+    if (nd->op == IR_CONST) {
+        snprintf(buf, n, "%g", nd->f);
+        return buf;
+    }
+    if (nd->op == IR_INPUT && nd->i0 >= 0 && nd->i0 < f->n_inputs)
+        name = f->inputs[nd->i0].name;
+    else if (nd->op == IR_STATE && nd->i0 >= 0 && nd->i0 < f->n_states)
+        name = f->states[nd->i0].name;
+    else if (nd->op == IR_PARAM && nd->i0 >= 0 && nd->i0 < f->n_params)
+        name = f->params[nd->i0].name;
+    else
+        name = ir_value_name(f, v);
+    if (name)
+        snprintf(buf, n, "%s", name);
+    else
+        snprintf(buf, n, "%%%d", (int)v);
+    return buf;
+}
+
+const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n)
+{
+    const ir_fn *f = c->f;
+    const ir_node *nd = &f->nodes[v];
+    const char *given = ir_value_name(f, v);
+    char a[64];
+    size_t at = (size_t)snprintf(buf, n, "%%%d %s%s%s(", (int)v, given ? given : "",
+                                 given ? " = " : "", ir_ops[nd->op].name);
+    for (int k = 0; k < ir_ops[nd->op].arity && at < n; k++)
+        if (nd->a[k] >= 0)
+            at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? ", " : "",
+                                   node_name(f, nd->a[k], a, sizeof a));
+    if (nd->op == IR_CHUNK && at < n)
+        at += (size_t)snprintf(buf + at, n - at, ", %d, %d", (int)nd->i0, (int)nd->i1);
+    if (at < n)
+        snprintf(buf + at, n - at, ")");
+    return buf;
+}
+
+const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    char a[64];
+    node_name(c->f, v, a, sizeof a);
+    switch (nd->op) {
+    case IR_INPUT: snprintf(buf, n, "input %s", a); return buf;
+    case IR_STATE: snprintf(buf, n, "state %s", a); return buf;
+    case IR_PARAM: snprintf(buf, n, "param %s", a); return buf;
+    default: return cu_describe(c, v, buf, n);
     }
 }
