@@ -18,6 +18,8 @@ typedef struct cu_text {
     bool oom;
 } cu_text;
 
+/* Sets every line's indentation from the braces (cuda_text.c). */
+void cu_reindent(cu_text *t);
 void cu_printf(cu_text *t, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -184,7 +184,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     emit_gemm_loads(t, &g, wsrc, K);
     emit_gemm_store(t, &g);
     cu_printf(t,
-              "    STORE_(0)\n    __syncthreads();\n"
+              "    STORE_(0);\n    __syncthreads();\n"
               "    for (int it = 0; k0 < %lld; ++it) {\n"
               "        const int cb = it & 1;\n"
               "        k0 += %d;\n"
@@ -210,7 +210,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
                   g.tm, g.tn);
     }
     cu_printf(t,
-              "        if (more) STORE_(cb ^ 1)\n"
+              "        if (more) STORE_(cb ^ 1);\n"
               "        __syncthreads();\n"
               "    }\n"
               "#undef STORE_\n"

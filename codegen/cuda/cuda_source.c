@@ -116,7 +116,10 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
               (long long)cfg->sizes.P, cfg->sm, h < 3 ? hoists[h] : "?", c->plan->tuning);
     cu_emit_mma_helpers(c, t);
     rnnc_status st = cu_emit_hoist(c, t);
-    return st ? st : cu_emit_step(c, t);
+    if (st || (st = cu_emit_step(c, t)))
+        return st;
+    cu_reindent(t);
+    return RNNC_OK;
 }
 
 rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,

@@ -136,3 +136,113 @@ const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n)
     default: return cu_describe(c, v, buf, n);
     }
 }
+
+/* ---------------------------------------------------------------- layout */
+
+/* The emitters write each piece of code at the indentation of its own
+ * function; one pass over the finished source sets every line's
+ * indentation from the block structure, so the kernel reads as one piece.
+ * Only leading white space changes (and blank lines go): the tokens are
+ * the emitters'. */
+typedef struct indent_state {
+    int stack[64]; /* the level of each open brace's line */
+    int depth;
+    int cont;      /* level of the next line when the last one left a statement open, -1 */
+    int stmt;      /* level of the line that opened the statement */
+    bool in_define;
+} indent_state;
+
+/* Updates the brace stack over one line (strings, characters and comments
+ * skipped); writes the last code character, 0 when the line has none. */
+static void scan_braces(indent_state *s, const char *p, const char *end, int level, char *last)
+{
+    *last = 0;
+    for (; p < end; p++) {
+        if (*p == '/' && p + 1 < end && p[1] == '*') {
+            const char *q = strstr(p + 2, "*/");
+            if (!q || q >= end)
+                return;
+            p = q + 1;
+            continue;
+        }
+        if (*p == '"' || *p == '\'') {
+            char quote = *p;
+            for (p++; p < end && *p != quote; p++)
+                if (*p == '\\')
+                    p++;
+            *last = quote;
+            continue;
+        }
+        if (*p == '{' && s->depth < 64)
+            s->stack[s->depth++] = level;
+        else if (*p == '}' && s->depth > 0)
+            s->depth--;
+        if (*p != ' ' && *p != '\t')
+            *last = *p;
+    }
+}
+
+static bool is_control(const char *p)
+{
+    static const char *const kw[] = {"for", "if", "else", "while", "do"};
+    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++) {
+        size_t n = strlen(kw[i]);
+        if (!strncmp(p, kw[i], n) && (p[n] == ' ' || p[n] == '(' || p[n] == '\n' || !p[n]))
+            return true;
+    }
+    return false;
+}
+
+/* The level of code line p and the state after it. */
+static int line_level(indent_state *s, const char *p, const char *end)
+{
+    int level = s->depth ? s->stack[s->depth - 1] + 1 : 0;
+    if (*p == '}' && s->depth)
+        level = s->stack[s->depth - 1];
+    else if (*p == '{' && s->cont >= 0)
+        level = s->stmt;
+    else if (s->cont >= 0)
+        level = s->cont;
+    char last;
+    scan_braces(s, p, end, level, &last);
+    if (!last || (p[0] == '/' && p[1] == '*'))
+        return level; /* a comment leaves the statement as it was */
+    if (last == ';' || last == '{' || last == '}') {
+        s->cont = -1;
+    } else if (is_control(p)) {
+        s->stmt = level;
+        s->cont = level + 1;
+    } else if (s->cont < 0) {
+        s->stmt = level;
+        s->cont = level + 1;
+    }
+    return level;
+}
+
+void cu_reindent(cu_text *t)
+{
+    if (t->oom || !t->p)
+        return;
+    cu_text out = {0};
+    indent_state s = {.depth = 0, .cont = -1, .stmt = 0, .in_define = false};
+    for (const char *p = t->p; *p;) {
+        const char *nl = strchr(p, '\n'), *end = nl ? nl : p + strlen(p);
+        const char *q = p;
+        while (q < end && (*q == ' ' || *q == '\t'))
+            q++;
+        bool define_line = s.in_define || *q == '#';
+        if (define_line) /* preprocessor lines, a #define's continued lines too, as written */
+            cu_printf(&out, "%.*s\n", (int)(end - p), p);
+        else if (q < end)
+            cu_printf(&out, "%*s%.*s\n", 4 * line_level(&s, q, end), "", (int)(end - q), q);
+        s.in_define = define_line && end > p && end[-1] == '\\';
+        p = nl ? nl + 1 : end;
+    }
+    if (out.oom) {
+        free(out.p);
+        t->oom = true;
+        return;
+    }
+    free(t->p);
+    *t = out;
+}
