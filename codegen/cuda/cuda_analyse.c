@@ -3,7 +3,9 @@
  * Requires: a schedule from pass_fuse over an optimised cell.  Decides, per
  * node, where its value lives (a literal, the fold arena, the hoisted
  * buffers, shared memory of the step kernel, the exchange buffers), which
- * hoisted work fuses into a GEMM epilogue, and the step kernel's tiling.
+ * hoisted work fuses into a GEMM epilogue, the step kernel's tiling, how
+ * its blocks exchange states, which leaves it keeps in registers, and the
+ * launches.  Keeps: the emitters need nothing else and write nothing here.
  * Nothing is decided by cell name: only ops, shapes and the schedule count.
  */
 #include <stdio.h>

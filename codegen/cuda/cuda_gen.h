@@ -113,7 +113,7 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
 rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t);
 /* The operands slice sl of step element v reads, by operand position
  * (ops[k] = -1: none), and their slices: the one walk of a slice's reads
- * that both the emitter and cu_place_regs follow (cuda_step.c). */
+ * that both the emitter and cu_place_regs follow (cuda_expr.c). */
 rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3]);
 /* The operand and slice a hoisted view (chunk, concat) reads for slice sl. */
 void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl);

@@ -361,54 +361,6 @@ static bool opnd(const cu_ctx *c, int32_t o, int sl, int p, char *buf, size_t n)
     return cu_elem_expr(c, o, sl, p, buf, n);
 }
 
-static rnnc_status node_fail(const cu_ctx *c, int32_t v, const char *why)
-{
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
-                     v, ir_ops[c->f->nodes[v].op].name, c->f->name);
-}
-
-rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3])
-{
-    const ir_node *nd = &c->f->nodes[v];
-    int32_t ka = nd->a[0] >= 0 ? c->k[nd->a[0]] : 0;
-    ops[0] = ops[1] = ops[2] = -1;
-    sls[0] = sls[1] = sls[2] = sl;
-    if (cu_unary_fmt(nd->op)) {
-        ops[0] = nd->a[0];
-        return RNNC_OK;
-    }
-    if (cu_binary_op(nd->op)) {
-        ops[0] = nd->a[0];
-        ops[1] = nd->a[1];
-        return RNNC_OK;
-    }
-    switch (nd->op) {
-    case IR_CHUNK:
-        if (ka < 1 || ka % nd->i0)
-            return node_fail(c, v, "a chunk in the step must split whole multiples of H");
-        ops[0] = nd->a[0];
-        sls[0] = nd->i1 * (ka / nd->i0) + sl;
-        return RNNC_OK;
-    case IR_CONCAT:
-        if (ka < 1 || c->k[nd->a[1]] < 1)
-            return node_fail(c, v, "a concat in the step must join whole multiples of H");
-        if (sl < ka)
-            ops[0] = nd->a[0];
-        else
-            ops[1] = nd->a[1], sls[1] = sl - ka;
-        return RNNC_OK;
-    case IR_LAYERNORM:
-        for (int k = 0; k < 3; k++)
-            ops[k] = nd->a[k];
-        return RNNC_OK;
-    case IR_SUM:
-    case IR_MEAN:
-        return RNNC_OK;
-    default:
-        return node_fail(c, v, "no per-element code for this op in the step");
-    }
-}
-
 /* One slice of step value v, given its operands' expressions. */
 static rnnc_status slice_expr(const cu_ctx *c, int32_t v, int sl, int p, char *out, size_t n)
 {
