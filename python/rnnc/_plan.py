@@ -88,9 +88,22 @@ class _TorchPlan(_Plan):
         # its argument parsing and dispatch (a few us each); CUDA's allocates on the
         # current device, so it serves only calls whose input is there.
         guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-        self.new = getattr(guards, "_empty_strided_cuda" if self.cuda else "_empty_strided_cpu",
-                           None)
+        new = getattr(guards, "_empty_strided_cuda" if self.cuda else "_empty_strided_cpu", None)
+        self.new = new if new is not None and self._allocates(torch, new) else None
         self.current = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+    def _allocates(self, torch, new):
+        """`new` (a private function) still makes what torch.empty would: tried once."""
+        try:
+            if self.cuda:
+                with torch.cuda.device(self.index):
+                    t = new((2, 3), (3, 1), self.dt)
+            else:
+                t = new((2, 3), (3, 1), self.dt)
+            return (type(t) is torch.Tensor and t.device == self.device and t.dtype is self.dt
+                    and t.shape == (2, 3) and t.is_contiguous() and not t.requires_grad)
+        except Exception:  # changed or gone in this torch: torch.empty then
+            return False
 
     def on_device(self):
         return self.cuda
