@@ -81,16 +81,18 @@ class _TorchPlan(_Plan):
         torch = sys.modules["torch"]
         self.dt, self.device, self.index, self.cuda = x.dtype, x.device, x.get_device(), x.is_cuda
         self.empty, self.tensor = torch.empty, torch.Tensor
-        # torch's current stream as a CUstream, without making a Stream object
-        self.stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
-            (lambda i: torch.cuda.current_stream(i).cuda_stream)
+        self.stream = self.current = None
+        if self.cuda:
+            # torch's current stream as a CUstream, without making a Stream object
+            self.stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+                (lambda i: torch.cuda.current_stream(i).cuda_stream)
+            self.current = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
         # The allocators of inductor's generated code: torch.empty's tensor, without
         # its argument parsing and dispatch (a few us each); CUDA's allocates on the
         # current device, so it serves only calls whose input is there.
         guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
         new = getattr(guards, "_empty_strided_cuda" if self.cuda else "_empty_strided_cpu", None)
         self.new = new if new is not None and self._allocates(torch, new) else None
-        self.current = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
     def _allocates(self, torch, new):
         """`new` (a private function) still makes what torch.empty would: tried once."""
