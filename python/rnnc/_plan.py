@@ -197,14 +197,24 @@ class _NumpyPlan(_Plan):
         finals = [empty(s, dt) for s in self.sshapes]
         m = self.model
         with m._lock:
-            a.x, a.y = x.ctypes.data, y.ctypes.data
+            a.x, a.y = _address(x), _address(y)
             fin = self.fin
             for k, f in enumerate(finals):
-                fin[k] = f.ctypes.data
+                fin[k] = _address(f)
             if init is not None:
                 inits = self.inits
                 for k, i in enumerate(init):
-                    inits[k] = i.ctypes.data
+                    inits[k] = _address(i)
             st = self.call(a, ref, training)
         check(st)
         return self.result(y, finals)
+
+
+def _address(a, _of=ctypes.addressof, _view=ctypes.c_char.from_buffer):
+    """Where a C-contiguous array's data starts: through the buffer protocol, a
+    fraction of what a.ctypes.data costs; read-only or empty arrays have no such
+    view, and take numpy's way."""
+    try:
+        return _of(_view(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data

@@ -133,10 +133,12 @@ for backend in gpu_backends:
     x = torch.randn(7, 3, 16, device=dev)
     with torch.no_grad():
         yr, (hr, cr) = copy.deepcopy(ref).double().cpu()(x.double().cpu())
+        y_all, _ = mine(x)
         hx, ys = None, []
         for t in range(x.shape[0]):
             y, hx = mine(x[t:t + 1], hx)
             ys.append(y)
+    checks.close(f"{backend} one call, eval mode", y_all, yr, 1e-5)
     checks.close(f"{backend} T=1 steps y", torch.cat(ys), yr, 1e-5)
     checks.close(f"{backend} T=1 steps h", hx[0], hr, 1e-5)
     checks.close(f"{backend} T=1 steps c", hx[1], cr, 1e-5)

@@ -203,3 +203,12 @@ def test_threads_sharing_a_module(rng):
     for t in threads:
         t.join()
     assert not bad
+
+
+def test_read_only_arrays(rng):
+    m = rnnc.GRU(3, 4, backend="interp")
+    x = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    h = rng.standard_normal((1, 2, 4)).astype(np.float32)
+    ref = m(x, h)
+    x.flags.writeable = h.flags.writeable = False
+    same(m(x, h), ref)
