@@ -86,6 +86,12 @@ static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
                          "backend '%s' needs a CUDA GPU with its driver and NVRTC; none is "
                          "usable here",
                          rnnc_backend_name(b));
+#ifdef RNNC_HAVE_CUDNN
+    /* cuDNN matches the cell against the built-ins, which only frontend/
+     * makes; this layer sits above both and hands the maker down. */
+    if (b == RNNC_BACKEND_CUDNN)
+        fb_rnn_set_cell_source(rnnc_cell_builtin);
+#endif
     rnnc_status s = ops->create(&m->spec, &slot->state);
     if (s != RNNC_OK) {
         slot->refused = true;

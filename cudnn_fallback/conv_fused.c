@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/conv.h"
 
 /* ---------------------------------------------------------------- the LRU */
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/conv.h"
 
 enum { UID_X = 1, UID_W, UID_Y, UID_Z, UID_B, UID_VIRTUAL = 100 };
 

@@ -9,7 +9,7 @@
 
 #include <xxhash.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/conv.h"
 
 int fb_conv_alignment(const void *p)
 {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/conv.h"
 
 #define MAX_ALGOS 16
 

@@ -4,7 +4,7 @@
  * Fills fb_dnn from cudnn_api.def once; fallback.h maps cuDNN's names onto it.
  */
 #define _GNU_SOURCE
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/dnn.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

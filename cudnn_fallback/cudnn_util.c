@@ -1,12 +1,12 @@
 /*
  * cudnn_util.c: what the cuDNN paths share: status translation, the
- * per-device dropout state, fp16 conversion.
+ * per-device dropout state, fp16 conversion, buffers that only grow.
  */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/dnn.h"
 
 rnnc_status fb_cudnn_check(cudnnStatus_t st, const char *what)
 {
@@ -21,6 +21,28 @@ rnnc_status fb_cudnn_check(cudnnStatus_t st, const char *what)
         code = RNNC_ERR_OUT_OF_MEMORY;
     return rnnc_fail(code, "%s: %s (%d)%s%s", what, cudnnGetErrorString(st), (int)st,
                      detail[0] ? ": " : "", detail);
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+rnnc_status fb_buf_reserve(fb_buf *b, size_t n)
+{
+    if (n <= b->cap)
+        return RNNC_OK;
+    rt_dev_free(b->p);
+    b->p = 0;
+    b->cap = 0;
+    rnnc_status st = rt_dev_alloc(&b->p, n);
+    if (st == RNNC_OK)
+        b->cap = n;
+    return st;
+}
+
+void fb_buf_free(fb_buf *b)
+{
+    rt_dev_free(b->p);
+    b->p = 0;
+    b->cap = 0;
 }
 
 /* ---------------------------------------------------------------- dropout state */

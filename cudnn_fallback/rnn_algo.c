@@ -13,7 +13,7 @@
  * documentation leaves open (whether W_hh fits on chip for PERSIST_STATIC)
  * cuDNN itself refuses; AUTO then skips the algorithm.
  */
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/rnn.h"
 
 static bool persistent(rnnc_cudnn_algo a)
 {

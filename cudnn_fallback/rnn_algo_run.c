@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/rnn.h"
 
 static atomic_int fail_allocs;
 

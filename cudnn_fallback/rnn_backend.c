@@ -8,29 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
-
-/* ---------------------------------------------------------------- buffers */
-
-rnnc_status fb_buf_reserve(fb_buf *b, size_t n)
-{
-    if (n <= b->cap)
-        return RNNC_OK;
-    rt_dev_free(b->p);
-    b->p = 0;
-    b->cap = 0;
-    rnnc_status st = rt_dev_alloc(&b->p, n);
-    if (st == RNNC_OK)
-        b->cap = n;
-    return st;
-}
-
-void fb_buf_free(fb_buf *b)
-{
-    rt_dev_free(b->p);
-    b->p = 0;
-    b->cap = 0;
-}
+#include "cudnn_fallback/rnn.h"
 
 /* ---------------------------------------------------------------- create */
 

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/rnn.h"
 
 /* Which side of the cell a PyTorch parameter feeds. */
 typedef enum side {

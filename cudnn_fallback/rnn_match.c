@@ -5,11 +5,20 @@
  * specialisation, the same graph as one of the built-ins.  Comparing the
  * optimised graphs (not names) means a user's own LSTM written in .cell
  * text runs on cuDNN too, and a renamed layernorm_lstm never does.
+ *
+ * Requires: a cell source (fb_rnn_set_cell_source).  The built-in cells are
+ * .cell text that only frontend/'s parser turns into graphs, and this stage
+ * sits below api/ and above ir/: calling the parser would be an edge up
+ * the pipeline, and api/ calling down into us is the direction data flows.
+ * So api/ hands down the maker (rnnc_cell_builtin) and this file only ever
+ * holds a function pointer; what it does with the cells is ir/'s work
+ * (specialisation, equality).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/rnn.h"
 
 static const struct {
     const char *builtin;
@@ -18,6 +27,13 @@ static const struct {
     {"lstm", FB_LSTM},         {"gru", FB_GRU},           {"rnn_tanh", FB_RNN_TANH},
     {"rnn_relu", FB_RNN_RELU}, {"dropout_lstm", FB_LSTM},
 };
+
+static _Atomic(fb_cell_source) g_source;
+
+void fb_rnn_set_cell_source(fb_cell_source make)
+{
+    atomic_store(&g_source, make);
+}
 
 static bool has_projection(const rt_spec *s)
 {
@@ -56,7 +72,11 @@ static void copy_optional_flags(ir_fn *cand, const ir_fn *fn)
 static rnnc_status specialised_builtin(const char *name, const rt_spec *s, ir_fn **out)
 {
     rnnc_cell *raw = NULL, *c = NULL;
-    rnnc_status st = rnnc_cell_builtin(&raw, name, NULL);
+    fb_cell_source make = atomic_load(&g_source);
+    if (!make)
+        return rnnc_fail(RNNC_ERR_INTERNAL, "cudnn: no source of built-in cells to match "
+                                            "against (api/ sets one before opening cudnn)");
+    rnnc_status st = make(&raw, name, NULL);
     if (st != RNNC_OK)
         return st;
     st = ir_specialise_bias(raw, has_projection(s), s->no_bias, &c);

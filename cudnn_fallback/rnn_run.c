@@ -10,7 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/rnn.h"
 
 size_t fb_rnn_state_bytes(const fb_rnn *r, int state)
 {

@@ -4,7 +4,7 @@
  * and running on a caller's own weight and gradient buffers of that
  * layout, so an optimiser updates them in place with no copy.
  */
-#include "cudnn_fallback/fallback.h"
+#include "cudnn_fallback/rnn.h"
 
 rnnc_status fb_rnn_weight_layout(const fb_rnn *r, size_t *bytes, size_t *offsets)
 {

@@ -1,6 +1,8 @@
 /*
- * frontend.h: the internal header of frontend/: the C builder API, the
+ * frontend.h: the internal header of frontend/: the public C builder API
+ * (build.c, wrappers that turn dim text into ir/'s typed builder calls), the
  * .cell text parser and the built-in cells.  All of them produce an ir_fn.
+ * May use: ir/ and common/; nothing below calls back into frontend/.
  */
 #ifndef RNNC_FRONTEND_H
 #define RNNC_FRONTEND_H

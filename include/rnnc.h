@@ -437,6 +437,69 @@ rnnc_status rnnc_bundle_load(const char *path);
 /* Forgets every loaded bundle (kernels already loaded by models stay usable). */
 void rnnc_bundle_unload_all(void);
 
+/* ---------------------------------------------------------------- the kernel cache on disk */
+
+/*
+ * The disk cache of compiled kernels (docs/cache.md): $RNNC_CACHE_DIR, else
+ * $XDG_CACHE_HOME/rnnc, else ~/.cache/rnnc; RNNC_CACHE=0 turns it off.  The
+ * library fills and evicts it by itself; these calls look at it and empty
+ * it.  With the cache off they succeed and say so (`enabled` false, nothing
+ * listed, nothing removed).  A NULL out is RNNC_ERR_INVALID_ARG, except
+ * for rnnc_cache_clear, which then only clears.
+ */
+#define RNNC_CACHE_PATH_MAX 4096
+
+typedef struct rnnc_cache_summary {
+    bool enabled;                        /* false: RNNC_CACHE=0, or no HOME */
+    char directory[RNNC_CACHE_PATH_MAX]; /* the cache's root; "" when off */
+    uint64_t kernels;                    /* kernel entries */
+    uint64_t kernel_bytes;
+    uint64_t limit_bytes;                /* RNNC_CACHE_MAX_MB; least recently used go first */
+    uint64_t tuning_records;             /* autotuning records */
+    int entry_format;                    /* the entry layout this library reads and writes */
+    int codegen_version;                 /* part of every key: a new generator misses old entries */
+    bool nvrtc;                          /* NVRTC is loadable; then its version: */
+    int nvrtc_major, nvrtc_minor;
+} rnnc_cache_summary;
+
+rnnc_status rnnc_cache_info(rnnc_cache_summary *out);
+
+/* One kernel entry.  A damaged entry is listed with valid false (sm 0,
+ * kernel ""): the next use recompiles and replaces it. */
+typedef struct rnnc_cache_entry {
+    char key[64];       /* its file name: 32 hex digits of the key, then ".cubin" */
+    int sm;             /* the arch it was compiled for (80: sm_80) */
+    uint64_t bytes;     /* on disk, header included */
+    int64_t last_used;  /* seconds since 1970 (reads touch an entry) */
+    char kernel[56];    /* the name of its kernel set */
+    bool valid;
+} rnnc_cache_entry;
+
+/* The kernel entries at one moment, most recently used first. */
+typedef struct rnnc_cache_entries rnnc_cache_entries;
+
+rnnc_status rnnc_cache_list(rnnc_cache_entries **out);
+void rnnc_cache_entries_destroy(rnnc_cache_entries *l);
+size_t rnnc_cache_entries_count(const rnnc_cache_entries *l);
+/* Entry i (< count), or NULL; it lives as long as the list. */
+const rnnc_cache_entry *rnnc_cache_entries_get(const rnnc_cache_entries *l, size_t i);
+/* The sum of the listed entries' bytes. */
+uint64_t rnnc_cache_entries_bytes(const rnnc_cache_entries *l);
+/* The directory the entries are in (<root>/kernels), or NULL when the cache is off. */
+const char *rnnc_cache_entries_directory(const rnnc_cache_entries *l);
+
+/* What rnnc_cache_clear removed: every kernel entry and tuning record
+ * (temp files a writer left behind go too, uncounted; a fresh one, whose
+ * writer may be alive, stays). */
+typedef struct rnnc_cache_cleared {
+    bool enabled;                        /* as rnnc_cache_summary */
+    char directory[RNNC_CACHE_PATH_MAX];
+    uint64_t files;
+    uint64_t bytes;
+} rnnc_cache_cleared;
+
+rnnc_status rnnc_cache_clear(rnnc_cache_cleared *out);
+
 /* ---------------------------------------------------------------- convolution (rnnc_conv) */
 
 /*

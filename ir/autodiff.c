@@ -62,7 +62,7 @@ static int32_t cst(ad *c, double v)
 {
     int32_t out = -2;
     if (c->st == RNNC_OK)
-        c->st = rnnc_cell_const(c->b, v, &out);
+        c->st = ir_emit_const(c->b, v, &out);
     return c->st == RNNC_OK ? out : -2;
 }
 
@@ -153,7 +153,6 @@ static const char *state_name(const ir_fn *f, int s)
 /* Declares an input of the backward holding a forward value. */
 static int32_t declare_in(ad *c, ir_grad_src src, int32_t ref, const char *name, ir_dim cols)
 {
-    char dim[48];
     int32_t out = -2;
     if (c->st != RNNC_OK)
         return -2;
@@ -167,7 +166,7 @@ static int32_t declare_in(ad *c, ir_grad_src src, int32_t ref, const char *name,
         c->g->in = p;
         c->cap_in = cap;
     }
-    c->st = rnnc_cell_input(c->b, name, ir_dim_str(cols, dim, sizeof dim), &out);
+    c->st = ir_decl_input(c->b, name, cols, &out);
     if (c->st != RNNC_OK)
         return -2;
     c->g->in[c->b->n_inputs - 1] = (ir_grad_in){src, ref};
@@ -492,22 +491,18 @@ bool ir_has_derivative(int op)
 static rnnc_status declare_decls(ad *c)
 {
     const ir_fn *f = c->f;
-    char rows[48], cols[48], name[80];
+    char name[80];
     int32_t out;
     for (int k = 0; k < f->n_params && c->st == RNNC_OK; k++) {
         const ir_node *n = &f->nodes[f->params[k].node];
-        ir_dim_str(n->rows, rows, sizeof rows);
-        ir_dim_str(n->cols, cols, sizeof cols);
-        c->st = rnnc_cell_param(c->b, f->params[k].name, n->kind == IR_MAT ? rows : NULL, cols,
-                                &out);
+        c->st = ir_decl_param(c->b, f->params[k].name, n->kind == IR_MAT ? &n->rows : NULL,
+                              n->cols, false, &out);
     }
     int32_t dout = declare_in(c, IR_GSRC_DOUT, 0, "d_output", f->nodes[f->output].cols);
     acc(c, f->output, dout);
     for (int s = 0; s < f->n_states && c->st == RNNC_OK; s++) {
         snprintf(name, sizeof name, "d_%s", f->states[s].name);
-        c->st = rnnc_cell_state(c->b, name,
-                                ir_dim_str(f->nodes[f->states[s].node].cols, cols, sizeof cols),
-                                &out);
+        c->st = ir_decl_state(c->b, name, f->nodes[f->states[s].node].cols, &out);
         if (c->st == RNNC_OK)
             acc(c, f->states[s].next, out);
     }

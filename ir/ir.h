@@ -5,9 +5,14 @@
  * int32 indices of earlier nodes, so index order is a topological order.
  * The builder hash-conses (op, operands, attributes), so CSE comes free.
  *
- * Sections: dims (dim.c), cell and builder (cell.c, build.c), shapes
- * (shape.c), verifier (verify.c), printer (print.c), passes (pass_*.c),
- * schedule (pass_fuse.c), errors (error.c), arena (arena.c).
+ * This header owns the IR itself: errors (error.c), arena (arena.c), dims
+ * (dim.c), the op table (ops.def), nodes and cells (cell.c), the typed
+ * builder (build.c), value names (names.c), shapes (shape.c), the verifier
+ * (verify.c) and the printer (print.c).  It may use only the public header.
+ * Two parts of the stage have headers of their own, included at the end so
+ * that the stages above include this one header:
+ *   ir/pass.h     rewriting, the passes and the schedule codegen consumes;
+ *   ir/autodiff.h the backward step of a cell.
  */
 #ifndef RNNC_IR_H
 #define RNNC_IR_H
@@ -165,8 +170,8 @@ struct rnnc_cell {
 
 typedef struct rnnc_cell ir_fn;
 
-/* Appends a node, or returns the index of an equal one (hash-consing).
- * The builder's public wrappers check operands and shapes first (build.c). */
+/* Appends a node as it is, or returns the index of an equal one
+ * (hash-consing); ir_emit_node (build.c) shape-checks it first. */
 rnnc_status ir_emit(ir_fn *f, const ir_node *n, int32_t *out);
 /* Rebuilds the hash-cons table after a pass rewrote nodes in place. */
 rnnc_status ir_rehash(ir_fn *f);
@@ -177,6 +182,29 @@ int ir_param_of(const ir_fn *f, int32_t node);
 int32_t ir_find_decl(const ir_fn *f, const char *name);
 /* Indexes the name of a just-declared leaf for ir_find_decl. */
 rnnc_status ir_index_decl(ir_fn *f, int32_t node);
+
+/* ---------------------------------------------------------------- builder (build.c) */
+
+/*
+ * The typed builder: dims are ir_dim values, never text.  The public
+ * rnnc_cell_* calls (frontend/build.c) parse their dim text and come here;
+ * passes and the stages below call these directly.  Declarations fail on an
+ * invalid or repeated name; rows NULL declares a vector parameter.
+ */
+rnnc_status ir_check_decl_name(const ir_fn *f, const char *name);
+rnnc_status ir_decl_input(ir_fn *f, const char *name, ir_dim cols, int32_t *out);
+rnnc_status ir_decl_state(ir_fn *f, const char *name, ir_dim cols, int32_t *out);
+rnnc_status ir_decl_param(ir_fn *f, const char *name, const ir_dim *rows, ir_dim cols,
+                          bool optional, int32_t *out);
+/* A finite constant (RNNC_ERR_INVALID_ARG otherwise). */
+rnnc_status ir_emit_const(ir_fn *f, double v, int32_t *out);
+/* Shape-checks *n against f (filling its kind and dims) and emits it. */
+rnnc_status ir_emit_node(ir_fn *f, ir_node *n, int32_t *out);
+/* A dropout site of its own (sites never merge: each draws its own mask). */
+rnnc_status ir_emit_dropout(ir_fn *f, int32_t x, double p, int32_t *out);
+/* The step's results: a state's next value (a row of its shape), the output. */
+rnnc_status ir_set_next(ir_fn *f, int32_t state, int32_t next);
+rnnc_status ir_set_output(ir_fn *f, int32_t out);
 
 /* ---------------------------------------------------------------- value names (names.c) */
 
@@ -208,159 +236,15 @@ rnnc_status ir_verify(const ir_fn *f);
 
 /* Canonical .cell text (parses back to an equal cell). */
 rnnc_status ir_print(const ir_fn *f, char **text);
-
-/* ---------------------------------------------------------------- rewriting (rewrite.c) */
-
-/*
- * Passes rebuild the function node by node into a fresh one, so indices
- * stay topological and hash-consing merges what a rewrite made equal.
- * The callback sees source node `i` with its operands already mapped into
- * `dst` (in *n; map[] holds every earlier node's image) and sets *out to a node of `dst`: ir_emit(dst, n) by
- * default, an existing node to replace it, or -1 to drop it (a dropped
- * node must have no remaining users; a dropped leaf leaves its list).
- * For a declaration (input, state, param) *out arrives as -2, which keeps
- * it under a fresh slot.
- */
-typedef rnnc_status (*ir_rewrite_cb)(ir_fn *dst, const ir_fn *src, int32_t i, ir_node *n,
-                                     const int32_t *map, void *ctx, int32_t *out);
-rnnc_status ir_rewrite(ir_fn *f, ir_rewrite_cb cb, void *ctx);
-/* Shape-checks *n against dst and emits it (the callbacks' default). */
-rnnc_status ir_emit_node(ir_fn *dst, ir_node *n, int32_t *out);
-/* Use counts of every node (operands, next values and the output). */
-int32_t *ir_use_counts(const ir_fn *f);
-/* live[i] = 1 for every node a next value or the output reaches (live
- * holds f->n zeroed bytes); one backward sweep. */
-void ir_mark_live(const ir_fn *f, uint8_t *live);
-/* True when v is the output or a state's next value. */
-bool ir_is_result(const ir_fn *f, int32_t v);
-
-/* ---------------------------------------------------------------- passes (pass_*.c) */
-
-/*
- * Specialisation for a model (attributes were applied by the parser).  An
- * optional param is present when every symbol of its shape has a size; P
- * has one only when has_proj, and otherwise P means H.  Each pass rewrites
- * the function into a new, compacted one so indices stay topological.
- */
-rnnc_status pass_drop_absent(ir_fn *f, bool has_proj);
-/* The same for a model with bias=False too (no_bias): every optional param
- * named `bias` or `bias_*` is absent; a cell with none is refused. */
-rnnc_status pass_drop_absent_bias(ir_fn *f, bool has_proj, bool no_bias);
-rnnc_status pass_simplify(ir_fn *f);
-rnnc_status pass_cse(ir_fn *f);
-rnnc_status pass_dce(ir_fn *f);
-
-/* Where a node is computed. */
-typedef enum ir_part {
-    IR_PART_DEAD = 0,
-    IR_PART_FOLD = 1,  /* parameters and constants only: computed at weight binding */
-    IR_PART_HOIST = 2, /* depends on the input, not on a state: time-parallel */
-    IR_PART_STEP = 3   /* depends on a state: inside the time loop */
-} ir_part;
-
-/* Per-node facts the hoist pass computes. */
-typedef struct ir_hoist {
-    uint8_t *part;     /* [n] ir_part */
-} ir_hoist;
-
-/*
- * The schedule: what codegen consumes.
- *  - fold nodes feeding the other parts are materialised once at binding;
- *  - hoist_out: hoisted ROW nodes the step reads, each a [T, B, cols] buffer
- *    computed by one time-parallel GEMM with a fused epilogue;
- *  - the step: nodes of part STEP in index order; `phase` splits them where
- *    a node needs a whole vector computed earlier in the same step (the
- *    input of a linear, or a reduction over the feature axis): each phase
- *    boundary is a grid-wide exchange in a persistent kernel.
- */
-typedef struct ir_schedule {
-    const ir_fn *fn;
-    ir_hoist hoist;
-    int32_t *fold_out;
-    int32_t n_fold_out;
-    int32_t *hoist_out;
-    int32_t n_hoist_out;
-    int32_t *step;       /* STEP nodes in order */
-    int32_t n_step;
-    int32_t *phase;      /* [n] phase number of each STEP node, -1 otherwise */
-    int32_t n_phases;
-    rnnc_hoist setting;
-} ir_schedule;
-
-/* What each node depends on: IR_DEP_STATE > IR_DEP_INPUT > IR_DEP_NONE. */
-enum { IR_DEP_NONE = 0, IR_DEP_INPUT = 1, IR_DEP_STATE = 2 };
-void ir_compute_deps(const ir_fn *f, uint8_t *dep);
-
-/* Classifies nodes (setting ALL, MATMUL or NONE). */
-rnnc_status pass_hoist(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_hoist *out);
-/* Lists fold outputs (param-only non-MAT nodes read by other parts). */
-rnnc_status pass_fold(const ir_fn *f, ir_schedule *s, ir_arena *a);
-/* Builds the whole schedule (runs hoist and fold). */
-rnnc_status pass_fuse(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_schedule *out);
-rnnc_status ir_schedule_print(const ir_schedule *s, char **text);
-
-/* Runs drop_absent, simplify, cse, dce, with the verifier between passes;
- * `f` is rewritten in place.  RNNC_DUMP=ir,opt prints before and after. */
-rnnc_status ir_optimise(ir_fn *f, bool has_proj);
-/* A copy of `cell` optimised for a model with(out) projection: what every
- * backend and the cuDNN cell matcher see. */
-rnnc_status ir_specialise(const ir_fn *cell, bool has_proj, ir_fn **out);
-/* Both for a model without biases too (PyTorch's bias=False). */
-rnnc_status ir_optimise_bias(ir_fn *f, bool has_proj, bool no_bias);
-rnnc_status ir_specialise_bias(const ir_fn *cell, bool has_proj, bool no_bias, ir_fn **out);
-
-/* ---------------------------------------------------------------- autodiff (autodiff.c) */
-
-/*
- * The backward step of a cell (reverse mode).  `fn` is an IR function:
- *  - its params are the forward's, in the same slots;
- *  - its states are the adjoints of the forward's states, in the same
- *    slots, named d_<state>: a state's value is the gradient flowing into the
- *    forward's next value from later steps, and its next value is the
- *    gradient of the forward state entering this step;
- *  - its output is the gradient of the forward input at this step;
- *  - its inputs are described by `in` (the upstream gradient of the step's
- *    output, forward values of this step);
- *  - param_grad[k] is the node holding this step's gradient of forward param
- *    k, summed over batch rows (-1: zero); a driver sums them over time.
- * The forward saves `saved` (forward node indices) at every step; states
- * entering and leaving a step come from the state sequence.
- */
-typedef enum ir_grad_src {
-    IR_GSRC_DOUT = 0,  /* the upstream gradient of the forward output */
-    IR_GSRC_INPUT = 1, /* forward input `ref` at this step */
-    IR_GSRC_STATE = 2, /* forward state `ref` entering this step */
-    IR_GSRC_NEXT = 3,  /* forward state `ref` leaving this step (its next value) */
-    IR_GSRC_SAVED = 4  /* forward node `ref`, saved by the forward */
-} ir_grad_src;
-
-typedef struct ir_grad_in {
-    ir_grad_src src;
-    int32_t ref;
-} ir_grad_in;
-
-typedef struct ir_grad {
-    ir_fn *fn;
-    ir_grad_in *in;       /* [fn->n_inputs] */
-    int32_t *param_grad;  /* [forward n_params] */
-    int32_t *saved;       /* forward nodes, ascending */
-    int32_t n_saved;
-} ir_grad;
-
-/* The backward step of a verified, specialised forward `f`. */
-rnnc_status ir_autodiff(const ir_fn *f, ir_grad *out);
-void ir_grad_free(ir_grad *g);
-/* The backward step as .cell-like text, with the saved values and the
- * per-step parameter gradients (`rnnc dump --stage backward`). */
-rnnc_status ir_grad_print(const ir_fn *f, const ir_grad *g, char **text);
-/* True when the autodiff pass has a derivative rule for op. */
-bool ir_has_derivative(int op);
-
 /* Canonical text as ir_print, plus `label = value` lines after the output. */
 rnnc_status ir_print_results(const ir_fn *f, const char *const *labels, const int32_t *nodes,
                              int n, char **text);
 
 /* True when the name appears in RNNC_DUMP (comma-separated). */
 bool ir_dump_enabled(const char *stage);
+
+/* The stage's other parts (each includes this header first). */
+#include "ir/pass.h"
+#include "ir/autodiff.h"
 
 #endif /* RNNC_IR_H */

@@ -28,7 +28,7 @@ static bool is_const(const ir_fn *f, int32_t i, double v)
 
 static rnnc_status emit_const(ir_fn *dst, double v, int32_t *out)
 {
-    return rnnc_cell_const(dst, v, out);
+    return ir_emit_const(dst, v, out);
 }
 
 static bool fold_value(int op, double a, double b, double *r)

@@ -8,12 +8,6 @@
 
 #include "ir/ir.h"
 
-rnnc_status ir_emit_node(ir_fn *dst, ir_node *n, int32_t *out)
-{
-    rnnc_status s = ir_infer_node(dst, n);
-    return s != RNNC_OK ? s : ir_emit(dst, n, out);
-}
-
 int32_t *ir_use_counts(const ir_fn *f)
 {
     int32_t *uses = calloc((size_t)f->n + 1, sizeof *uses);
@@ -58,22 +52,14 @@ bool ir_is_result(const ir_fn *f, int32_t v)
 /* Re-declares a leaf of src in dst under a fresh slot. */
 static rnnc_status copy_leaf(ir_fn *dst, const ir_fn *src, const ir_node *n, int32_t *out)
 {
-    rnnc_status s;
-    char rows[48], cols[48];
-    ir_dim_str(n->rows, rows, sizeof rows);
-    ir_dim_str(n->cols, cols, sizeof cols);
     switch (n->op) {
     case IR_INPUT:
-        return rnnc_cell_input(dst, src->inputs[n->i0].name, cols, out);
+        return ir_decl_input(dst, src->inputs[n->i0].name, n->cols, out);
     case IR_STATE:
-        return rnnc_cell_state(dst, src->states[n->i0].name, cols, out);
+        return ir_decl_state(dst, src->states[n->i0].name, n->cols, out);
     case IR_PARAM:
-        s = src->params[n->i0].optional
-                ? rnnc_cell_param_optional(dst, src->params[n->i0].name,
-                                           n->kind == IR_MAT ? rows : NULL, cols, out)
-                : rnnc_cell_param(dst, src->params[n->i0].name, n->kind == IR_MAT ? rows : NULL,
-                                  cols, out);
-        return s;
+        return ir_decl_param(dst, src->params[n->i0].name, n->kind == IR_MAT ? &n->rows : NULL,
+                             n->cols, src->params[n->i0].optional, out);
     default:
         return ir_emit(dst, n, out);
     }

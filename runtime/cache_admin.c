@@ -1,7 +1,9 @@
 /*
  * cache_admin.c: the disk cache as a whole: least-recently-used eviction
- * under RNNC_CACHE_MAX_MB, and `rnnc cache info|list|clear`.  An entry's
- * mtime is its last use (reads touch it), so eviction sorts on mtime.
+ * under RNNC_CACHE_MAX_MB, and the public rnnc_cache_info, rnnc_cache_list
+ * and rnnc_cache_clear (what `rnnc cache` prints is the command line's).
+ * An entry's mtime is its last use (reads touch it), so eviction sorts on
+ * mtime.
  */
 #define _GNU_SOURCE
 #include "runtime/runtime.h"
@@ -17,8 +19,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <cJSON.h>
 
 /* A temp file older than this was left by a process that died mid-write. */
 #define STALE_TMP_SECONDS 3600
@@ -122,142 +122,144 @@ void rt_cache_evict(const char *dir, uint64_t limit)
     free(l.e);
 }
 
-static rnnc_status open_dir(char *dir, size_t n, FILE *out)
+/* The root of the disk cache and its subdirectory `sub`; false when off. */
+static bool cache_sub(char *root, size_t n, char *dir, size_t nd, const char *sub)
 {
-    if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cache: NULL output stream");
-    if (!rt_cache_dir(dir, n)) {
-        fprintf(out, "kernel cache: disabled (RNNC_CACHE=0, or no HOME)\n");
-        return RNNC_ERR_NOT_FOUND;
+    if (!rt_cache_dir(root, n)) {
+        root[0] = '\0';
+        return false;
     }
-    return RNNC_OK;
+    snprintf(dir, nd, "%s/%s", root, sub);
+    return true;
 }
 
-rnnc_status rt_cache_info(FILE *out)
+rnnc_status rnnc_cache_info(rnnc_cache_summary *out)
 {
-    char dir[PATH_MAX], sub[PATH_MAX + 16];
-    if (open_dir(dir, sizeof dir, out) != RNNC_OK)
-        return out ? RNNC_OK : RNNC_ERR_INVALID_ARG;
+    if (!out)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cache_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->entry_format = RT_CACHE_FORMAT;
+    out->codegen_version = RT_CODEGEN_VERSION;
+    out->nvrtc = rt_nvrtc_available() &&
+                 rt_nvrtc_version(&out->nvrtc_major, &out->nvrtc_minor) == RNNC_OK;
+    if (!out->nvrtc)
+        out->nvrtc_major = out->nvrtc_minor = 0;
+    char sub[RNNC_CACHE_PATH_MAX + 16];
+    if (!cache_sub(out->directory, sizeof out->directory, sub, sizeof sub, "kernels"))
+        return RNNC_OK;
+    out->enabled = true;
+    out->limit_bytes = rt_cache_max_bytes();
     entry_list k = {0}, t = {0};
-    snprintf(sub, sizeof sub, "%s/kernels", dir);
     scan(sub, ".cubin", NO_SWEEP, &k);
-    snprintf(sub, sizeof sub, "%s/tuning", dir);
+    snprintf(sub, sizeof sub, "%s/tuning", out->directory);
     scan(sub, ".txt", NO_SWEEP, &t);
-    int major = 0, minor = 0;
-    bool nv = rt_nvrtc_available() && rt_nvrtc_version(&major, &minor) == RNNC_OK;
-    fprintf(out, "directory:      %s\n", dir);
-    fprintf(out, "kernels:        %zu entries, %.2f MiB\n", k.n, (double)k.bytes / 1048576.0);
-    fprintf(out, "limit:          %.2f MiB (RNNC_CACHE_MAX_MB)\n",
-            (double)rt_cache_max_bytes() / 1048576.0);
-    fprintf(out, "tuning records: %zu\n", t.n);
-    fprintf(out, "entry format:   %d, codegen version %d\n", RT_CACHE_FORMAT, RT_CODEGEN_VERSION);
-    if (nv)
-        fprintf(out, "NVRTC:          %d.%d\n", major, minor);
-    else
-        fprintf(out, "NVRTC:          not available\n");
+    out->kernels = k.n;
+    out->kernel_bytes = k.bytes;
+    out->tuning_records = t.n;
     free(k.e);
     free(t.e);
     return RNNC_OK;
 }
 
-static void print_entry(FILE *out, const char *kdir, const entry *e)
-{
-    char path[PATH_MAX + 80], name[56], when[32];
-    int sm = 0;
-    int64_t created = 0;
-    bool valid = false;
-    snprintf(path, sizeof path, "%s/%s", kdir, e->file);
-    if (!rt_cache_peek(path, &sm, name, &created, &valid))
-        return;
-    struct tm tm;
-    time_t mt = e->mtime.tv_sec;
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&mt, &tm));
-    fprintf(out, "%.32s  sm_%-3d %9.1f KiB  %s  %s\n", e->file, sm, (double)e->size / 1024.0,
-            when, valid ? name : "(corrupt: will be replaced)");
-}
+struct rnnc_cache_entries {
+    bool enabled;
+    char dir[RNNC_CACHE_PATH_MAX + 16]; /* <root>/kernels */
+    rnnc_cache_entry *e;
+    size_t n;
+    uint64_t bytes;
+};
 
 static int newer_first(const void *a, const void *b)
 {
     return older_first(b, a);
 }
 
-rnnc_status rt_cache_list(FILE *out)
+/* Fills *out from the entry file e of kdir; false when it is gone. */
+static bool read_entry(const char *kdir, const entry *e, rnnc_cache_entry *out)
 {
-    char dir[PATH_MAX], kdir[PATH_MAX + 16];
-    if (open_dir(dir, sizeof dir, out) != RNNC_OK)
-        return out ? RNNC_OK : RNNC_ERR_INVALID_ARG;
-    entry_list l = {0};
-    snprintf(kdir, sizeof kdir, "%s/kernels", dir);
-    scan(kdir, ".cubin", NO_SWEEP, &l);
-    if (l.n > 0) /* qsort wants a non-NULL base even for no elements */
-        qsort(l.e, l.n, sizeof *l.e, newer_first);
-    fprintf(out, "%-32s  %-6s %13s  %-19s  %s\n", "key", "arch", "size", "last used", "kernel");
-    for (size_t i = 0; i < l.n; i++)
-        print_entry(out, kdir, &l.e[i]);
-    fprintf(out, "%zu entries, %.2f MiB in %s\n", l.n, (double)l.bytes / 1048576.0, kdir);
-    free(l.e);
-    return RNNC_OK;
-}
-
-static cJSON *entry_json(const char *kdir, const entry *e)
-{
-    char path[PATH_MAX + 80], name[56], when[32];
-    int sm = 0;
+    char path[PATH_MAX + 80];
     int64_t created = 0;
-    bool valid = false;
     snprintf(path, sizeof path, "%s/%s", kdir, e->file);
-    if (!rt_cache_peek(path, &sm, name, &created, &valid))
-        return NULL;
-    struct tm tm;
-    time_t mt = e->mtime.tv_sec;
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S%z", localtime_r(&mt, &tm));
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "key", e->file);
-    cJSON_AddNumberToObject(o, "sm", sm);
-    cJSON_AddNumberToObject(o, "bytes", (double)e->size);
-    cJSON_AddStringToObject(o, "last_used", when);
-    cJSON_AddStringToObject(o, "kernel", valid ? name : "");
-    cJSON_AddBoolToObject(o, "valid", valid);
-    return o;
+    memset(out, 0, sizeof *out);
+    if (!rt_cache_peek(path, &out->sm, out->kernel, &created, &out->valid))
+        return false;
+    snprintf(out->key, sizeof out->key, "%s", e->file);
+    out->bytes = e->size;
+    out->last_used = (int64_t)e->mtime.tv_sec;
+    return true;
 }
 
-rnnc_status rt_cache_list_json(FILE *out)
+/* The entries of l that can still be read, newest first, into list. */
+static rnnc_status take_entries(rnnc_cache_entries *list, entry_list *l)
 {
-    char dir[PATH_MAX], kdir[PATH_MAX + 16];
-    if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cache: NULL output stream");
-    cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "entries");
-    entry_list l = {0};
-    if (rt_cache_dir(dir, sizeof dir)) {
-        snprintf(kdir, sizeof kdir, "%s/kernels", dir);
-        cJSON_AddStringToObject(root, "directory", kdir);
-        scan(kdir, ".cubin", NO_SWEEP, &l);
-        if (l.n > 0)
-            qsort(l.e, l.n, sizeof *l.e, newer_first);
-        for (size_t i = 0; i < l.n; i++) {
-            cJSON *e = entry_json(kdir, &l.e[i]);
-            if (e)
-                cJSON_AddItemToArray(arr, e);
+    if (l->n == 0)
+        return RNNC_OK;
+    qsort(l->e, l->n, sizeof *l->e, newer_first);
+    list->e = calloc(l->n, sizeof *list->e);
+    if (!list->e)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cache_list: out of memory");
+    for (size_t i = 0; i < l->n; i++)
+        if (read_entry(list->dir, &l->e[i], &list->e[list->n])) {
+            list->bytes += list->e[list->n].bytes;
+            list->n++;
         }
-    } else {
-        cJSON_AddNullToObject(root, "directory");
-    }
-    cJSON_AddNumberToObject(root, "count", cJSON_GetArraySize(arr));
-    cJSON_AddNumberToObject(root, "bytes", (double)l.bytes);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    free(l.e);
-    if (!text)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cache list: out of memory");
-    fprintf(out, "%s\n", text);
-    free(text);
     return RNNC_OK;
 }
 
-/* Removes the entries of dir (not temp files: a writer may be busy); returns bytes. */
+rnnc_status rnnc_cache_list(rnnc_cache_entries **out)
+{
+    if (!out)
+        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cache_list: NULL argument");
+    *out = NULL;
+    rnnc_cache_entries *list = calloc(1, sizeof *list);
+    if (!list)
+        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cache_list: out of memory");
+    char root[RNNC_CACHE_PATH_MAX];
+    list->enabled = cache_sub(root, sizeof root, list->dir, sizeof list->dir, "kernels");
+    entry_list l = {0};
+    if (list->enabled)
+        scan(list->dir, ".cubin", NO_SWEEP, &l);
+    rnnc_status s = take_entries(list, &l);
+    free(l.e);
+    if (s != RNNC_OK) {
+        rnnc_cache_entries_destroy(list);
+        return s;
+    }
+    *out = list;
+    return RNNC_OK;
+}
+
+void rnnc_cache_entries_destroy(rnnc_cache_entries *l)
+{
+    if (!l)
+        return;
+    free(l->e);
+    free(l);
+}
+
+size_t rnnc_cache_entries_count(const rnnc_cache_entries *l)
+{
+    return l ? l->n : 0;
+}
+
+const rnnc_cache_entry *rnnc_cache_entries_get(const rnnc_cache_entries *l, size_t i)
+{
+    return l && i < l->n ? &l->e[i] : NULL;
+}
+
+uint64_t rnnc_cache_entries_bytes(const rnnc_cache_entries *l)
+{
+    return l ? l->bytes : 0;
+}
+
+const char *rnnc_cache_entries_directory(const rnnc_cache_entries *l)
+{
+    return l && l->enabled ? l->dir : NULL;
+}
+
 /* Removes the entries of dir and its left-over temp files (not fresh ones:
  * a writer may be busy); returns bytes. */
-static uint64_t clear_dir(const char *dir, size_t *count)
+static uint64_t clear_dir(const char *dir, uint64_t *count)
 {
     entry_list l = {0};
     char path[PATH_MAX + 80];
@@ -274,16 +276,17 @@ static uint64_t clear_dir(const char *dir, size_t *count)
     return bytes;
 }
 
-rnnc_status rt_cache_clear(FILE *out)
+rnnc_status rnnc_cache_clear(rnnc_cache_cleared *out)
 {
-    char dir[PATH_MAX], sub[PATH_MAX + 16];
-    if (open_dir(dir, sizeof dir, out) != RNNC_OK)
-        return out ? RNNC_OK : RNNC_ERR_INVALID_ARG;
-    size_t n = 0;
-    snprintf(sub, sizeof sub, "%s/kernels", dir);
-    uint64_t bytes = clear_dir(sub, &n);
-    snprintf(sub, sizeof sub, "%s/tuning", dir);
-    bytes += clear_dir(sub, &n);
-    fprintf(out, "removed %zu files (%.2f MiB) from %s\n", n, (double)bytes / 1048576.0, dir);
+    rnnc_cache_cleared mine;
+    rnnc_cache_cleared *r = out ? out : &mine;
+    memset(r, 0, sizeof *r);
+    char sub[RNNC_CACHE_PATH_MAX + 16];
+    if (!cache_sub(r->directory, sizeof r->directory, sub, sizeof sub, "kernels"))
+        return RNNC_OK;
+    r->enabled = true;
+    r->bytes = clear_dir(sub, &r->files);
+    snprintf(sub, sizeof sub, "%s/tuning", r->directory);
+    r->bytes += clear_dir(sub, &r->files);
     return RNNC_OK;
 }

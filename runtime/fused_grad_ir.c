@@ -47,7 +47,8 @@ static rnnc_status concat_into(ir_fn *f, int32_t *acc, int32_t v)
         *acc = v;
         return RNNC_OK;
     }
-    return rnnc_concat(f, *acc, v, acc);
+    ir_node n = {.op = IR_CONCAT, .a = {*acc, v, -1}};
+    return ir_emit_node(f, &n, acc);
 }
 
 static rnnc_status build_record(const ir_fn *f, ir_sizes s, fg_kind *k)
@@ -221,12 +222,10 @@ static rnnc_status declare_like(ir_fn *dst, const ir_fn *src, int32_t v, const c
                                 bool transpose, int32_t *out)
 {
     const ir_node *n = &src->nodes[v];
-    char rows[48], cols[48];
-    ir_dim_str(transpose ? n->cols : n->rows, rows, sizeof rows);
-    ir_dim_str(transpose ? n->rows : n->cols, cols, sizeof cols);
+    ir_dim rows = transpose ? n->cols : n->rows, cols = transpose ? n->rows : n->cols;
     if (n->op == IR_STATE)
-        return rnnc_cell_state(dst, name, cols, out);
-    return rnnc_cell_param(dst, name, n->kind == IR_MAT ? rows : NULL, cols, out);
+        return ir_decl_state(dst, name, cols, out);
+    return ir_decl_param(dst, name, n->kind == IR_MAT ? &rows : NULL, cols, false, out);
 }
 
 /* bin's columns [off, off + cols) as a value: a concat of H-wide chunks. */
@@ -236,7 +235,8 @@ static rnnc_status bin_view(ir_fn *dst, int32_t bin, int64_t w, int64_t off_u, i
     *out = -1;
     for (int64_t j = 0; j < n_u; j++) {
         int32_t c;
-        rnnc_status st = rnnc_chunk(dst, bin, (int)w, (int)(off_u + j), &c);
+        ir_node n = {.op = IR_CHUNK, .a = {bin, -1, -1}, .i0 = (int)w, .i1 = (int)(off_u + j)};
+        rnnc_status st = ir_emit_node(dst, &n, &c);
         if (st == RNNC_OK)
             st = concat_into(dst, out, c);
         if (st != RNNC_OK)
@@ -276,7 +276,8 @@ static rnnc_status emit_body(split *p, ir_fn *dst, const uint8_t *live, int32_t 
         if (n.op == IR_LINEAR_T) {
             int32_t wt;
             if ((st = transposed(p, dst, gf->nodes[i].a[1], &wt)) ||
-                (st = rnnc_linear(dst, n.a[0], wt, &map[i])))
+                (st = ir_emit_node(dst, &(ir_node){.op = IR_LINEAR, .a = {n.a[0], wt, -1}},
+                                   &map[i])))
                 return st;
             continue;
         }
@@ -300,11 +301,9 @@ static rnnc_status emit_bwd(split *p, ir_fn *dst, const uint8_t *live, int32_t *
         st = declare_like(dst, gf, gf->states[i].node, gf->states[i].name, false,
                           &map[gf->states[i].node]);
     int64_t h = p->s.H, w = k->g_cols / h;
-    char dim[32];
-    snprintf(dim, sizeof dim, "%lldH", (long long)w);
     int32_t bin = -1;
     if (st == RNNC_OK)
-        st = rnnc_cell_input(dst, "bin", dim, &bin);
+        st = ir_decl_input(dst, "bin", (ir_dim){.h = (int32_t)w}, &bin);
     for (int j = 0; st == RNNC_OK && j < gf->n_inputs; j++) {
         int32_t v = gf->inputs[j].node;
         if (live[v])

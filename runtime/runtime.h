@@ -350,16 +350,9 @@ rnnc_status rt_kernel_get(const rt_kernel_req *req, int device, rt_kernel *out);
 void rt_kernel_cache_clear(void);
 #endif
 
-/* The disk cache directory in use; false when disabled (RNNC_CACHE=0) or none. */
+/* The disk cache directory in use; false when disabled (RNNC_CACHE=0) or none.
+ * The cache as a whole is public: rnnc_cache_info/list/clear (cache_admin.c). */
 bool rt_cache_dir(char *buf, size_t n);
-/* For `rnnc cache info|list|clear`: print to out. */
-rnnc_status rt_cache_info(FILE *out);
-rnnc_status rt_cache_list(FILE *out);
-/* The same as one JSON object (`rnnc cache list --json`): directory,
- * entries [{key, sm, bytes, last_used, kernel, valid}], count, bytes;
- * directory null when the cache is off. */
-rnnc_status rt_cache_list_json(FILE *out);
-rnnc_status rt_cache_clear(FILE *out);
 
 /* Autotuning records: the winning tuning text for a shape key (any string
  * naming the cell, shapes, dtype and sm).  RNNC_ERR_NOT_FOUND when none. */

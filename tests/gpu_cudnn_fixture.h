@@ -217,6 +217,7 @@ static void fx_reference(const fx_model *m, fx_data *d, bool training)
 static void *fx_cudnn(const fx_model *m)
 {
     void *st = NULL;
+    fb_rnn_set_cell_source(rnnc_cell_builtin); /* as api/ does before it opens cudnn */
     assert_ok(fb_backend_cudnn.create(&m->s, &st));
     assert_ok(fb_backend_cudnn.bind(st, &m->w));
     return st;

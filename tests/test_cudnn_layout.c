@@ -324,6 +324,8 @@ static void test_create_checks(void **state)
 int main(void)
 {
     rng = tu_seed();
+    /* What api/ does before it opens cudnn (the matcher never calls the parser). */
+    fb_rnn_set_cell_source(rnnc_cell_builtin);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lstm_layout),
         cmocka_unit_test(test_lstm_projection_layout),
