@@ -3,7 +3,8 @@
 
 Times, per call, (a) the module call `lstm(x)` and (b) rnnc_model_forward
 called straight through ctypes on buffers prepared once, on the same model
-and the same input (T=1, so the work itself is as small as it gets).  Each
+and the same input (T=1, so the work itself is as small as it gets); then the
+same pair with initial states, `lstm(x, (h, c))`, as a decoder steps.  Each
 call is followed by a synchronisation on a GPU, so both include the same GPU
 work and their difference is the Python overhead: argument checks, output
 allocation, the stream look-up, the weight-version checks.  Target: <= 30 us
@@ -79,22 +80,33 @@ def main():
     fin = (c_void_p * 2)(buf.ptr(h2), buf.ptr(c2))
     args = ForwardArgs(T, B, buf.ptr(x), None, None, buf.ptr(y2), fin, False, buf.dev,
                        buf.stream)
-    fwd, handle, ref = lib.rnnc_model_forward, model._h, ctypes.byref(args)
+    # ... and with initial states, as a step-by-step decoder calls it: lstm(x, (h, c))
+    init = (c_void_p * 2)(buf.ptr(h), buf.ptr(c))
+    args_hx = ForwardArgs(T, B, buf.ptr(x), init, None, buf.ptr(y2), fin, False, buf.dev,
+                          buf.stream)
+    fwd, handle = lib.rnnc_model_forward, model._h
 
-    def bare():
-        if fwd(handle, ref) != 0:
-            raise rnnc.Error(rnnc._lib.text(lib.rnnc_last_error()))
+    def bare(ref):
+        def call():
+            if fwd(handle, ref) != 0:
+                raise rnnc.Error(rnnc._lib.text(lib.rnnc_last_error()))
+        return call
 
-    t_c = median_us(bare, sync, a.iters)
+    t_c = median_us(bare(ctypes.byref(args)), sync, a.iters)
     t_py = median_us(lambda: m(x), sync, a.iters)
+    t_c_hx = median_us(bare(ctypes.byref(args_hx)), sync, a.iters)
+    t_py_hx = median_us(lambda: m(x, (h, c)), sync, a.iters)
     res = dict(backend=model.backend, device=device, framework="torch" if use_torch else "numpy",
                T=T, B=B, I=I, H=H, c_call_us=t_c, module_call_us=t_py,
-               overhead_us=t_py - t_c, target_us=30.0)
+               overhead_us=t_py - t_c, c_call_hx_us=t_c_hx, module_call_hx_us=t_py_hx,
+               overhead_hx_us=t_py_hx - t_c_hx, target_us=30.0)
     print(f"rnnc.LSTM({I}, {H}) T={T} B={B} on {model.backend} ({device}, "
           f"{res['framework']} input)")
     print(f"  rnnc_model_forward through ctypes: {t_c:9.1f} us")
     print(f"  module call lstm(x):               {t_py:9.1f} us")
     print(f"  Python overhead per call:          {t_py - t_c:9.1f} us (target <= 30 us)")
+    print(f"  with initial states: C {t_c_hx:.1f} us, lstm(x, (h, c)) {t_py_hx:.1f} us, "
+          f"overhead {t_py_hx - t_c_hx:.1f} us")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

@@ -1,8 +1,11 @@
 /*
- * codegen.h: the internal header of the codegen/ stage: schedule -> source
- * (CUDA C) or module (LLVM IR).  Nothing here runs code; runtime/ does.
+ * codegen.h: the interface of the codegen/ stage: schedule -> source (CUDA
+ * C) or module (LLVM IR), and what runtime/ needs to run them.  Nothing
+ * here runs code; runtime/ does.  Each generator keeps its internals in a
+ * header of its own (codegen/cuda/cuda_gen.h, prefix cu_;
+ * codegen/llvm/llvm_gen.h, prefix lv_) that no other stage includes.
  *
- * Sections (one owner each; edit only your own section):
+ * Sections:
  *   1. CUDA C generator (the files in codegen/cuda)
  *   2. LLVM IR generator (the files in codegen/llvm)
  */
@@ -102,133 +105,6 @@ rnnc_status cg_cuda_source(const ir_schedule *s, const cg_cuda_config *cfg, char
 rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,
                              cg_cuda_plan *plan);
 
-/* ---- internal to codegen/cuda (shared by its files) ---- */
-
-typedef struct cg_text {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} cg_text;
-
-void cg_printf(cg_text *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-/* How a node is placed. */
-enum {
-    CG_NONE = 0,
-    CG_LEAF_CONST,   /* literal */
-    CG_LEAF_FOLD,    /* fold arena */
-    CG_LEAF_INPUT,   /* x */
-    CG_LEAF_STATE,   /* state buffer (this step's copy) */
-    CG_HOIST_BUF,    /* hz arena, materialised by the hoisted part */
-    CG_HOIST_VIEW,   /* chunk/concat of a hoisted buffer: read through */
-    CG_HOIST_TMP,    /* hoisted, computed only inside the row kernel */
-    CG_STEP_LINEAR,  /* step GEMM, result in shared memory */
-    CG_STEP_ELEM,    /* step, computed per element (unit, batch row) */
-    CG_STEP_GATHER   /* step chunk/concat read only as a linear's x */
-};
-
-typedef struct cg_ctx {
-    const ir_schedule *s;
-    const ir_fn *f;
-    cg_cuda_config cfg;
-    cg_cuda_plan *plan;
-    int64_t B, I;
-    int64_t H;        /* slice width: the hidden size, or gcd(H, P) with a projection */
-    int64_t *cols;    /* [n] */
-    int32_t *k;       /* [n] slices of H (0: one value per row; -1: not sliceable) */
-    uint8_t *role;    /* [n] CG_* */
-    int32_t *phase;   /* [n] step phase, -1 otherwise */
-    int64_t *off;     /* [n] offset in the fold, weight or hz arena (by role) */
-    int64_t *xb;      /* [n] global exchange slot (CG_NEED_XB) */
-    int64_t *xp;      /* [n] shared slot of a per-element value kept across phases */
-    int64_t *sm;      /* [n] shared slot: a linear's result, a reduction's row stats */
-    int64_t *wsm;     /* [n] shared slot of a step linear's weight slice */
-    int64_t *pt;      /* [n] global partial-sum slot of a reduction over a step value */
-    int32_t *ks;      /* [n] step linear: K split across lanes */
-    int32_t *kp;      /* [n] step linear: padded row length of its weight slice in shared memory */
-    int32_t *kc;      /* [n] step linear: columns of x staged at once (K in chunks of kc) */
-    int32_t *xkp;     /* [n] step linear: padded row length of staged x */
-    uint8_t *need;    /* [n] bit flags CG_NEED_* */
-    int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
-    /* step tiling */
-    int UT, BT, BTP, NUB, NBB, NT, RR, BB;
-    /* Weights streamed from L2/HBM every step (they do not fit on chip). */
-    bool stream;
-    /* One element per thread (E <= NT): per-element leaves (folds, hoisted
-     * values, x, states) live in registers r<v>_<slice>; pfuse[v] is the mask
-     * of slices read, found by a dry run of the step's emission. */
-    bool pf;
-    uint32_t *pfuse;
-    /* Tagged exchange (cuda_ll.c): states read whole are published as 64-bit
-     * words (value, step tag) at xb + xb[state], two copies by step parity. */
-    bool ll;
-    /* The step's linears run on tensor cores (cuda_mma.c). */
-    bool mma;
-    int64_t smem_floats, lin_floats, xs_floats, xp_floats, stat_floats, red_floats;
-    int64_t wsm_floats;
-} cg_ctx;
-
-enum {
-    CG_NEED_XP = 1,    /* per-element value kept in shared memory for a later phase */
-    CG_NEED_XB = 2,    /* whole vector written to global for a later phase's linear */
-    CG_NEED_PART = 4,  /* block partial sums for a later reduction */
-    CG_NEED_ROWS = 8,  /* hoisted linear read by the row kernel (plain GEMM output) */
-    CG_NEED_WHOLE = 16 /* state read as a whole vector (a linear's x, a reduction) */
-};
-
-rnnc_status cg_analyse(cg_ctx *c);
-/* The step kernel's tiles and shared-memory layout (after cg_analyse's placement). */
-rnnc_status cg_choose_tiles(cg_ctx *c);
-rnnc_status cg_emit_hoist(cg_ctx *c, cg_text *t);
-rnnc_status cg_emit_step(cg_ctx *c, cg_text *t);
-/* Expression of node v, slice sl, at the current element of the step kernel
- * (locals u, b, gu, gb, row, t in scope).  Writes into buf; false with an
- * error recorded when v has no per-element value there. */
-bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n);
-/* Expression of a whole-vector value v at batch row `gb` and column `col`
- * (C expressions) for staging a linear's x. */
-bool cg_gather_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size_t n);
-/* The memory read of leaf v (fold, input, state, hoisted buffer), slice sl,
- * at the current element (u, gu, gb, row, cur in scope); false otherwise. */
-bool cg_leaf_load(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n);
-/* Leaf v is kept in registers in the step kernel (c->pf and few slices). */
-bool cg_in_regs(const cg_ctx *c, int32_t v);
-/* The register caches of the step kernel (cuda_regs.c): declarations, the
- * loads before the time loop, and the prefetch of step t+1's values. */
-void cg_emit_reg_decls(const cg_ctx *c, cg_text *t);
-void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first);
-/* The tagged exchange (cuda_ll.c). */
-bool cg_ll_possible(const cg_ctx *c);
-void cg_ll_place(cg_ctx *c);
-void cg_emit_ll_prelude(cg_text *t);
-void cg_emit_ll_publish(const cg_ctx *c, cg_text *t);
-void cg_emit_ll_stage(const cg_ctx *c, int32_t lin, cg_text *t);
-/* Batched 16-byte copies global -> shared (cuda_regs.c); the weight slices. */
-void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
-                   const char *src, const char *dst, bool cached);
-void cg_emit_weights(const cg_ctx *c, cg_text *t);
-const char *cg_float_lit(double v, char *buf, size_t n);
-/* Tensor cores for the TF32 math modes (cuda_mma.c): the device helpers
- * (nothing in FFMA); whether a step linear fits with x staged `chunk`
- * columns at a time; the step linear (stage: the x staging of
- * cuda_step.c); whether a hoisted GEMM tile runs on them, its accumulator
- * layout (tile row/column expressions of i and j) and one K slice. */
-void cg_emit_mma_helpers(const cg_ctx *c, cg_text *t);
-bool cg_mma_fits(const cg_ctx *c, int32_t lin, int64_t chunk);
-rnnc_status cg_emit_mma_linear(const cg_ctx *c, int32_t lin, cg_text *t,
-                               rnnc_status (*stage)(const cg_ctx *, int32_t, bool, cg_text *));
-bool cg_mma_gemm(const cg_ctx *c, int bm, int bn, int bk);
-void cg_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n);
-void cg_emit_mma_gemm_slice(cg_text *t, int bm, int bn, int bk);
-/* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
- * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
-const char *cg_unary_fmt(int op);
-const char *cg_binary_op(int op);
-
 /* ================================================================ 2. LLVM */
 
 /*
@@ -309,8 +185,6 @@ typedef struct cg_cpu_plan {
     int n_stages[2];
 } cg_cpu_plan;
 
-/* Micro-kernel rows for a vector width (8 for 16, 6 for 8, 4 otherwise). */
-int cg_cpu_mr(int vw);
 /* Lays out `s` for sizes `sz` and vector width `vw` (4, 8 or 16); memory
  * from `a`.  RNNC_ERR_UNSUPPORTED names an op or shape the CPU cannot run. */
 rnnc_status cg_cpu_plan_build(const ir_schedule *s, ir_sizes sz, int vw, ir_arena *a,
@@ -319,8 +193,6 @@ rnnc_status cg_cpu_plan_build(const ir_schedule *s, ir_sizes sz, int vw, ir_aren
  * (part 0 hoist / 1 step, stage) and the micro-kernel of gemm g with mr rows. */
 void cg_cpu_ew_name(char *buf, size_t n, const char *pfx, int part, int stage);
 void cg_cpu_mk_name(char *buf, size_t n, const char *pfx, int32_t g, int mr);
-/* The mask slot of a dropout node, -1 when none (p <= 0: the identity). */
-int32_t cg_cpu_mask_slot(const cg_cpu_plan *p, int32_t node);
 
 /* Signatures of the generated functions. */
 typedef void (*cg_cpu_ew_fn)(float *const *slots, int64_t r0, int64_t r1);
@@ -332,46 +204,6 @@ typedef void (*cg_cpu_mk_fn)(const float *a, const float *bpanel, float *c);
  * module of `ctx` (names start with `pfx`), tagged for `cpu`/`features`. */
 rnnc_status cg_llvm_cpu_module(const cg_cpu_plan *p, const char *pfx, LLVMContextRef ctx,
                                const char *cpu, const char *features, LLVMModuleRef *out);
-
-/* The emitter's state, shared by codegen/llvm/cpu_*.c (not for other stages). */
-typedef struct cg_em {
-    LLVMContextRef cx;
-    LLVMModuleRef m;
-    LLVMBuilderRef b;
-    const cg_cpu_plan *p;
-    const char *cpu, *features;
-    LLVMTypeRef f32, i32, i64, vt, vi, pf, ppf;
-    LLVMValueRef fn;    /* the function being emitted */
-    LLVMValueRef *base; /* [n_slots] slot pointers loaded at entry */
-    LLVMValueRef *val;  /* [fn->n] values of the current loop iteration */
-    LLVMValueRef r, j;  /* row and column of the current iteration */
-    int32_t block;      /* the block being emitted */
-    rnnc_status st;     /* the first failure */
-} cg_em;
-
-/* Vector helpers (cpu_vec.c). */
-LLVMValueRef cg_em_splat(cg_em *e, LLVMValueRef scalar);
-LLVMValueRef cg_em_const(cg_em *e, double v);
-LLVMValueRef cg_em_intrin(cg_em *e, const char *name, LLVMTypeRef over, LLVMValueRef *args,
-                          unsigned n);
-/* An intrinsic overloaded on several types (e.g. llvm.masked.store). */
-LLVMValueRef cg_em_intrin2(cg_em *e, const char *name, LLVMTypeRef *over, unsigned n_over,
-                           LLVMValueRef *args, unsigned n);
-LLVMValueRef cg_em_gep(cg_em *e, LLVMValueRef fptr, LLVMValueRef idx);
-LLVMValueRef cg_em_vload(cg_em *e, LLVMValueRef fptr, unsigned align);
-void cg_em_vstore(cg_em *e, LLVMValueRef v, LLVMValueRef fptr, unsigned align);
-LLVMValueRef cg_em_i64(cg_em *e, int64_t v);
-LLVMValueRef cg_em_fma(cg_em *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
-/* exp, sigmoid and tanh on vectors (polynomial, about 1e-7 relative). */
-LLVMValueRef cg_em_exp(cg_em *e, LLVMValueRef x);
-LLVMValueRef cg_em_sigmoid(cg_em *e, LLVMValueRef x);
-LLVMValueRef cg_em_tanh(cg_em *e, LLVMValueRef x);
-/* Lanes j + lane < n of the current column j. */
-LLVMValueRef cg_em_lanes_below(cg_em *e, int64_t n);
-/* A new function with the module's target attributes and an entry block. */
-LLVMValueRef cg_em_function(cg_em *e, const char *name, LLVMTypeRef ty);
-/* Micro-kernels of every GEMM (cpu_mk.c). */
-rnnc_status cg_em_microkernels(cg_em *e, const char *pfx);
 #endif
 
 #endif /* RNNC_CODEGEN_H */

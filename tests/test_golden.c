@@ -1,7 +1,7 @@
 /*
  * test_golden.c: every built-in cell's dump after each stage (ir, opt,
- * schedule under each hoist setting, backward) against the files in
- * tests/golden.
+ * schedule under each hoist setting, backward, and the CUDA source where
+ * the generator is built) against the files in tests/golden.
  * A pass that changes what it makes of a cell shows up here as a diff.
  * After an intended change: RNNC_UPDATE_GOLDEN=1 ctest -R test_golden,
  * then read the diff before committing it.
@@ -69,6 +69,15 @@ static void test_builtins(void **st)
             assert_ok(rnnc_cell_dump(c, "schedule", 32, 64, 0, 4, h, &text));
             check(names[n], "schedule", h, text);
             rnnc_free(text);
+        }
+        /* the CUDA source at the same shape, default tuning for an H100
+         * (where the generator is built) */
+        rnnc_status st = rnnc_cell_dump(c, "cuda", 32, 64, 0, 4, 0, &text);
+        if (st == RNNC_OK) {
+            check(names[n], "cuda", 0, text);
+            rnnc_free(text);
+        } else {
+            assert_int_equal(st, RNNC_ERR_NOT_BUILT);
         }
         rnnc_cell_destroy(c);
     }

@@ -3,22 +3,22 @@
  * Requires: a schedule from pass_fuse over an optimised cell.  Decides, per
  * node, where its value lives (a literal, the fold arena, the hoisted
  * buffers, shared memory of the step kernel, the exchange buffers), which
- * hoisted work fuses into a GEMM epilogue, and the step kernel's tiling.
+ * hoisted work fuses into a GEMM epilogue, the step kernel's tiling, how
+ * its blocks exchange states, which leaves it keeps in registers, and the
+ * launches.  Keeps: the emitters need nothing else and write nothing here.
  * Nothing is decided by cell name: only ops, shapes and the schedule count.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
-
-#define SMEM_LIMIT_DEFAULT (227 * 1024)
+#include "codegen/cuda/cuda_gen.h"
 
 static int64_t round4(int64_t v)
 {
     return (v + 3) & ~(int64_t)3;
 }
 
-static rnnc_status unsupported(const cg_ctx *c, int32_t v, const char *why)
+static rnnc_status unsupported(const cu_ctx *c, int32_t v, const char *why)
 {
     char b[48];
     const ir_node *n = &c->f->nodes[v];
@@ -49,7 +49,7 @@ static int64_t slices_of(int64_t cols, int64_t H)
 }
 
 /* The hoisted linear a buffer's per-column expression rests on, or -1. */
-static int32_t fuse_linear(const cg_ctx *c, int32_t v)
+static int32_t fuse_linear(const cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
     const uint8_t *part = c->s->hoist.part;
@@ -72,26 +72,26 @@ static int32_t fuse_linear(const cg_ctx *c, int32_t v)
     return lin;
 }
 
-static rnnc_status place_fold(cg_ctx *c, int32_t v)
+static rnnc_status place_fold(cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
     if (n->op == IR_CONST) {
-        c->role[v] = CG_LEAF_CONST;
+        c->role[v] = CU_LEAF_CONST;
         return RNNC_OK;
     }
-    if (n->kind == IR_MAT || c->role[v] == CG_LEAF_FOLD)
+    if (n->kind == IR_MAT || c->role[v] == CU_LEAF_FOLD)
         return RNNC_OK;
     cg_cuda_plan *p = c->plan;
     if (p->n_fold >= CG_CUDA_MAX_ITEMS)
         return unsupported(c, v, "too many folded values");
-    c->role[v] = CG_LEAF_FOLD;
+    c->role[v] = CU_LEAF_FOLD;
     c->off[v] = p->fold_floats;
     p->fold[p->n_fold++] = (cg_cuda_slot){v, p->fold_floats, c->cols[v]};
     p->fold_floats += round4(c->cols[v]);
     return RNNC_OK;
 }
 
-static rnnc_status place_weight(cg_ctx *c, int32_t w)
+static rnnc_status place_weight(cu_ctx *c, int32_t w)
 {
     cg_cuda_plan *p = c->plan;
     const ir_node *n = &c->f->nodes[w];
@@ -112,14 +112,14 @@ static rnnc_status place_weight(cg_ctx *c, int32_t w)
     return RNNC_OK;
 }
 
-static rnnc_status place_hoist_buf(cg_ctx *c, int32_t v);
+static rnnc_status place_hoist_buf(cu_ctx *c, int32_t v);
 
 /* A hoisted value the step or a result reads: a view, or a buffer. */
-static rnnc_status place_hoist_read(cg_ctx *c, int32_t v)
+static rnnc_status place_hoist_read(cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
     const uint8_t *part = c->s->hoist.part;
-    if (n->op == IR_INPUT || c->role[v] == CG_HOIST_BUF || c->role[v] == CG_HOIST_VIEW)
+    if (n->op == IR_INPUT || c->role[v] == CU_HOIST_BUF || c->role[v] == CU_HOIST_VIEW)
         return RNNC_OK;
     bool view = false;
     if (n->op == IR_CHUNK && c->k[v] >= 1 && c->k[n->a[0]] >= 1 &&
@@ -132,7 +132,7 @@ static rnnc_status place_hoist_read(cg_ctx *c, int32_t v)
         view = true;
     if (!view)
         return place_hoist_buf(c, v);
-    c->role[v] = CG_HOIST_VIEW;
+    c->role[v] = CU_HOIST_VIEW;
     for (int k = 0; k < ir_ops[n->op].arity; k++) {
         rnnc_status st = place_hoist_read(c, n->a[k]);
         if (st)
@@ -142,7 +142,7 @@ static rnnc_status place_hoist_read(cg_ctx *c, int32_t v)
 }
 
 /* Marks what the row kernel needs to compute v. */
-static rnnc_status place_hoist_tmp(cg_ctx *c, int32_t v)
+static rnnc_status place_hoist_tmp(cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
     const uint8_t *part = c->s->hoist.part;
@@ -157,16 +157,16 @@ static rnnc_status place_hoist_tmp(cg_ctx *c, int32_t v)
             continue;
         }
         const ir_node *on = &c->f->nodes[o];
-        if (on->op == IR_INPUT || c->role[o] == CG_HOIST_BUF)
+        if (on->op == IR_INPUT || c->role[o] == CU_HOIST_BUF)
             continue;
         rnnc_status st;
         if (on->op == IR_LINEAR) {
-            c->need[o] |= CG_NEED_ROWS;
+            c->need[o] |= CU_NEED_ROWS;
             st = place_hoist_buf(c, o);
-        } else if (c->role[o] != CG_NONE) {
+        } else if (c->role[o] != CU_NONE) {
             continue;
         } else {
-            c->role[o] = CG_HOIST_TMP;
+            c->role[o] = CU_HOIST_TMP;
             st = place_hoist_tmp(c, o);
         }
         if (st)
@@ -175,13 +175,13 @@ static rnnc_status place_hoist_tmp(cg_ctx *c, int32_t v)
     return RNNC_OK;
 }
 
-static rnnc_status place_hoist_buf(cg_ctx *c, int32_t v)
+static rnnc_status place_hoist_buf(cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
     cg_cuda_plan *p = c->plan;
-    if (c->role[v] == CG_HOIST_BUF)
+    if (c->role[v] == CU_HOIST_BUF)
         return RNNC_OK;
-    c->role[v] = CG_HOIST_BUF; /* (a row-kernel temporary is promoted: it is also stored) */
+    c->role[v] = CU_HOIST_BUF; /* (a row-kernel temporary is promoted: it is also stored) */
     c->off[v] = p->hz_cols;
     p->hz_cols += round4(c->cols[v]);
     if (n->op == IR_LINEAR) {
@@ -196,8 +196,8 @@ static rnnc_status place_hoist_buf(cg_ctx *c, int32_t v)
         rnnc_status st = place_weight(c, c->f->nodes[lin].a[1]);
         if (st)
             return st;
-        if (c->role[lin] == CG_NONE)
-            c->role[lin] = CG_HOIST_TMP; /* the GEMM runs, only the epilogue is stored */
+        if (c->role[lin] == CU_NONE)
+            c->role[lin] = CU_HOIST_TMP; /* the GEMM runs, only the epilogue is stored */
         /* folds in the epilogue */
         for (int32_t i = lin + 1; i <= v; i++)
             for (int k = 0; k < 3; k++)
@@ -214,11 +214,11 @@ static rnnc_status place_hoist_buf(cg_ctx *c, int32_t v)
 }
 
 /* Step chunk/concat nodes read only as (part of) a linear's x are gathered, not computed. */
-static void mark_gathers(cg_ctx *c)
+static void mark_gathers(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     for (int32_t i = f->n - 1; i >= 0; i--) {
-        if (c->role[i] != CG_STEP_ELEM)
+        if (c->role[i] != CU_STEP_ELEM)
             continue;
         const ir_node *n = &f->nodes[i];
         if ((n->op != IR_CHUNK && n->op != IR_CONCAT) || is_result(f, i))
@@ -231,17 +231,17 @@ static void mark_gathers(cg_ctx *c)
             for (int k = 0; k < 3; k++)
                 if (m->a[k] == i) {
                     used = true;
-                    bool as_x = (m->op == IR_LINEAR && k == 0) || c->role[j] == CG_STEP_GATHER;
+                    bool as_x = (m->op == IR_LINEAR && k == 0) || c->role[j] == CU_STEP_GATHER;
                     if (!as_x)
                         only_x = false;
                 }
         }
         if (used && only_x)
-            c->role[i] = CG_STEP_GATHER;
+            c->role[i] = CU_STEP_GATHER;
     }
 }
 
-static rnnc_status classify(cg_ctx *c)
+static rnnc_status classify(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     const uint8_t *part = c->s->hoist.part;
@@ -254,18 +254,18 @@ static rnnc_status classify(cg_ctx *c)
         if (part[i] == IR_PART_DEAD)
             continue;
         if (n->op == IR_INPUT)
-            c->role[i] = CG_LEAF_INPUT;
+            c->role[i] = CU_LEAF_INPUT;
         else if (n->op == IR_STATE)
-            c->role[i] = CG_LEAF_STATE;
+            c->role[i] = CU_LEAF_STATE;
         else if (part[i] == IR_PART_STEP)
-            c->role[i] = n->op == IR_LINEAR ? CG_STEP_LINEAR : CG_STEP_ELEM;
+            c->role[i] = n->op == IR_LINEAR ? CU_STEP_LINEAR : CU_STEP_ELEM;
     }
     mark_gathers(c);
     return RNNC_OK;
 }
 
 /* Folds, weights, hoisted buffers and exchange needs, from every reader. */
-static rnnc_status place_reads(cg_ctx *c)
+static rnnc_status place_reads(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     const uint8_t *part = c->s->hoist.part;
@@ -274,7 +274,7 @@ static rnnc_status place_reads(cg_ctx *c)
         const ir_node *n = &f->nodes[i];
         if (part[i] != IR_PART_STEP || n->op == IR_STATE)
             continue;
-        if (c->role[i] == CG_STEP_ELEM && c->k[i] < 0)
+        if (c->role[i] == CU_STEP_ELEM && c->k[i] < 0)
             return unsupported(c, i, "a step value must be a whole multiple of H wide (or 1)");
         if (n->op == IR_LINEAR) {
             int64_t rows = ir_dim_eval(f->nodes[n->a[1]].rows, c->cfg.sizes);
@@ -311,41 +311,41 @@ static rnnc_status place_reads(cg_ctx *c)
 }
 
 /* Marks a step value some later phase reads whole (the x of a linear). */
-static void need_whole(cg_ctx *c, int32_t v)
+static void need_whole(cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
-    if (c->role[v] == CG_STEP_GATHER) {
+    if (c->role[v] == CU_STEP_GATHER) {
         for (int k = 0; k < ir_ops[n->op].arity; k++)
             need_whole(c, n->a[k]);
-    } else if (c->role[v] == CG_STEP_ELEM || c->role[v] == CG_STEP_LINEAR) {
-        c->need[v] |= CG_NEED_XB;
+    } else if (c->role[v] == CU_STEP_ELEM || c->role[v] == CU_STEP_LINEAR) {
+        c->need[v] |= CU_NEED_XB;
     }
 }
 
-static void mark_needs(cg_ctx *c)
+static void mark_needs(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     int last = c->s->n_phases - 1;
     for (int32_t i = 0; i < f->n; i++) {
         const ir_node *n = &f->nodes[i];
-        if (c->role[i] == CG_STEP_LINEAR) {
+        if (c->role[i] == CU_STEP_LINEAR) {
             need_whole(c, n->a[0]);
             continue;
         }
-        if (c->role[i] != CG_STEP_ELEM)
+        if (c->role[i] != CU_STEP_ELEM)
             continue;
         bool reduce = (ir_ops[n->op].flags & IR_F_REDUCE) != 0;
         for (int k = 0; k < 3; k++) {
             int32_t o = n->a[k];
             if (o < 0)
                 continue;
-            if (reduce && k == 0 && (c->role[o] == CG_STEP_ELEM || c->role[o] == CG_STEP_LINEAR)) {
-                c->need[o] |= CG_NEED_PART;
-                if (c->role[o] == CG_STEP_ELEM)
-                    c->need[o] |= CG_NEED_XP;
+            if (reduce && k == 0 && (c->role[o] == CU_STEP_ELEM || c->role[o] == CU_STEP_LINEAR)) {
+                c->need[o] |= CU_NEED_PART;
+                if (c->role[o] == CU_STEP_ELEM)
+                    c->need[o] |= CU_NEED_XP;
             }
-            if (c->role[o] == CG_STEP_ELEM && c->phase[o] < c->phase[i])
-                c->need[o] |= CG_NEED_XP;
+            if (c->role[o] == CU_STEP_ELEM && c->phase[o] < c->phase[i])
+                c->need[o] |= CU_NEED_XP;
         }
     }
     int32_t res[CG_CUDA_MAX_ITEMS + 1];
@@ -354,12 +354,12 @@ static void mark_needs(cg_ctx *c)
     for (int s = 0; s < f->n_states && nres <= CG_CUDA_MAX_ITEMS; s++)
         res[nres++] = f->states[s].next;
     for (int r = 0; r < nres; r++)
-        if (c->role[res[r]] == CG_STEP_ELEM && c->phase[res[r]] < last)
-            c->need[res[r]] |= CG_NEED_XP;
+        if (c->role[res[r]] == CU_STEP_ELEM && c->phase[res[r]] < last)
+            c->need[res[r]] |= CU_NEED_XP;
 }
 
 /* Global exchange buffers and state copies (offsets in floats). */
-static void place_global(cg_ctx *c)
+static void place_global(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     cg_cuda_plan *p = c->plan;
@@ -370,7 +370,7 @@ static void place_global(cg_ctx *c)
     }
     p->n_states = f->n_states;
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->need[i] & CG_NEED_XB) {
+        if (c->need[i] & CU_NEED_XB) {
             c->xb[i] = p->xb_floats;
             p->xb_floats += round4(c->B * c->cols[i]);
         }
@@ -379,7 +379,55 @@ static void place_global(cg_ctx *c)
     p->in_cols = c->I;
 }
 
-rnnc_status cg_analyse(cg_ctx *c)
+/* States the step reads as whole vectors: staged as a linear's x (through
+ * gathers and views) or read directly by a reduction.  A state read only
+ * at its own elements can stay in registers from step to step. */
+static void mark_whole(cu_ctx *c, int32_t v)
+{
+    const ir_node *n = &c->f->nodes[v];
+    if (c->role[v] == CU_LEAF_STATE) {
+        c->need[v] |= CU_NEED_WHOLE;
+    } else if ((c->role[v] == CU_HOIST_VIEW || c->role[v] == CU_STEP_GATHER) &&
+               (n->op == IR_CHUNK || n->op == IR_CONCAT)) {
+        mark_whole(c, n->a[0]);
+        if (n->op == IR_CONCAT)
+            mark_whole(c, n->a[1]);
+    }
+}
+
+static void mark_whole_reads(cu_ctx *c)
+{
+    const ir_fn *f = c->f;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *n = &f->nodes[i];
+        if (c->phase[i] < 0 || c->phase[i] >= c->s->n_phases)
+            continue;
+        bool direct = c->role[i] == CU_STEP_ELEM && (ir_ops[n->op].flags & IR_F_REDUCE) &&
+                      c->role[n->a[0]] != CU_STEP_ELEM && c->role[n->a[0]] != CU_STEP_LINEAR;
+        if (c->role[i] == CU_STEP_LINEAR || direct)
+            mark_whole(c, n->a[0]);
+    }
+}
+
+/* The step kernel: the last launch, cooperative (all blocks resident). */
+static rnnc_status place_step_launch(cu_ctx *c)
+{
+    cg_cuda_plan *pl = c->plan;
+    if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
+        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+    c->tile[pl->n_launch].lin = -1;
+    cg_cuda_launch *l = &pl->launch[pl->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_step");
+    l->grid = (unsigned)(c->NUB * c->NBB);
+    l->grid_y = 1;
+    l->threads = (unsigned)c->NT;
+    l->smem = (unsigned)(c->smem_floats * 4);
+    l->cooperative = true;
+    return RNNC_OK;
+}
+
+rnnc_status cu_analyse(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     rnnc_status st;
@@ -393,5 +441,13 @@ rnnc_status cg_analyse(cg_ctx *c)
         return st;
     mark_needs(c);
     place_global(c);
-    return cg_choose_tiles(c);
+    if ((st = cu_choose_tiles(c)))
+        return st;
+    cu_ll_choose(c);
+    mark_whole_reads(c);
+    cu_place_regs(c);
+    cu_ll_place(c);
+    if ((st = cu_place_hoist(c)))
+        return st;
+    return place_step_launch(c);
 }

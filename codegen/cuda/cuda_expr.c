@@ -3,12 +3,14 @@
  * kernel: per element (hidden unit gu of slice s, batch row gb) for the
  * cell's pointwise work, or per (row, column) for staging a linear's x.
  * Chunks and concats of placed values are read through, never copied.
+ * cu_slice_operands is the one walk of what a slice of a step element
+ * reads, shared by the step's emitter and the register analysis.
  */
 #include <stdio.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
-static bool expr_fail(const cg_ctx *c, int32_t v, const char *where)
+static bool expr_fail(const cu_ctx *c, int32_t v, const char *where)
 {
     const ir_node *n = &c->f->nodes[v];
     rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: node %d (op %s) of cell '%s' cannot be read %s",
@@ -17,7 +19,7 @@ static bool expr_fail(const cg_ctx *c, int32_t v, const char *where)
 }
 
 /* Column of slice sl at this element: one value per row when 1 wide. */
-static void elem_col(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n)
+static void elem_col(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
 {
     if (c->cols[v] == 1)
         snprintf(buf, n, "0");
@@ -25,13 +27,13 @@ static void elem_col(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n)
         snprintf(buf, n, "%lld + gu", (long long)(sl * c->H));
 }
 
-static int64_t state_off(const cg_ctx *c, int32_t v)
+static int64_t state_off(const cu_ctx *c, int32_t v)
 {
     int s = ir_state_of(c->f, v);
     return c->plan->state[s].offset;
 }
 
-bool cg_leaf_load(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n)
+bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
 {
     char col[64];
     if (c->k[v] < 1)
@@ -39,17 +41,17 @@ bool cg_leaf_load(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n)
     elem_col(c, v, sl, col, sizeof col);
     long long cols = (long long)c->cols[v];
     switch (c->role[v]) {
-    case CG_LEAF_FOLD:
+    case CU_LEAF_FOLD:
         snprintf(buf, n, "fold[%lld + %s]", (long long)c->off[v], col);
         return true;
-    case CG_LEAF_INPUT:
+    case CU_LEAF_INPUT:
         snprintf(buf, n, "__ldg(x + row * %lld + %s)", cols, col);
         return true;
-    case CG_LEAF_STATE:
+    case CU_LEAF_STATE:
         snprintf(buf, n, "__ldcg(cur + %lld + gb * %lld + %s)", (long long)state_off(c, v), cols,
                  col);
         return true;
-    case CG_HOIST_BUF:
+    case CU_HOIST_BUF:
         snprintf(buf, n, "__ldg(hz + (size_t)%lld * TB + row * %lld + %s)", (long long)c->off[v],
                  cols, col);
         return true;
@@ -58,39 +60,49 @@ bool cg_leaf_load(const cg_ctx *c, int32_t v, int sl, char *buf, size_t n)
     }
 }
 
-bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n)
+void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    int32_t ka = c->k[nd->a[0]];
+    if (nd->op == IR_CHUNK)
+        *o = nd->a[0], *osl = nd->i1 * (ka / nd->i0) + sl;
+    else if (sl < ka)
+        *o = nd->a[0], *osl = sl;
+    else
+        *o = nd->a[1], *osl = sl - ka;
+}
+
+bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
     if (c->k[v] < 1)
         sl = 0;
     switch (c->role[v]) {
-    case CG_LEAF_CONST:
-        cg_float_lit(nd->f, buf, n);
+    case CU_LEAF_CONST:
+        cu_float_lit(nd->f, buf, n);
         return true;
-    case CG_LEAF_FOLD:
-    case CG_LEAF_INPUT:
-    case CG_LEAF_STATE:
-    case CG_HOIST_BUF:
-        if (!cg_in_regs(c, v))
-            return cg_leaf_load(c, v, sl, buf, n);
-        c->pfuse[v] |= 1u << sl;
+    case CU_LEAF_FOLD:
+    case CU_LEAF_INPUT:
+    case CU_LEAF_STATE:
+    case CU_HOIST_BUF:
+        if (!cu_in_regs(c, v))
+            return cu_leaf_load(c, v, sl, buf, n);
         snprintf(buf, n, "r%d_%d", (int)v, sl);
         return true;
-    case CG_HOIST_VIEW:
-        if (nd->op == IR_CHUNK)
-            return cg_elem_expr(c, nd->a[0], nd->i1 * (c->k[nd->a[0]] / nd->i0) + sl, cur_phase,
-                                buf, n);
-        if (sl < c->k[nd->a[0]])
-            return cg_elem_expr(c, nd->a[0], sl, cur_phase, buf, n);
-        return cg_elem_expr(c, nd->a[1], sl - c->k[nd->a[0]], cur_phase, buf, n);
-    case CG_STEP_LINEAR:
-        snprintf(buf, n, "sm_[%lld + (%d * UT + u) * (BTP + 1) + b]", (long long)c->sm[v], sl);
+    case CU_HOIST_VIEW: {
+        int32_t o;
+        int os;
+        cu_view_slice(c, v, sl, &o, &os);
+        return cu_elem_expr(c, o, os, cur_phase, buf, n);
+    }
+    case CU_STEP_LINEAR:
+        snprintf(buf, n, "sm_[SM_L%d + (%d * UT + u) * (BTP + 1) + b]", (int)v, sl);
         return true;
-    case CG_STEP_ELEM:
+    case CU_STEP_ELEM:
         if (c->phase[v] == cur_phase)
             snprintf(buf, n, "v%d_%d", (int)v, sl);
         else if (c->xp[v] >= 0)
-            snprintf(buf, n, "sm_[%lld + %d * E + e]", (long long)c->xp[v], sl);
+            snprintf(buf, n, "sm_[SM_V%d + %d * E + e]", (int)v, sl);
         else
             return expr_fail(c, v, "in a later phase");
         return true;
@@ -99,44 +111,43 @@ bool cg_elem_expr(const cg_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
     }
 }
 
-bool cg_gather_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
     long long cols = (long long)c->cols[v];
     char inner[1024], a[2048], b[2048];
     switch (c->role[v]) {
-    case CG_LEAF_STATE:
-        c->need[v] |= CG_NEED_WHOLE;
+    case CU_LEAF_STATE:
         snprintf(buf, n, "__ldcg(cur + %lld + gb * %lld + (%s))", (long long)state_off(c, v), cols,
                  col);
         return true;
-    case CG_LEAF_INPUT:
+    case CU_LEAF_INPUT:
         snprintf(buf, n, "__ldg(x + row * %lld + (%s))", cols, col);
         return true;
-    case CG_LEAF_FOLD:
+    case CU_LEAF_FOLD:
         snprintf(buf, n, "fold[%lld + (%s)]", (long long)c->off[v], col);
         return true;
-    case CG_HOIST_BUF:
+    case CU_HOIST_BUF:
         snprintf(buf, n, "__ldg(hz + (size_t)%lld * TB + row * %lld + (%s))",
                  (long long)c->off[v], cols, col);
         return true;
-    case CG_STEP_ELEM:
-    case CG_STEP_LINEAR:
+    case CU_STEP_ELEM:
+    case CU_STEP_LINEAR:
         if (c->xb[v] < 0)
             return expr_fail(c, v, "as a whole vector");
         snprintf(buf, n, "__ldcg(xb + %lld + gb * %lld + (%s))", (long long)c->xb[v], cols, col);
         return true;
-    case CG_HOIST_VIEW:
-    case CG_STEP_GATHER:
+    case CU_HOIST_VIEW:
+    case CU_STEP_GATHER:
         if (nd->op == IR_CHUNK) {
             snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)(nd->i1 * cols));
-            return cg_gather_expr(c, nd->a[0], inner, buf, n);
+            return cu_gather_expr(c, nd->a[0], inner, buf, n);
         }
         if (nd->op == IR_CONCAT) {
             long long ca = (long long)c->cols[nd->a[0]];
             snprintf(inner, sizeof inner, "(%s) - %lld", col, ca);
-            if (!cg_gather_expr(c, nd->a[0], col, a, sizeof a) ||
-                !cg_gather_expr(c, nd->a[1], inner, b, sizeof b))
+            if (!cu_gather_expr(c, nd->a[0], col, a, sizeof a) ||
+                !cu_gather_expr(c, nd->a[1], inner, b, sizeof b))
                 return false;
             snprintf(buf, n, "((%s) < %lld ? %s : %s)", col, ca, a, b);
             return true;
@@ -144,5 +155,53 @@ bool cg_gather_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size
         return expr_fail(c, v, "as a whole vector");
     default:
         return expr_fail(c, v, "as a whole vector in the step");
+    }
+}
+
+static rnnc_status node_fail(const cu_ctx *c, int32_t v, const char *why)
+{
+    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
+                     v, ir_ops[c->f->nodes[v].op].name, c->f->name);
+}
+
+rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3])
+{
+    const ir_node *nd = &c->f->nodes[v];
+    int32_t ka = nd->a[0] >= 0 ? c->k[nd->a[0]] : 0;
+    ops[0] = ops[1] = ops[2] = -1;
+    sls[0] = sls[1] = sls[2] = sl;
+    if (cu_unary_fmt(nd->op)) {
+        ops[0] = nd->a[0];
+        return RNNC_OK;
+    }
+    if (cu_binary_op(nd->op)) {
+        ops[0] = nd->a[0];
+        ops[1] = nd->a[1];
+        return RNNC_OK;
+    }
+    switch (nd->op) {
+    case IR_CHUNK:
+        if (ka < 1 || ka % nd->i0)
+            return node_fail(c, v, "a chunk in the step must split whole multiples of H");
+        ops[0] = nd->a[0];
+        sls[0] = nd->i1 * (ka / nd->i0) + sl;
+        return RNNC_OK;
+    case IR_CONCAT:
+        if (ka < 1 || c->k[nd->a[1]] < 1)
+            return node_fail(c, v, "a concat in the step must join whole multiples of H");
+        if (sl < ka)
+            ops[0] = nd->a[0];
+        else
+            ops[1] = nd->a[1], sls[1] = sl - ka;
+        return RNNC_OK;
+    case IR_LAYERNORM:
+        for (int k = 0; k < 3; k++)
+            ops[k] = nd->a[k];
+        return RNNC_OK;
+    case IR_SUM:
+    case IR_MEAN:
+        return RNNC_OK;
+    default:
+        return node_fail(c, v, "no per-element code for this op in the step");
     }
 }

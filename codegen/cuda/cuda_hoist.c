@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
-static bool emit_fail(const cg_ctx *c, int32_t v, const char *why)
+static bool emit_fail(const cu_ctx *c, int32_t v, const char *why)
 {
     rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why, v,
               ir_ops[c->f->nodes[v].op].name, c->f->name);
@@ -20,7 +20,7 @@ static bool emit_fail(const cg_ctx *c, int32_t v, const char *why)
 }
 
 /* Value of hoisted/fold node v at column `col` of the GEMM epilogue of lin. */
-static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t n)
+static bool epi_expr(const cu_ctx *c, int32_t v, int32_t lin, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
     char a[2048], b[2048];
@@ -28,13 +28,13 @@ static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t 
         snprintf(buf, n, "acc");
         return true;
     }
-    if (c->role[v] == CG_LEAF_CONST)
-        return cg_float_lit(nd->f, buf, n) != NULL;
-    if (c->role[v] == CG_LEAF_FOLD) {
+    if (c->role[v] == CU_LEAF_CONST)
+        return cu_float_lit(nd->f, buf, n) != NULL;
+    if (c->role[v] == CU_LEAF_FOLD) {
         snprintf(buf, n, c->cols[v] == 1 ? "fold[%lld]" : "fold[%lld + col]", (long long)c->off[v]);
         return true;
     }
-    const char *uf = cg_unary_fmt(nd->op), *bo = cg_binary_op(nd->op);
+    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
     /* An expression too long for buf fails cleanly rather than as cut-off CUDA. */
     int k = -1;
     if (uf && epi_expr(c, nd->a[0], lin, a, sizeof a))
@@ -54,46 +54,42 @@ static bool epi_expr(const cg_ctx *c, int32_t v, int32_t lin, char *buf, size_t 
  * each owning (BM/16) x (BN/16) outputs.  Small batches get small tiles with
  * deep K slices, so few rows still spread over the SMs and each slice's
  * loads cover their latency (B=1 with 128x128 tiles ran on 16 SMs). */
-typedef struct gemm_tile {
-    int bm, bn, bk, tm, tn;
-} gemm_tile;
-
-static gemm_tile choose_tile(const cg_ctx *c)
+static cu_tile choose_tile(const cu_ctx *c, int32_t lin)
 {
     int r = c->cfg.gemm_rows;
     if (r != 32 && r != 64 && r != 128)
         r = c->B <= 4 ? 32 : c->B <= 16 ? 64 : 128;
-    gemm_tile g = {r, r == 32 ? 64 : 128, 1024 / r, 0, 0};
+    cu_tile g = {lin, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0};
     g.tm = g.bm / 16;
     g.tn = g.bn / 16;
     return g;
 }
 
 /* Load q of a thread (16 bytes of row `idx / (BK/4)` of the tile) into dst. */
-static void emit_gemm_load(cg_text *t, const gemm_tile *g, const char *dst, const char *src,
+static void emit_gemm_load(cu_text *t, const cu_tile *g, const char *dst, const char *src,
                            const char *rows, long long K, const char *r0, int q)
 {
     int k4 = g->bk / 4;
-    cg_printf(t,
+    cu_printf(t,
               "        {\n            const int lr = (tid + %d) / %d, lk = ((tid + %d) %% %d) * 4;\n",
               q * 256, k4, q * 256, k4);
     if (K % 4 == 0)
-        cg_printf(t,
+        cu_printf(t,
                   "            %s = make_float4(0.f, 0.f, 0.f, 0.f);\n"
                   "            if (%s + lr < %s && k0 + lk < %lld) %s = __ldg((const float4 *)(%s + "
                   "(size_t)(%s + lr) * %lld + k0 + lk));\n",
                   dst, r0, rows, K, dst, src, r0, K);
     else
-        cg_printf(t,
+        cu_printf(t,
                   "            float v_[4];\n"
                   "            for (int q = 0; q < 4; ++q) v_[q] = (%s + lr < %s && k0 + lk + q < "
                   "%lld) ? __ldg(%s + (size_t)(%s + lr) * %lld + k0 + lk + q) : 0.f;\n"
                   "            %s = make_float4(v_[0], v_[1], v_[2], v_[3]);\n",
                   r0, rows, K, src, r0, K, dst);
-    cg_printf(t, "        }\n");
+    cu_printf(t, "        }\n");
 }
 
-static void emit_gemm_loads(cg_text *t, const gemm_tile *g, const char *wsrc, long long K)
+static void emit_gemm_loads(cu_text *t, const cu_tile *g, const char *wsrc, long long K)
 {
     emit_gemm_load(t, g, "ra", "x", "M", K, "m0", 0);
     for (int q = 0; q < g->bn / g->bm; q++) {
@@ -104,40 +100,40 @@ static void emit_gemm_loads(cg_text *t, const gemm_tile *g, const char *wsrc, lo
 }
 
 /* STORE_(buf): the loaded slices, transposed, into As/Ws[buf][k][row]. */
-static void emit_gemm_store(cg_text *t, const gemm_tile *g)
+static void emit_gemm_store(cu_text *t, const cu_tile *g)
 {
     int k4 = g->bk / 4;
-    cg_printf(t, "#define STORE_(buf) { \\\n");
+    cu_printf(t, "#define STORE_(buf) { \\\n");
     for (int q = -1; q < g->bn / g->bm; q++) {
         char v[16];
         snprintf(v, sizeof v, q < 0 ? "ra" : "rw[%d]", q);
         int qq = q < 0 ? 0 : q;
-        cg_printf(t,
+        cu_printf(t,
                   "    { const int lr = (tid + %d) / %d, lk = ((tid + %d) %% %d) * 4; "
                   "%s[buf][lk][lr] = %s.x; %s[buf][lk + 1][lr] = %s.y; %s[buf][lk + 2][lr] = %s.z; "
                   "%s[buf][lk + 3][lr] = %s.w; } \\\n",
                   qq * 256, k4, qq * 256, k4, q < 0 ? "As" : "Ws", v, q < 0 ? "As" : "Ws", v,
                   q < 0 ? "As" : "Ws", v, q < 0 ? "As" : "Ws", v);
     }
-    cg_printf(t, "}\n");
+    cu_printf(t, "}\n");
 }
 
 /* A thread's fragment of a tile of width w along one axis: groups of 4 (or
  * 2) consecutive rows 64 apart, so the shared loads are 16 (or 8) bytes. */
-static void frag_loads(cg_text *t, const char *arr, const char *who, int w, const char *name)
+static void frag_loads(cu_text *t, const char *arr, const char *who, int w, const char *name)
 {
     int tm = w / 16;
     if (tm >= 4) {
         for (int g = 0; g < tm / 4; g++)
-            cg_printf(t, "            const float4 %s%d = *(const float4 *)&%s[cb][kk][%d + %s * 4];\n",
+            cu_printf(t, "            const float4 %s%d = *(const float4 *)&%s[cb][kk][%d + %s * 4];\n",
                       name, g, arr, g * 64, who);
-        cg_printf(t, "            const float %s_[%d] = {", name, tm);
+        cu_printf(t, "            const float %s_[%d] = {", name, tm);
         for (int g = 0; g < tm / 4; g++)
-            cg_printf(t, "%s%s%d.x, %s%d.y, %s%d.z, %s%d.w", g ? ", " : "", name, g, name, g, name,
+            cu_printf(t, "%s%s%d.x, %s%d.y, %s%d.z, %s%d.w", g ? ", " : "", name, g, name, g, name,
                       g, name, g);
-        cg_printf(t, "};\n");
+        cu_printf(t, "};\n");
     } else {
-        cg_printf(t,
+        cu_printf(t,
                   "            const float2 %s0 = *(const float2 *)&%s[cb][kk][%s * 2];\n"
                   "            const float %s_[2] = {%s0.x, %s0.y};\n",
                   name, arr, who, name, name, name);
@@ -153,22 +149,26 @@ static void frag_index(char *buf, size_t n, int tm, const char *who, const char 
         snprintf(buf, n, "%s * 2 + %s", who, i);
 }
 
-/* The GEMM of linear lin with tile g, named rnnc_gemm<lin><sfx>; it runs
- * when min_rows <= T*B < max_rows (0: no bound). */
-static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t, gemm_tile g, const char *sfx,
-                      unsigned min_rows, unsigned max_rows)
+/* The GEMM of launch i (its tile and linear in c->tile[i]), named
+ * rnnc_gemm<lin>, with suffix s for the small tiles. */
+static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
 {
+    cu_tile g = c->tile[i];
+    int32_t lin = g.lin;
+    const char *sfx = g.small ? "s" : "";
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]], N = (long long)c->cols[lin];
     char wsrc[64], e[4096], ri[160], ci[160];
     /* tensor cores: the accumulators in mma fragment order, shared rows
      * padded to 8 mod 32 floats (conflict-free fragment loads) */
-    bool mma = cg_mma_gemm(c, g.bm, g.bn, g.bk);
+    bool mma = cu_mma_gemm(c, g.bm, g.bn, g.bk);
     int pad = mma ? 8 : 4;
     if (mma)
-        cg_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
+        cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
-    cg_printf(t,
+    cu_printf(t, "/* %s over all T*B rows: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
+              g.bm, g.bn, g.small ? " for few rows" : "", mma ? ", tensor cores" : "");
+    cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(" CG_CUDA_ARGS ")\n{\n"
               "    __shared__ __align__(16) float As[2][%d][%d];\n"
               "    __shared__ __align__(16) float Ws[2][%d][%d];\n"
@@ -183,8 +183,8 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t, gemm_tile g, const cha
               (long long)c->B, g.tm, g.tn, g.tm, g.tn, g.bn / g.bm);
     emit_gemm_loads(t, &g, wsrc, K);
     emit_gemm_store(t, &g);
-    cg_printf(t,
-              "    STORE_(0)\n    __syncthreads();\n"
+    cu_printf(t,
+              "    STORE_(0);\n    __syncthreads();\n"
               "    for (int it = 0; k0 < %lld; ++it) {\n"
               "        const int cb = it & 1;\n"
               "        k0 += %d;\n"
@@ -192,16 +192,16 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t, gemm_tile g, const cha
               "        if (more) {\n",
               K, g.bk, K);
     emit_gemm_loads(t, &g, wsrc, K);
-    cg_printf(t, "        }\n");
+    cu_printf(t, "        }\n");
     if (mma) {
-        cg_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk);
+        cu_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk);
     } else {
-        cg_printf(t, "#pragma unroll\n        for (int kk = 0; kk < %d; ++kk) {\n", g.bk);
+        cu_printf(t, "#pragma unroll\n        for (int kk = 0; kk < %d; ++kk) {\n", g.bk);
         frag_loads(t, "As", "ty", g.bm, "a");
         frag_loads(t, "Ws", "tx", g.bn, "b");
         frag_index(ri, sizeof ri, g.tm, "ty", "i");
         frag_index(ci, sizeof ci, g.tn, "tx", "j");
-        cg_printf(t,
+        cu_printf(t,
                   "#pragma unroll\n"
                   "            for (int i = 0; i < %d; ++i)\n"
                   "#pragma unroll\n"
@@ -209,8 +209,8 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t, gemm_tile g, const cha
                   "        }\n",
                   g.tm, g.tn);
     }
-    cg_printf(t,
-              "        if (more) STORE_(cb ^ 1)\n"
+    cu_printf(t,
+              "        if (more) STORE_(cb ^ 1);\n"
               "        __syncthreads();\n"
               "    }\n"
               "#undef STORE_\n"
@@ -224,45 +224,57 @@ static bool emit_gemm(cg_ctx *c, int32_t lin, cg_text *t, gemm_tile g, const cha
               "            (void)acc;\n",
               g.tm, ri, g.tn, ci);
     for (int32_t v = 0; v < c->f->n; v++) {
-        if (c->role[v] != CG_HOIST_BUF || c->gemm[v] != lin)
+        if (c->role[v] != CU_HOIST_BUF || c->gemm[v] != lin)
             continue;
         if (!epi_expr(c, v, lin, e, sizeof e))
             return false;
-        cg_printf(t, "            hz[(size_t)%lld * TB + (size_t)m * %lld + col] = %s;\n",
-                  (long long)c->off[v], N, e);
+        char d[256];
+        cu_printf(t, "            hz[(size_t)%lld * TB + (size_t)m * %lld + col] = %s; /* %s */\n",
+                  (long long)c->off[v], N, e, cu_describe(c, v, d, sizeof d));
     }
-    cg_printf(t, "        }\n    }\n}\n");
-    /* N_ is a macro so that the loads above read as plain code */
-    cg_cuda_plan *p = c->plan;
-    cg_cuda_launch *l = &p->launch[p->n_launch++];
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)lin, sfx);
-    l->min_rows = min_rows;
-    l->max_rows = max_rows;
-    l->rows_per_block = (unsigned)g.bm;
-    l->grid_y = (unsigned)((N + g.bn - 1) / g.bn);
-    l->threads = 256;
+    cu_printf(t, "        }\n    }\n}\n");
     return true;
 }
 
 /* Value of hoisted node v at column `col` inside the row kernel. */
-static bool row_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);
+
+/* A chunk or concat at column `col`, read through to its operands. */
+static bool row_view(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
     long long cols = (long long)c->cols[v];
-    char inner[512];
+    char inner[512], a[2048], b[2048];
+    if (cols == 1)
+        col = "0";
+    if (nd->op == IR_CHUNK) {
+        snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)nd->i1 * cols);
+        return row_expr(c, nd->a[0], inner, buf, n);
+    }
+    long long ca = (long long)c->cols[nd->a[0]];
+    snprintf(inner, sizeof inner, "(%s) - %lld", col, ca);
+    if (!row_expr(c, nd->a[0], col, a, sizeof a) || !row_expr(c, nd->a[1], inner, b, sizeof b))
+        return false;
+    snprintf(buf, n, "((%s) < %lld ? %s : %s)", col, ca, a, b);
+    return true;
+}
+
+static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    long long cols = (long long)c->cols[v];
     if (cols == 1)
         col = "0";
     switch (c->role[v]) {
-    case CG_LEAF_CONST:
-        return cg_float_lit(nd->f, buf, n) != NULL;
-    case CG_LEAF_FOLD:
+    case CU_LEAF_CONST:
+        return cu_float_lit(nd->f, buf, n) != NULL;
+    case CU_LEAF_FOLD:
         snprintf(buf, n, "fold[%lld + (%s)]", (long long)c->off[v], col);
         return true;
-    case CG_LEAF_INPUT:
+    case CU_LEAF_INPUT:
         snprintf(buf, n, "__ldg(x + row * %lld + (%s))", cols, col);
         return true;
-    case CG_HOIST_BUF:
+    case CU_HOIST_BUF:
         if (c->gemm[v] >= 0) {
             snprintf(buf, n, "hz[(size_t)%lld * TB + row * %lld + (%s)]", (long long)c->off[v],
                      cols, col);
@@ -270,40 +282,30 @@ static bool row_expr(const cg_ctx *c, int32_t v, const char *col, char *buf, siz
         }
         /* computed here, kept in shared memory */
         __attribute__((fallthrough));
-    case CG_HOIST_TMP:
+    case CU_HOIST_TMP:
         if (c->sm[v] < 0)
             return emit_fail(c, v, "hoisted value read before it is made");
-        snprintf(buf, n, "sm_[%lld + (%s)]", (long long)c->sm[v], col);
+        snprintf(buf, n, "sm_[SM_R%d + (%s)]", (int)v, col);
         return true;
-    case CG_HOIST_VIEW:
-        if (nd->op == IR_CHUNK) {
-            snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)nd->i1 * cols);
-            return row_expr(c, nd->a[0], inner, buf, n);
-        } else {
-            char a[2048], b[2048];
-            long long ca = (long long)c->cols[nd->a[0]];
-            snprintf(inner, sizeof inner, "(%s) - %lld", col, ca);
-            if (!row_expr(c, nd->a[0], col, a, sizeof a) || !row_expr(c, nd->a[1], inner, b, sizeof b))
-                return false;
-            snprintf(buf, n, "((%s) < %lld ? %s : %s)", col, ca, a, b);
-            return true;
-        }
+    case CU_HOIST_VIEW:
+        return row_view(c, v, col, buf, n);
     default:
         return emit_fail(c, v, "no hoisted value for this node");
     }
 }
 
-static bool row_node(cg_ctx *c, int32_t v, cg_text *t)
+static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
 {
     const ir_node *nd = &c->f->nodes[v];
-    long long cols = (long long)c->cols[v], s = (long long)c->sm[v];
+    long long cols = (long long)c->cols[v];
     char a[2048], b[2048], g[2048], be[2048], e[8192];
-    const char *uf = cg_unary_fmt(nd->op), *bo = cg_binary_op(nd->op);
+    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
+    cu_printf(t, "    /* %s */\n", cu_describe(c, v, e, sizeof e));
     if (ir_ops[nd->op].flags & IR_F_REDUCE) {
         long long K = (long long)c->cols[nd->a[0]];
         if (!row_expr(c, nd->a[0], "cx", a, sizeof a))
             return false;
-        cg_printf(t,
+        cu_printf(t,
                   "    {\n        float s_ = 0.f, q_ = 0.f;\n"
                   "        for (int cx = tid; cx < %lld; cx += 256) s_ += %s;\n"
                   "        s_ = rnnc_block_sum(s_, red_);\n"
@@ -317,12 +319,12 @@ static bool row_node(cg_ctx *c, int32_t v, cg_text *t)
             if ((nd->a[1] >= 0 && !row_expr(c, nd->a[1], "cx", g, sizeof g)) ||
                 (nd->a[2] >= 0 && !row_expr(c, nd->a[2], "cx", be, sizeof be)))
                 return false;
-            cg_printf(t,
+            cu_printf(t,
                       "        const float r_ = rsqrtf(q_ / %lld.f + %s);\n"
-                      "        for (int cx = tid; cx < %lld; cx += 256) sm_[%lld + cx] = (%s - m_) * r_ * (%s) + (%s);\n    }\n",
-                      K, cg_float_lit(nd->f, e, sizeof e), cols, s, a, g, be);
+                      "        for (int cx = tid; cx < %lld; cx += 256) sm_[SM_R%d + cx] = (%s - m_) * r_ * (%s) + (%s);\n    }\n",
+                      K, cu_float_lit(nd->f, e, sizeof e), cols, (int)v, a, g, be);
         } else {
-            cg_printf(t, "        if (tid == 0) sm_[%lld] = %s;\n    }\n", s,
+            cu_printf(t, "        if (tid == 0) sm_[SM_R%d] = %s;\n    }\n", (int)v,
                       nd->op == IR_SUM ? "s_" : "m_");
         }
     } else {
@@ -332,25 +334,21 @@ static bool row_node(cg_ctx *c, int32_t v, cg_text *t)
                  row_expr(c, nd->a[1], "cx", b, sizeof b))
             snprintf(e, sizeof e, "(%s) %s (%s)", a, bo, b);
         else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT) {
-            uint8_t keep = c->role[v]; /* a stored buffer stays one (the step reads it) */
-            c->role[v] = CG_HOIST_VIEW; /* read through, as a view */
-            bool ok = row_expr(c, v, "cx", e, sizeof e);
-            c->role[v] = keep;
-            if (!ok)
+            if (!row_view(c, v, "cx", e, sizeof e))
                 return false;
         } else
             return emit_fail(c, v, "no hoisted code for this op");
-        cg_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) sm_[%lld + cx] = %s;\n", cols, s, e);
+        cu_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) sm_[SM_R%d + cx] = %s;\n", cols, (int)v, e);
     }
-    cg_printf(t, "    __syncthreads();\n");
-    if (c->role[v] == CG_HOIST_BUF)
-        cg_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) hz[(size_t)%lld * TB + row * %lld + cx] = sm_[%lld + cx];\n",
-                  cols, (long long)c->off[v], cols, s);
+    cu_printf(t, "    __syncthreads();\n");
+    if (c->role[v] == CU_HOIST_BUF)
+        cu_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) hz[(size_t)%lld * TB + row * %lld + cx] = sm_[SM_R%d + cx];\n",
+                  cols, (long long)c->off[v], cols, (int)v);
     return true;
 }
 
 /* Whether a row-kernel value reduces over its row (needs red_). */
-static bool reduces(const cg_ctx *c)
+static bool reduces(const cu_ctx *c)
 {
     for (int32_t v = 0; v < c->f->n; v++) {
         int op = c->f->nodes[v].op;
@@ -360,24 +358,48 @@ static bool reduces(const cg_ctx *c)
     return false;
 }
 
-static bool emit_rows(cg_ctx *c, cg_text *t)
+/* Shared slots of the values the row kernel makes, and its launch. */
+static rnnc_status place_rows(cu_ctx *c)
 {
     int64_t at = 0;
-    bool any = false;
     for (int32_t v = 0; v < c->f->n; v++) {
-        bool here = c->role[v] == CG_HOIST_TMP ||
-                    (c->role[v] == CG_HOIST_BUF && c->gemm[v] < 0);
+        bool here = c->role[v] == CU_HOIST_TMP ||
+                    (c->role[v] == CU_HOIST_BUF && c->gemm[v] < 0);
         if (!here || c->f->nodes[v].op == IR_LINEAR)
             continue;
         c->sm[v] = at;
         at += (c->cols[v] + 3) / 4 * 4;
-        any = true;
     }
-    if (!any)
+    c->rows_floats = at;
+    if (!at)
+        return RNNC_OK;
+    cg_cuda_plan *p = c->plan;
+    if (p->n_launch >= CG_CUDA_MAX_LAUNCH)
+        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+    c->tile[p->n_launch].lin = -1;
+    cg_cuda_launch *l = &p->launch[p->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_rows");
+    l->rows_per_block = 1;
+    l->grid_y = 1;
+    l->threads = 256;
+    l->smem = (unsigned)(at * 4);
+    return RNNC_OK;
+}
+
+static bool emit_rows(const cu_ctx *c, cu_text *t)
+{
+    if (!c->rows_floats)
         return true;
-    if (at * 4 > 200 * 1024)
+    if (c->rows_floats * 4 > 200 * 1024)
         return emit_fail(c, c->f->output, "hoisted values too wide for one row in shared memory");
-    cg_printf(t,
+    char d[256];
+    cu_printf(t, "/* row kernel: one block per row of T*B; its values in shared memory (floats) */\n");
+    for (int32_t v = 0; v < c->f->n; v++)
+        if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF))
+            cu_printf(t, "#define SM_R%d %lld /* %s */\n", (int)v, (long long)c->sm[v],
+                      cu_describe(c, v, d, sizeof d));
+    cu_printf(t,
               "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
               "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
               "    __syncthreads();\n"
@@ -395,29 +417,45 @@ static bool emit_rows(cg_ctx *c, cg_text *t)
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)TB;\n",
               reduces(c) ? "    __shared__ float red_[8];\n" : "", (long long)c->B);
     for (int32_t v = 0; v < c->f->n; v++)
-        if (c->sm[v] >= 0 && (c->role[v] == CG_HOIST_TMP || c->role[v] == CG_HOIST_BUF) &&
+        if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF) &&
             !row_node(c, v, t))
             return false;
-    cg_printf(t, "}\n");
-    cg_cuda_plan *p = c->plan;
-    cg_cuda_launch *l = &p->launch[p->n_launch++];
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "rnnc_rows");
-    l->rows_per_block = 1;
-    l->grid_y = 1;
-    l->threads = 256;
-    l->smem = (unsigned)(at * 4);
+    cu_printf(t, "}\n");
     return true;
 }
 
-rnnc_status cg_emit_hoist(cg_ctx *c, cg_text *t)
+/* A GEMM launch of linear lin with tile g; it runs when min_rows <= T*B <
+ * max_rows (0: no bound). */
+static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned max_rows)
 {
+    cg_cuda_plan *p = c->plan;
+    if (p->n_launch >= CG_CUDA_MAX_LAUNCH)
+        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+    c->tile[p->n_launch] = g;
+    cg_cuda_launch *l = &p->launch[p->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)g.lin, g.small ? "s" : "");
+    l->min_rows = min_rows;
+    l->max_rows = max_rows;
+    l->rows_per_block = (unsigned)g.bm;
+    l->grid_y = (unsigned)((c->cols[g.lin] + g.bn - 1) / g.bn);
+    l->threads = 256;
+    return RNNC_OK;
+}
+
+static bool is_hoisted_gemm(const cu_ctx *c, int32_t v)
+{
+    return c->f->nodes[v].op == IR_LINEAR && c->s->hoist.part[v] == IR_PART_HOIST &&
+           (c->role[v] == CU_HOIST_BUF || c->role[v] == CU_HOIST_TMP);
+}
+
+rnnc_status cu_place_hoist(cu_ctx *c)
+{
+    rnnc_status st;
     for (int32_t v = 0; v < c->f->n; v++) {
-        if (c->f->nodes[v].op != IR_LINEAR || c->s->hoist.part[v] != IR_PART_HOIST ||
-            (c->role[v] != CG_HOIST_BUF && c->role[v] != CG_HOIST_TMP))
+        if (!is_hoisted_gemm(c, v))
             continue;
-        cg_printf(t, "#define N_ %lld\n", (long long)c->cols[v]);
-        gemm_tile g = choose_tile(c), s = {32, 64, 32, 2, 4};
+        cu_tile g = choose_tile(c, v), s = {v, true, 32, 64, 32, 2, 4};
         /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
          * most SMs idle with large tiles (16 blocks of 128 x 128 took about
          * 37 us at T = 1, B = 64, I = H = 512): below the row count where
@@ -426,12 +464,26 @@ rnnc_status cg_emit_hoist(cg_ctx *c, cg_text *t)
         long long cb = (c->cols[v] + g.bn - 1) / g.bn;
         unsigned split = (unsigned)((sms + cb - 1) / cb * g.bm);
         bool two = g.bm > s.bm && c->cfg.gemm_rows == 0 && c->plan->n_launch + 4 <= CG_CUDA_MAX_LAUNCH;
-        bool ok = emit_gemm(c, v, t, g, "", two ? split : 0, 0);
-        if (ok && two)
-            ok = emit_gemm(c, v, t, s, "s", 0, split);
-        cg_printf(t, "#undef N_\n");
-        if (!ok)
+        if ((st = add_gemm(c, g, two ? split : 0, 0)) || (two && (st = add_gemm(c, s, 0, split))))
+            return st;
+    }
+    return place_rows(c);
+}
+
+rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)
+{
+    const cg_cuda_plan *p = c->plan;
+    for (int i = 0; i < p->n_launch; i++) {
+        int32_t lin = c->tile[i].lin;
+        if (lin < 0)
+            continue;
+        if (i == 0 || c->tile[i - 1].lin != lin)
+            cu_printf(t, "#define N_ %lld\n", (long long)c->cols[lin]);
+        if (!emit_gemm(c, i, t))
             return RNNC_ERR_UNSUPPORTED;
+        /* N_ is a macro so that the loads above read as plain code */
+        if (i + 1 == p->n_launch || c->tile[i + 1].lin != lin)
+            cu_printf(t, "#undef N_\n");
     }
     return emit_rows(c, t) ? RNNC_OK : RNNC_ERR_UNSUPPORTED;
 }

@@ -14,47 +14,58 @@
  */
 #include <stdio.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cg_ctx *c, int32_t v)
+static int32_t slices(const cu_ctx *c, int32_t v)
 {
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
-bool cg_ll_possible(const cg_ctx *c)
+static bool ll_possible(const cu_ctx *c)
 {
     const ir_fn *f = c->f;
     if (c->s->n_phases != 1)
         return false;
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->need[i] & (CG_NEED_XB | CG_NEED_PART))
+        if (c->need[i] & (CU_NEED_XB | CU_NEED_PART))
             return false;
-        if (c->role[i] == CG_STEP_GATHER)
+        if (c->role[i] == CU_STEP_GATHER)
             return false;
-        if (c->role[i] == CG_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE))
+        if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE))
             return false;
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int32_t xv = f->nodes[i].a[0];
         int r = c->role[xv];
         if (c->kc[i] < (c->cols[xv] + 3) / 4 * 4)
             return false; /* x staged in chunks */
-        if (r == CG_LEAF_STATE && c->cols[xv] % 4)
+        if (r == CU_LEAF_STATE && c->cols[xv] % 4)
             return false;
-        if (r != CG_LEAF_STATE && r != CG_LEAF_INPUT && r != CG_HOIST_BUF)
+        if (r != CU_LEAF_STATE && r != CU_LEAF_INPUT && r != CU_HOIST_BUF)
             return false;
     }
     return true;
 }
 
-/* After the dry run has marked the states read whole. */
-void cg_ll_place(cg_ctx *c)
+void cu_ll_choose(cu_ctx *c)
+{
+    int ex = c->cfg.exchange;
+    /* Measured on an H100 (docs/fused-kernel.md): tagged words win by far at
+     * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
+     * and the polls read twice the bytes, the barrier was as fast or faster. */
+    c->ll = ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
+}
+
+/* After the analysis has marked the states read whole (CU_NEED_WHOLE). */
+void cu_ll_place(cu_ctx *c)
 {
     const ir_fn *f = c->f;
+    if (!c->ll)
+        return;
     cg_cuda_plan *p = c->plan;
     for (int s = 0; s < f->n_states; s++) {
         int32_t sv = f->states[s].node;
-        if (!(c->need[sv] & CG_NEED_WHOLE))
+        if (!(c->need[sv] & CU_NEED_WHOLE))
             continue;
         c->xb[sv] = p->xb_floats;
         p->xb_floats += 4 * c->B * c->cols[sv];
@@ -62,9 +73,9 @@ void cg_ll_place(cg_ctx *c)
     p->xb_zero_floats = p->xb_floats;
 }
 
-void cg_emit_ll_prelude(cg_text *t)
+void cu_emit_ll_prelude(cu_text *t)
 {
-    cg_printf(t,
+    cu_printf(t,
               "__device__ __forceinline__ void rnnc_ll_put(float *p, float v, unsigned tag)\n{\n"
               "    const unsigned long long w = ((unsigned long long)tag << 32) | __float_as_uint(v);\n"
               "    asm volatile(\"st.relaxed.gpu.global.u64 [%%0], %%1;\" : : \"l\"(p), \"l\"(w) : "
@@ -79,10 +90,10 @@ void cg_emit_ll_prelude(cg_text *t)
 
 /* Before the first step: each block publishes its elements of the initial
  * states (copy 0 of st) with tag 1. */
-void cg_emit_ll_publish(const cg_ctx *c, cg_text *t)
+void cu_emit_ll_publish(const cu_ctx *c, cu_text *t)
 {
     const ir_fn *f = c->f;
-    cg_printf(t,
+    cu_printf(t,
               "    for (int e = tid; e < E; e += NT) {\n"
               "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b >= BT || gu >= H || gb >= B) continue;\n");
@@ -92,22 +103,22 @@ void cg_emit_ll_publish(const cg_ctx *c, cg_text *t)
             continue;
         long long C = (long long)c->cols[sv];
         for (int sl = 0; sl < slices(c, sv); sl++)
-            cg_printf(t,
+            cu_printf(t,
                       "        rnnc_ll_put(xb + %lld + ((size_t)gb * %lld + %lld + gu) * 2, "
                       "__ldcg(st + %lld + (size_t)gb * %lld + %lld + gu), 1u);\n",
                       (long long)c->xb[sv], C, (long long)sl * c->H,
                       (long long)c->plan->state[s].offset, C, (long long)sl * c->H);
     }
-    cg_printf(t, "    }\n");
+    cu_printf(t, "    }\n");
 }
 
 /* Stages state x of linear lin for step t from copy t&1, tag t+1: up to 8
  * 16-byte polls in flight per thread, repeated until every tag matches. */
-void cg_emit_ll_stage(const cg_ctx *c, int32_t lin, cg_text *t)
+void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     int32_t xv = c->f->nodes[lin].a[0];
     long long K = (long long)c->cols[xv];
-    cg_printf(t,
+    cu_printf(t,
               "    {\n"
               "        enum { N2_ = BTP * %lld, U_ = (N2_ + NT - 1) / NT < 8 ? (N2_ + NT - 1) / NT : 8 };\n"
               "        const float *src_ = xb + %lld + (size_t)(t & 1) * B * %lld;\n"

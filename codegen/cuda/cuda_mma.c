@@ -21,21 +21,21 @@
  */
 #include <stdio.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
 /* Tiles a warp takes at most in the step (accumulators: 8 per tile). */
 #define MMA_MAX_TILES_PER_WARP 4
 
-static int32_t slices(const cg_ctx *c, int32_t v)
+static int32_t slices(const cu_ctx *c, int32_t v)
 {
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
-void cg_emit_mma_helpers(const cg_ctx *c, cg_text *t)
+void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t)
 {
     if (c->cfg.math == 0)
         return;
-    cg_printf(t,
+    cu_printf(t,
               "#define RNNC_MATH %d\n"
               "__device__ __forceinline__ unsigned rnnc_tf32(float x)\n{\n"
               "    unsigned r;\n"
@@ -75,7 +75,7 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-static int64_t step_tiles(const cg_ctx *c, int32_t lin)
+static int64_t step_tiles(const cu_ctx *c, int32_t lin)
 {
     return cdiv((int64_t)slices(c, lin) * c->UT, 16) * cdiv(c->BTP, 8);
 }
@@ -85,7 +85,7 @@ static int64_t step_tiles(const cg_ctx *c, int32_t lin)
  * chunk whole numbers of two k-steps, and enough tiles for at least half
  * the warps (at small batches the step is latency-bound and FFMA, more
  * accurate, is as fast). */
-bool cg_mma_fits(const cg_ctx *c, int32_t lin, int64_t chunk)
+bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
 {
     int64_t K = c->cols[c->f->nodes[lin].a[0]], tiles = step_tiles(c, lin), nw = c->NT / 32;
     if (c->cfg.math == 0 || c->stream || K % 16 || chunk % 16)
@@ -95,10 +95,10 @@ bool cg_mma_fits(const cg_ctx *c, int32_t lin, int64_t chunk)
 
 /* The fragment loads, splits and products of one k-step of 8 columns at
  * x column `k` (weight column `kk`), accumulator set s. */
-static void emit_kstep(cg_text *t, int tpw, const char *k, const char *kk, int s)
+static void emit_kstep(cu_text *t, int tpw, const char *k, const char *kk, int s)
 {
     for (int j = 0; j < tpw; j++)
-        cg_printf(t,
+        cu_printf(t,
                   "            {\n"
                   "                unsigned ah[4], al[4], bh[2], bl[2];\n"
                   "                rnnc_sp(wa%d_[%s], ah[0], al[0]); rnnc_sp(wb%d_[%s], ah[1], al[1]);\n"
@@ -112,8 +112,8 @@ static void emit_kstep(cg_text *t, int tpw, const char *k, const char *kk, int s
 /* The step linear lin on tensor cores: warp w owns tiles w, w + NW, ...
  * (16 weight rows x 8 batch rows each) over all of K; two accumulator
  * sets (even and odd k-steps) keep two products in flight per tile. */
-rnnc_status cg_emit_mma_linear(const cg_ctx *c, int32_t lin, cg_text *t,
-                               rnnc_status (*stage)(const cg_ctx *, int32_t, bool, cg_text *))
+rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
+                               rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]], KC = c->kc[lin];
     int R = slices(c, lin) * c->UT, NTN = (int)cdiv(c->BTP, 8), nw = c->NT / 32;
@@ -123,29 +123,29 @@ rnnc_status cg_emit_mma_linear(const cg_ctx *c, int32_t lin, cg_text *t,
     int na = K % 32 == 0 && KC % 32 == 0 ? 4 : 2;
     bool chunked = KC < K;
     rnnc_status st;
-    cg_printf(t, "    {\n        const int wp_ = tid >> 5, g_ = (tid & 31) >> 2, q_ = tid & 3;\n");
+    cu_printf(t, "    {\n        const int wp_ = tid >> 5, g_ = (tid & 31) >> 2, q_ = tid & 3;\n");
     for (int j = 0; j < tpw; j++)
-        cg_printf(t,
+        cu_printf(t,
                   "        const int tl%d_ = min(wp_ + %d, %d), mt%d_ = tl%d_ / %d, nt%d_ = tl%d_ %% %d;\n"
-                  "        const float *const wa%d_ = sm_ + %lld + min(mt%d_ * 16 + g_, %d) * %d + q_;\n"
-                  "        const float *const wb%d_ = sm_ + %lld + min(mt%d_ * 16 + g_ + 8, %d) * %d + q_;\n"
+                  "        const float *const wa%d_ = sm_ + SM_W%d + min(mt%d_ * 16 + g_, %d) * %d + q_;\n"
+                  "        const float *const wb%d_ = sm_ + SM_W%d + min(mt%d_ * 16 + g_ + 8, %d) * %d + q_;\n"
                   "        const float *const xa%d_ = sm_ + min(nt%d_ * 8 + g_, BTP - 1) * %d + q_;\n"
                   "        float d%d_[%d][4] = {};\n",
-                  j, j * nw, tiles - 1, j, j, NTN, j, j, NTN, j, (long long)c->wsm[lin], j, R - 1,
-                  c->kp[lin], j, (long long)c->wsm[lin], j, R - 1, c->kp[lin], j, j, c->xkp[lin],
+                  j, j * nw, tiles - 1, j, j, NTN, j, j, NTN, j, (int)lin, j, R - 1,
+                  c->kp[lin], j, (int)lin, j, R - 1, c->kp[lin], j, j, c->xkp[lin],
                   j, na);
     if (chunked)
-        cg_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
+        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
     if ((st = stage(c, lin, chunked, t)))
         return st;
     if (chunked)
-        cg_printf(t,
+        cu_printf(t,
                   "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
                   "#pragma unroll 2\n        for (int k = 0; k < kn_; k += %d) {\n"
                   "            const int kk = k0_ + k;\n",
                   KC, K, KC, KC, 8 * na);
     else
-        cg_printf(t, "#pragma unroll 2\n        for (int k = 0; k < %lld; k += %d) {\n"
+        cu_printf(t, "#pragma unroll 2\n        for (int k = 0; k < %lld; k += %d) {\n"
                      "            const int kk = k;\n", K, 8 * na);
     for (int a = 0; a < na; a++) {
         char k[32], kk[32];
@@ -153,27 +153,27 @@ rnnc_status cg_emit_mma_linear(const cg_ctx *c, int32_t lin, cg_text *t,
         snprintf(kk, sizeof kk, "kk + %d", 8 * a);
         emit_kstep(t, tpw, k, kk, a);
     }
-    cg_printf(t, "        }\n");
+    cu_printf(t, "        }\n");
     if (chunked)
-        cg_printf(t, "        __syncthreads();\n    }\n");
+        cu_printf(t, "        __syncthreads();\n    }\n");
     for (int j = 0; j < tpw; j++) {
         char more[96] = "";
         if (na == 4)
             snprintf(more, sizeof more, " + d%d_[2][2 * h_ + e_] + d%d_[3][2 * h_ + e_]", j, j);
-        cg_printf(t,
+        cu_printf(t,
                   "        if (wp_ + %d < %d) {\n"
                   "            const int r_ = mt%d_ * 16 + g_, n_ = nt%d_ * 8 + 2 * q_;\n"
-                  "            float *const o_ = sm_ + %lld;\n"
+                  "            float *const o_ = sm_ + SM_L%d;\n"
                   "            for (int h_ = 0; h_ < 2; ++h_)\n"
                   "                for (int e_ = 0; e_ < 2; ++e_)\n"
                   "                    if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
                   "                        o_[(r_ + 8 * h_) * (BTP + 1) + n_ + e_] = "
                   "d%d_[0][2 * h_ + e_] + d%d_[1][2 * h_ + e_]%s;\n"
                   "        }\n",
-                  j * nw, tiles, j, j, (long long)c->sm[lin], R, j, j,
+                  j * nw, tiles, j, j, (int)lin, R, j, j,
                   more);
     }
-    cg_printf(t, "    }\n    __syncthreads();\n");
+    cu_printf(t, "    }\n    __syncthreads();\n");
     return RNNC_OK;
 }
 
@@ -189,7 +189,7 @@ static void gemm_warps(int bm, int bn, int *wm, int *mtw, int *ntw)
     *ntw = bn / (8 / *wm) / 8;
 }
 
-bool cg_mma_gemm(const cg_ctx *c, int bm, int bn, int bk)
+bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk)
 {
     int wm, mtw, ntw;
     gemm_warps(bm, bn, &wm, &mtw, &ntw);
@@ -199,7 +199,7 @@ bool cg_mma_gemm(const cg_ctx *c, int bm, int bn, int bk)
 /* The accumulators c_[2 mtw][2 ntw]: element (i, j) is row (i >> 1) * 16 +
  * (i & 1) * 8 + g and column (j >> 1) * 8 + 2 q + (j & 1) of the warp's
  * sub-tile.  Writes the tile-row and tile-column expressions. */
-void cg_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n)
+void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n)
 {
     int wm, mtw, ntw;
     gemm_warps(bm, bn, &wm, &mtw, &ntw);
@@ -213,11 +213,11 @@ void cg_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, si
 
 /* One slice (bk columns of K) of the GEMM tile on tensor cores: As[cb][k][m]
  * and Ws[cb][k][n] hold the slice (k-major). */
-void cg_emit_mma_gemm_slice(cg_text *t, int bm, int bn, int bk)
+void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk)
 {
     int wm, mtw, ntw;
     gemm_warps(bm, bn, &wm, &mtw, &ntw);
-    cg_printf(t,
+    cu_printf(t,
               "        {\n"
               "        const int g_ = (tid & 31) >> 2, q_ = tid & 3;\n"
               "        const int wr_ = (tid >> 5) / %d * %d, wc_ = (tid >> 5) %% %d * %d;\n"

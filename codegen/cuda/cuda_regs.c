@@ -11,38 +11,113 @@
  */
 #include <stdio.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cg_ctx *c, int32_t v)
+static int32_t slices(const cu_ctx *c, int32_t v)
 {
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
-bool cg_in_regs(const cg_ctx *c, int32_t v)
+bool cu_in_regs(const cu_ctx *c, int32_t v)
 {
     return c->pf && slices(c, v) <= 32;
 }
 
-void cg_emit_reg_decls(const cg_ctx *c, cg_text *t)
+/* Marks the leaf slices an element reads through v (the walk of
+ * cu_elem_expr). */
+static void mark_read(cu_ctx *c, int32_t v, int sl)
 {
-    for (int32_t v = 0; v < c->f->n; v++)
-        for (int sl = 0; sl < 32; sl++)
-            if (c->pfuse[v] & (1u << sl))
-                cg_printf(t, "    float r%d_%d = 0.f;\n", (int)v, sl);
+    int32_t o;
+    int os;
+    if (c->k[v] < 1)
+        sl = 0;
+    switch (c->role[v]) {
+    case CU_LEAF_FOLD:
+    case CU_LEAF_INPUT:
+    case CU_LEAF_STATE:
+    case CU_HOIST_BUF:
+        if (cu_in_regs(c, v))
+            c->pfuse[v] |= 1u << sl;
+        return;
+    case CU_HOIST_VIEW:
+        cu_view_slice(c, v, sl, &o, &os);
+        mark_read(c, o, os);
+        return;
+    default:
+        return;
+    }
+}
+
+/* An operand of an element of phase p: a value made in p is a local. */
+static void mark_operand(cu_ctx *c, int32_t o, int sl, int p)
+{
+    if (c->role[o] != CU_STEP_ELEM || c->phase[o] != p)
+        mark_read(c, o, sl);
+}
+
+/* Every read of the step's element code (cuda_step.c: the slices of each
+ * phase's elements, then the next states, the current states they may
+ * keep and the output in the last phase). */
+void cu_place_regs(cu_ctx *c)
+{
+    const ir_fn *f = c->f;
+    int last = c->s->n_phases - 1;
+    c->pf = (int64_t)c->UT * c->BTP <= c->NT;
+    if (!c->pf)
+        return;
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CU_STEP_ELEM || c->phase[i] < 0 || c->phase[i] > last)
+            continue;
+        for (int sl = 0; sl < slices(c, i); sl++) {
+            int32_t o[3];
+            int os[3];
+            if (cu_slice_operands(c, i, sl, o, os) != RNNC_OK)
+                continue; /* the emitter reports it */
+            for (int k = 0; k < 3; k++)
+                if (o[k] >= 0)
+                    mark_operand(c, o[k], os[k], c->phase[i]);
+        }
+    }
+    for (int s = 0; s < f->n_states; s++) {
+        int32_t nx = f->states[s].next, sv = f->states[s].node;
+        for (int sl = 0; sl < slices(c, nx); sl++) {
+            mark_operand(c, nx, sl, last);
+            mark_read(c, sv, c->k[sv] < 1 ? 0 : sl);
+        }
+    }
+    for (int sl = 0; sl < slices(c, f->output); sl++)
+        mark_operand(c, f->output, sl, last);
+}
+
+void cu_emit_reg_decls(const cu_ctx *c, cu_text *t)
+{
+    char d[256];
+    for (int32_t v = 0; v < c->f->n; v++) {
+        bool first = true;
+        for (int sl = 0; sl < 32; sl++) {
+            if (!(c->pfuse[v] & (1u << sl)))
+                continue;
+            cu_printf(t, "    float r%d_%d = 0.f;", (int)v, sl);
+            if (first)
+                cu_printf(t, " /* %s */", cu_leaf_describe(c, v, d, sizeof d));
+            cu_printf(t, "\n");
+            first = false;
+        }
+    }
 }
 
 /* first: every register at t = 0 (states from copy 0); else the hoisted
  * values and x of step t + 1. */
-void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
+void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
 {
     bool any = false, states = false;
     for (int32_t v = 0; v < c->f->n; v++) {
-        any |= c->pfuse[v] && (first || c->role[v] == CG_HOIST_BUF || c->role[v] == CG_LEAF_INPUT);
-        states |= c->pfuse[v] && c->role[v] == CG_LEAF_STATE;
+        any |= c->pfuse[v] && (first || c->role[v] == CU_HOIST_BUF || c->role[v] == CU_LEAF_INPUT);
+        states |= c->pfuse[v] && c->role[v] == CU_LEAF_STATE;
     }
     if (!any)
         return;
-    cg_printf(t,
+    cu_printf(t,
               "    if (tid < E) {\n"
               "        const int e = tid, u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b < BT && gu < H && gb < B) {\n"
@@ -54,23 +129,23 @@ void cg_emit_reg_loads(const cg_ctx *c, cg_text *t, bool first)
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!c->pfuse[v])
             continue;
-        if (!first && c->role[v] != CG_HOIST_BUF && c->role[v] != CG_LEAF_INPUT)
+        if (!first && c->role[v] != CU_HOIST_BUF && c->role[v] != CU_LEAF_INPUT)
             continue;
         for (int sl = 0; sl < 32; sl++)
-            if ((c->pfuse[v] & (1u << sl)) && cg_leaf_load(c, v, sl, ld, sizeof ld))
-                cg_printf(t, "            r%d_%d = %s;\n", (int)v, sl, ld);
+            if ((c->pfuse[v] & (1u << sl)) && cu_leaf_load(c, v, sl, ld, sizeof ld))
+                cu_printf(t, "            r%d_%d = %s;\n", (int)v, sl, ld);
     }
-    cg_printf(t, "        }\n    }\n");
+    cu_printf(t, "        }\n    }\n");
 }
 
 /* Each block's rows of every step linear's matrix into shared memory, once. */
-void cg_emit_weights(const cg_ctx *c, cg_text *t)
+void cu_emit_weights(const cu_ctx *c, cu_text *t)
 {
     char idx[256], cond[64], src[128], dst[96];
     if (c->stream)
         return; /* read from global memory every step */
     for (int32_t i = 0; i < c->f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
@@ -83,26 +158,26 @@ void cg_emit_weights(const cg_ctx *c, cg_text *t)
             snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
             snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
                      (long long)c->off[w], K);
-            snprintf(dst, sizeof dst, "&sm_[%lld + r * %d + k4 * 4]", (long long)c->wsm[i],
+            snprintf(dst, sizeof dst, "&sm_[SM_W%d + r * %d + k4 * 4]", (int)i,
                      c->kp[i]);
-            cg_emit_copy4(t, R * q, idx, cond, src, dst, true);
+            cu_emit_copy4(t, R * q, idx, cond, src, dst, true);
             continue;
         }
-        cg_printf(t,
+        cu_printf(t,
                   "    for (int i = tid; i < %lld; i += NT) {\n"
                   "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
-                  "        sm_[%lld + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
+                  "        sm_[SM_W%d + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
                   "* %lld + kk] : 0.f;\n    }\n",
-                  R * c->kp[i], c->kp[i], c->kp[i], (long long)c->wsm[i], K, (long long)c->off[w],
+                  R * c->kp[i], c->kp[i], c->kp[i], (int)i, K, (long long)c->off[w],
                   K);
     }
 }
 
-void cg_emit_copy4(cg_text *t, long long n4, const char *idx, const char *cond,
+void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached)
 {
     /* up to 8 loads in flight per thread; NT is a macro of the kernel */
-    cg_printf(t,
+    cu_printf(t,
               "    {\n"
               "        enum { N4_ = %lld, U_ = (N4_ + NT - 1) / NT < 8 ? (N4_ + NT - 1) / NT : 8 };\n"
               "        for (int i0_ = 0; i0_ < N4_; i0_ += U_ * NT) {\n"

@@ -1,13 +1,15 @@
 /*
  * cuda_source.c: entry points of the CUDA generator: schedule + shapes +
  * tuning -> one CUDA C source (hoisted GEMMs, row kernel, persistent step
- * kernel) and the plan the runtime follows to run it.
+ * kernel) and the plan the runtime follows to run it.  The analysis
+ * decides everything and fills the plan; the emitters then write the
+ * source from it once, reading the context and writing only text.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
 typedef struct ctx_mem {
     void *blocks[24];
@@ -61,7 +63,7 @@ static int64_t gcd(int64_t a, int64_t b)
  * per-element code short. */
 #define MAX_SLICES_PER_H 16
 
-static rnnc_status init_ctx(cg_ctx *c, ctx_mem *m, const ir_schedule *s,
+static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
                             const cg_cuda_config *cfg, cg_cuda_plan *plan)
 {
     size_t n = (size_t)s->fn->n;
@@ -102,6 +104,24 @@ static rnnc_status init_ctx(cg_ctx *c, ctx_mem *m, const ir_schedule *s,
     return RNNC_OK;
 }
 
+/* The source, from the analysis alone. */
+static rnnc_status emit(const cu_ctx *c, cu_text *t)
+{
+    static const char *const hoists[] = {"all", "matmul", "none"};
+    const cg_cuda_config *cfg = &c->cfg;
+    unsigned h = (unsigned)c->s->setting;
+    cu_printf(t,
+              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, hoist %s, %s */\n",
+              c->f->name, (long long)c->B, (long long)c->I, (long long)cfg->sizes.H,
+              (long long)cfg->sizes.P, cfg->sm, h < 3 ? hoists[h] : "?", c->plan->tuning);
+    cu_emit_mma_helpers(c, t);
+    rnnc_status st = cu_emit_hoist(c, t);
+    if (st || (st = cu_emit_step(c, t)))
+        return st;
+    cu_reindent(t);
+    return RNNC_OK;
+}
+
 rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,
                              cg_cuda_plan *plan)
 {
@@ -112,18 +132,12 @@ rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, ch
     rnnc_status st = check_config(s, cfg);
     if (st)
         return st;
-    cg_ctx c;
+    cu_ctx c;
     ctx_mem m = {.n = 0};
-    cg_text t = {0};
-    if ((st = init_ctx(&c, &m, s, cfg, plan)) || (st = cg_analyse(&c)))
+    cu_text t = {0};
+    if ((st = init_ctx(&c, &m, s, cfg, plan)) || (st = cu_analyse(&c)))
         goto fail;
-    cg_printf(&t,
-              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, hoist %d, %s */\n",
-              c.f->name, (long long)c.B, (long long)c.I, (long long)cfg->sizes.H,
-              (long long)cfg->sizes.P, cfg->sm, (int)s->setting,
-              plan->tuning);
-    cg_emit_mma_helpers(&c, &t);
-    if ((st = cg_emit_hoist(&c, &t)) || (st = cg_emit_step(&c, &t)))
+    if ((st = emit(&c, &t)))
         goto fail;
     if (t.oom) {
         st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cg_ctx *c, int32_t v)
+static int32_t slices(const cu_ctx *c, int32_t v)
 {
     return c->k[v] < 1 ? 1 : c->k[v];
 }
@@ -28,14 +28,14 @@ static bool is_reduce(const ir_node *n)
     return (ir_ops[n->op].flags & IR_F_REDUCE) != 0;
 }
 
-static bool distributed(const cg_ctx *c, int32_t v)
+static bool distributed(const cu_ctx *c, int32_t v)
 {
-    return c->role[v] == CG_STEP_ELEM || c->role[v] == CG_STEP_LINEAR;
+    return c->role[v] == CU_STEP_ELEM || c->role[v] == CU_STEP_LINEAR;
 }
 
-static void emit_prelude(const cg_ctx *c, cg_text *t)
+static void emit_prelude(const cu_ctx *c, cu_text *t)
 {
-    cg_printf(t,
+    cu_printf(t,
               "#define B %lld\n#define H %lld\n#define UT %d\n#define BT %d\n#define BTP %d\n"
               "#define NUB %d\n#define NT %d\n#define E (UT * BTP)\n#define STF %lld\n",
               (long long)c->B, (long long)c->H, c->UT, c->BT, c->BTP, c->NUB, c->NT,
@@ -43,7 +43,7 @@ static void emit_prelude(const cg_ctx *c, cg_text *t)
     /* Row gb at step s reads and writes time TR(gb, s): s forward; from its
      * own end backward (rev), and past its end (s >= LEN) time s, so every
      * time of every row is written once (zeros past the end). */
-    cg_printf(t,
+    cu_printf(t,
               "#define ROWT(gb, tt) (%s)\n#define LEN(gb) (len ? len[gb] : T)\n"
               "#define TR(gb, s) ((rev && (s) < LEN(gb)) ? LEN(gb) - 1 - (s) : (s))\n"
               "#define ROW(gb) ROWT(gb, TR(gb, t))\n#define YLD %lld\n"
@@ -54,7 +54,7 @@ static void emit_prelude(const cg_ctx *c, cg_text *t)
      * never exchange data): one flag word per block, written with a release
      * store by one thread; warp 0 polls the group's flags with relaxed loads
      * (all in flight at once), then one acquire fence. */
-    cg_printf(t,
+    cu_printf(t,
               "__device__ __forceinline__ void rnnc_arrive(unsigned *f, unsigned v)\n{\n"
               "    asm volatile(\"st.release.gpu.global.u32 [%%0], %%1;\" : : \"l\"(f), \"r\"(v) : "
               "\"memory\");\n}\n"
@@ -81,24 +81,45 @@ static void emit_prelude(const cg_ctx *c, cg_text *t)
               "    m += d * f;\n    q += qb + d * d * n * f;\n    n = nn;\n}\n");
 }
 
+/* The regions of a step block's shared memory, named by node (floats). */
+static void emit_smem_names(const cu_ctx *c, cu_text *t)
+{
+    const ir_fn *f = c->f;
+    char d[256];
+    cu_printf(t, "/* shared memory of a step block (floats): x of the step's linears, staged at 0 */\n");
+    for (int32_t i = 0; i < f->n; i++) {
+        cu_describe(c, i, d, sizeof d);
+        if (c->role[i] == CU_STEP_LINEAR && !c->stream)
+            cu_printf(t, "#define SM_W%d %lld /* %s: weight slice */\n", (int)i,
+                      (long long)c->wsm[i], d);
+        if (c->role[i] == CU_STEP_LINEAR)
+            cu_printf(t, "#define SM_L%d %lld /* %s: result */\n", (int)i, (long long)c->sm[i], d);
+        if (c->xp[i] >= 0)
+            cu_printf(t, "#define SM_V%d %lld /* %s: kept for a later phase */\n", (int)i,
+                      (long long)c->xp[i], d);
+        if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE))
+            cu_printf(t, "#define SM_S%d %lld /* %s: row statistics */\n", (int)i,
+                      (long long)c->sm[i], d);
+    }
+}
+
 /* A plain base pointer for X's row gb, when X is one contiguous vector. */
-static bool plain_base(const cg_ctx *c, int32_t v, char *buf, size_t n)
+static bool plain_base(const cu_ctx *c, int32_t v, char *buf, size_t n)
 {
     long long K = (long long)c->cols[v];
     switch (c->role[v]) {
-    case CG_LEAF_STATE:
-        c->need[v] |= CG_NEED_WHOLE;
+    case CU_LEAF_STATE:
         snprintf(buf, n, "cur + %lld + (size_t)gb * %lld",
                  (long long)c->plan->state[ir_state_of(c->f, v)].offset, K);
         return true;
-    case CG_LEAF_INPUT:
+    case CU_LEAF_INPUT:
         snprintf(buf, n, "x + ROW(gb) * %lld", K);
         return true;
-    case CG_HOIST_BUF:
+    case CU_HOIST_BUF:
         snprintf(buf, n, "hz + (size_t)%lld * TB + ROW(gb) * %lld", (long long)c->off[v], K);
         return true;
-    case CG_STEP_ELEM:
-    case CG_STEP_LINEAR:
+    case CU_STEP_ELEM:
+    case CU_STEP_LINEAR:
         snprintf(buf, n, "xb + %lld + (size_t)gb * %lld", (long long)c->xb[v], K);
         return c->xb[v] >= 0;
     default:
@@ -108,13 +129,13 @@ static bool plain_base(const cg_ctx *c, int32_t v, char *buf, size_t n)
 
 /* Stages columns [ch*kc, ch*kc + kc) of linear lin's x (ch a variable of
  * the generated code, 0 when unchunked) for the block's batch rows. */
-static rnnc_status emit_stage(const cg_ctx *c, int32_t lin, bool chunked, cg_text *t)
+static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_text *t)
 {
     int32_t xv = c->f->nodes[lin].a[0];
     long long K = (long long)c->cols[xv], KC = c->kc[lin];
     char base[256], g[4096], col[64];
-    if (c->ll && c->role[xv] == CG_LEAF_STATE && c->xb[xv] >= 0 && !chunked) {
-        cg_emit_ll_stage(c, lin, t);
+    if (c->ll && c->role[xv] == CU_LEAF_STATE && c->xb[xv] >= 0 && !chunked) {
+        cu_emit_ll_stage(c, lin, t);
         return RNNC_OK;
     }
     const char *c0 = chunked ? "ch_ * " : "0 * ";
@@ -126,12 +147,12 @@ static rnnc_status emit_stage(const cg_ctx *c, int32_t lin, bool chunked, cg_tex
         snprintf(src, sizeof src, "%s + cc", base);
         snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->xkp[lin]);
         snprintf(cond, sizeof cond, "b < BT && gb < B && cc < %lld", K);
-        cg_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
+        cu_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
     } else {
         snprintf(col, sizeof col, "cc");
-        if (!cg_gather_expr(c, xv, col, g, sizeof g))
+        if (!cu_gather_expr(c, xv, col, g, sizeof g))
             return RNNC_ERR_UNSUPPORTED;
-        cg_printf(t,
+        cu_printf(t,
                   "    for (int i = tid; i < BTP * %lld; i += NT) {\n"
                   "        const int b = i / %lld, cx = i %% %lld, gb = b0 + b, cc = %s%lld + cx;\n"
                   "        float v = 0.f;\n"
@@ -140,13 +161,13 @@ static rnnc_status emit_stage(const cg_ctx *c, int32_t lin, bool chunked, cg_tex
                   "        sm_[b * %d + cx] = v;\n    }\n",
                   KC, KC, KC, c0, KC, K, g, c->xkp[lin]);
     }
-    cg_printf(t, "    __syncthreads();\n");
+    cu_printf(t, "    __syncthreads();\n");
     return RNNC_OK;
 }
 
 /* The weights of row i of the lane's register tile: shared memory, or
  * (streamed) a pointer to the matrix row in global memory. */
-static void emit_wrows(const cg_ctx *c, int32_t lin, cg_text *t)
+static void emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     if (!c->stream)
         return;
@@ -154,23 +175,23 @@ static void emit_wrows(const cg_ctx *c, int32_t lin, cg_text *t)
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
     int NTR = slices(c, lin) * c->UT / c->RR;
     for (int i = 0; i < c->RR; i++)
-        cg_printf(t,
+        cu_printf(t,
                   "        const float *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
                   "* H + min(u0 + (tr + %d) %% UT, H - 1)) * %lld;\n",
                   i, (long long)c->off[w], i * NTR, i * NTR, K);
 }
 
-static void emit_wload(const cg_ctx *c, int32_t lin, int i, cg_text *t)
+static void emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
     int NTR = slices(c, lin) * c->UT / c->RR;
     if (!c->stream) {
-        cg_printf(t, "            const float4 w%d = *(const float4 *)&sm_[%lld + (tr + %d) * %d + kk];\n",
-                  i, (long long)c->wsm[lin], i * NTR, c->kp[lin]);
+        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
+                  i, (int)lin, i * NTR, c->kp[lin]);
     } else if (K % 4 == 0) {
-        cg_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
+        cu_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
     } else {
-        cg_printf(t,
+        cu_printf(t,
                   "            const float4 w%d = make_float4(kk < %lld ? __ldg(wg%d + kk) : 0.f, "
                   "kk + 1 < %lld ? __ldg(wg%d + kk + 1) : 0.f, kk + 2 < %lld ? __ldg(wg%d + kk + 2) "
                   ": 0.f, kk + 3 < %lld ? __ldg(wg%d + kk + 3) : 0.f);\n",
@@ -180,75 +201,78 @@ static void emit_wload(const cg_ctx *c, int32_t lin, int i, cg_text *t)
 
 /* Stage and multiply: the lane's RR x BB accumulators over all of K, x
  * staged in chunks of kc columns when it does not fit at once. */
-static rnnc_status emit_linear(const cg_ctx *c, int32_t lin, cg_text *t)
+static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     if (c->mma)
-        return cg_emit_mma_linear(c, lin, t, emit_stage);
+        return cu_emit_mma_linear(c, lin, t, emit_stage);
     long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
     int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
     bool chunked = KC < K4;
     rnnc_status st;
-    cg_printf(t,
+    char d[256];
+    cu_printf(t, "    /* %s: lanes own %d x %d outputs, K split %d ways */\n",
+              cu_describe(c, lin, d, sizeof d), c->RR, c->BB, KS);
+    cu_printf(t,
               "    {\n        const int ks = tid %% %d, cell = tid / %d, tb = cell %% %d, tr0 = "
               "cell / %d;\n        const int tr = tr0 < %d ? tr0 : %d;\n",
               KS, KS, NTB, NTB, NTR, NTR - 1);
     emit_wrows(c, lin, t);
     for (int i = 0; i < c->RR; i++)
         for (int j = 0; j < c->BB; j++)
-            cg_printf(t, "        float a%d_%d = 0.f;\n", i, j);
+            cu_printf(t, "        float a%d_%d = 0.f;\n", i, j);
     if (chunked)
-        cg_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K4 + KC - 1) / KC);
+        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K4 + KC - 1) / KC);
     if ((st = emit_stage(c, lin, chunked, t)))
         return st;
     if (chunked)
-        cg_printf(t,
+        cu_printf(t,
                   "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
                   "#pragma unroll 4\n        for (int k = ks * 4; k < kn_; k += %d) {\n"
                   "            const int kk = k0_ + k;\n",
                   KC, K4, KC, KC, 4 * KS);
     else
-        cg_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
+        cu_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
                      "            const int kk = k;\n", K4, 4 * KS);
     for (int i = 0; i < c->RR; i++)
         emit_wload(c, lin, i, t);
     for (int j = 0; j < c->BB; j++)
-        cg_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
+        cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
                   j, j * NTB, c->xkp[lin]);
     static const char *q[4] = {"x", "y", "z", "w"};
     for (int e = 0; e < 4; e++)
         for (int i = 0; i < c->RR; i++)
             for (int j = 0; j < c->BB; j++)
-                cg_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i, q[e],
+                cu_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i, q[e],
                           j, q[e], i, j);
-    cg_printf(t, "        }\n");
+    cu_printf(t, "        }\n");
     if (chunked)
-        cg_printf(t, "        __syncthreads();\n    }\n");
+        cu_printf(t, "        __syncthreads();\n    }\n");
     if (KS > 1)
         for (int i = 0; i < c->RR; i++)
             for (int j = 0; j < c->BB; j++)
-                cg_printf(t,
+                cu_printf(t,
                           "        for (int o = %d; o > 0; o >>= 1) a%d_%d += "
                           "__shfl_xor_sync(0xffffffffu, a%d_%d, o);\n",
                           KS / 2, i, j, i, j);
-    cg_printf(t, "        if (ks == 0 && tr0 < %d) {\n", NTR);
+    cu_printf(t, "        if (ks == 0 && tr0 < %d) {\n", NTR);
     for (int i = 0; i < c->RR; i++)
         for (int j = 0; j < c->BB; j++)
-            cg_printf(t, "            sm_[%lld + (tr + %d) * (BTP + 1) + tb + %d] = a%d_%d;\n",
-                      (long long)c->sm[lin], i * NTR, j * NTB, i, j);
-    cg_printf(t, "        }\n    }\n    __syncthreads();\n");
+            cu_printf(t, "            sm_[SM_L%d + (tr + %d) * (BTP + 1) + tb + %d] = a%d_%d;\n",
+                      (int)lin, i * NTR, j * NTB, i, j);
+    cu_printf(t, "        }\n    }\n    __syncthreads();\n");
     return RNNC_OK;
 }
 
 /* Row statistics of reduction r read directly from a whole vector. */
-static rnnc_status emit_direct_stats(const cg_ctx *c, int32_t r, cg_text *t)
+static rnnc_status emit_direct_stats(const cu_ctx *c, int32_t r, cu_text *t)
 {
     const ir_node *n = &c->f->nodes[r];
     int32_t xv = n->a[0];
     char g[4096], eps[64];
-    if (!cg_gather_expr(c, xv, "cx", g, sizeof g))
+    if (!cu_gather_expr(c, xv, "cx", g, sizeof g))
         return RNNC_ERR_UNSUPPORTED;
     long long K = (long long)c->cols[xv];
-    cg_printf(t,
+    cu_printf(t,
               "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
               "        const int l = tid & 31, gb = b0 + b;\n"
               "        if (gb >= B) continue;\n"
@@ -261,22 +285,22 @@ static rnnc_status emit_direct_stats(const cg_ctx *c, int32_t r, cg_text *t)
               "        for (int o = 16; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);\n",
               K, g, K, K, g);
     if (n->op == IR_LAYERNORM)
-        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = rsqrtf(q / %lld.f + %s); }\n",
-                  (long long)c->sm[r], (long long)c->sm[r], K, cg_float_lit(n->f, eps, sizeof eps));
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = rsqrtf(q / %lld.f + %s); }\n",
+                  (int)r, (int)r, K, cu_float_lit(n->f, eps, sizeof eps));
     else
-        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = s; }\n",
-                  (long long)c->sm[r], (long long)c->sm[r]);
-    cg_printf(t, "    }\n");
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = s; }\n",
+                  (int)r, (int)r);
+    cu_printf(t, "    }\n");
     return RNNC_OK;
 }
 
 /* Row statistics of reduction r from every block's partials. */
-static void emit_combine(const cg_ctx *c, int32_t r, cg_text *t)
+static void emit_combine(const cu_ctx *c, int32_t r, cu_text *t)
 {
     const ir_node *n = &c->f->nodes[r];
     int32_t xv = n->a[0];
     char eps[64];
-    cg_printf(t,
+    cu_printf(t,
               "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
               "        const int l = tid & 31, gb = b0 + b;\n"
               "        if (gb >= B) continue;\n"
@@ -293,25 +317,25 @@ static void emit_combine(const cg_ctx *c, int32_t r, cg_text *t)
               "        }\n",
               slices(c, xv), (long long)c->pt[r], (long long)c->pt[r]);
     if (n->op == IR_LAYERNORM)
-        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = rsqrtf(q / n + %s); }\n",
-                  (long long)c->sm[r], (long long)c->sm[r], cg_float_lit(n->f, eps, sizeof eps));
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = rsqrtf(q / n + %s); }\n",
+                  (int)r, (int)r, cu_float_lit(n->f, eps, sizeof eps));
     else
-        cg_printf(t, "        if (l == 0) { sm_[%lld + 2 * b] = m; sm_[%lld + 2 * b + 1] = m * n; }\n",
-                  (long long)c->sm[r], (long long)c->sm[r]);
-    cg_printf(t, "    }\n");
+        cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = m * n; }\n",
+                  (int)r, (int)r);
+    cu_printf(t, "    }\n");
 }
 
 /* Per-block partial statistics of step value xv for reduction r. */
-static void emit_partials(const cg_ctx *c, int32_t r, cg_text *t)
+static void emit_partials(const cu_ctx *c, int32_t r, cu_text *t)
 {
     int32_t xv = c->f->nodes[r].a[0];
     char val[160];
-    if (c->role[xv] == CG_STEP_LINEAR)
-        snprintf(val, sizeof val, "sm_[%lld + (sl * UT + u) * (BTP + 1) + b]", (long long)c->sm[xv]);
+    if (c->role[xv] == CU_STEP_LINEAR)
+        snprintf(val, sizeof val, "sm_[SM_L%d + (sl * UT + u) * (BTP + 1) + b]", (int)xv);
     else
-        snprintf(val, sizeof val, "sm_[%lld + sl * E + b * UT + u]", (long long)c->xp[xv]);
+        snprintf(val, sizeof val, "sm_[SM_V%d + sl * E + b * UT + u]", (int)xv);
     /* a warp per batch row, lanes over the block's elements of that row */
-    cg_printf(t,
+    cu_printf(t,
               "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
               "        const int l = tid & 31, gb = b0 + b, nu = min(UT, H - u0), ne = %d * nu;\n"
               "        if (gb >= B) continue;\n"
@@ -328,79 +352,44 @@ static void emit_partials(const cg_ctx *c, int32_t r, cg_text *t)
 }
 
 
-static bool opnd(const cg_ctx *c, int32_t o, int sl, int p, char *buf, size_t n)
+static bool opnd(const cu_ctx *c, int32_t o, int sl, int p, char *buf, size_t n)
 {
-    if (c->role[o] == CG_STEP_ELEM && c->phase[o] == p) {
+    if (c->role[o] == CU_STEP_ELEM && c->phase[o] == p) {
         snprintf(buf, n, "v%d_%d", (int)o, c->k[o] < 1 ? 0 : sl);
         return true;
     }
-    return cg_elem_expr(c, o, sl, p, buf, n);
-}
-
-static rnnc_status node_fail(const cg_ctx *c, int32_t v, const char *why)
-{
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
-                     v, ir_ops[c->f->nodes[v].op].name, c->f->name);
+    return cu_elem_expr(c, o, sl, p, buf, n);
 }
 
 /* One slice of step value v, given its operands' expressions. */
-static rnnc_status slice_expr(const cg_ctx *c, int32_t v, int sl, int p, char *out, size_t n)
+static rnnc_status slice_expr(const cu_ctx *c, int32_t v, int sl, int p, char *out, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
-    char a[1024], b[1024], g[1024], be[1024];
-    const char *uf = cg_unary_fmt(nd->op), *bo = cg_binary_op(nd->op);
-    if (uf) {
-        if (!opnd(c, nd->a[0], sl, p, a, sizeof a))
+    char a[3][1024];
+    int32_t o[3];
+    int os[3];
+    rnnc_status st = cu_slice_operands(c, v, sl, o, os);
+    if (st)
+        return st;
+    for (int k = 0; k < 3; k++)
+        if (o[k] >= 0 && !opnd(c, o[k], os[k], p, a[k], sizeof a[k]))
             return RNNC_ERR_UNSUPPORTED;
-        snprintf(out, n, uf, a);
-        return RNNC_OK;
-    }
-    if (bo) {
-        if (!opnd(c, nd->a[0], sl, p, a, sizeof a) || !opnd(c, nd->a[1], sl, p, b, sizeof b))
-            return RNNC_ERR_UNSUPPORTED;
-        snprintf(out, n, "(%s) %s (%s)", a, bo, b);
-        return RNNC_OK;
-    }
-    long long st = (long long)c->sm[v];
-    switch (nd->op) {
-    case IR_CHUNK: {
-        int32_t ka = c->k[nd->a[0]];
-        if (ka < 1 || ka % nd->i0)
-            return node_fail(c, v, "a chunk in the step must split whole multiples of H");
-        return opnd(c, nd->a[0], nd->i1 * (ka / nd->i0) + sl, p, out, n) ? RNNC_OK
-                                                                           : RNNC_ERR_UNSUPPORTED;
-    }
-    case IR_CONCAT: {
-        int32_t ka = c->k[nd->a[0]];
-        if (ka < 1 || c->k[nd->a[1]] < 1)
-            return node_fail(c, v, "a concat in the step must join whole multiples of H");
-        bool ok = sl < ka ? opnd(c, nd->a[0], sl, p, out, n) : opnd(c, nd->a[1], sl - ka, p, out, n);
-        return ok ? RNNC_OK : RNNC_ERR_UNSUPPORTED;
-    }
-    case IR_LAYERNORM:
-        if (!opnd(c, nd->a[0], sl, p, a, sizeof a))
-            return RNNC_ERR_UNSUPPORTED;
-        snprintf(g, sizeof g, "1.f");
-        snprintf(be, sizeof be, "0.f");
-        if (nd->a[1] >= 0 && !opnd(c, nd->a[1], sl, p, g, sizeof g))
-            return RNNC_ERR_UNSUPPORTED;
-        if (nd->a[2] >= 0 && !opnd(c, nd->a[2], sl, p, be, sizeof be))
-            return RNNC_ERR_UNSUPPORTED;
-        snprintf(out, n, "((%s) - sm_[%lld + 2 * b]) * sm_[%lld + 2 * b + 1] * (%s) + (%s)", a, st,
-                 st, g, be);
-        return RNNC_OK;
-    case IR_SUM:
-        snprintf(out, n, "sm_[%lld + 2 * b + 1]", st);
-        return RNNC_OK;
-    case IR_MEAN:
-        snprintf(out, n, "sm_[%lld + 2 * b]", st);
-        return RNNC_OK;
-    default:
-        return node_fail(c, v, "no per-element code for this op in the step");
-    }
+    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
+    if (uf)
+        snprintf(out, n, uf, a[0]);
+    else if (bo)
+        snprintf(out, n, "(%s) %s (%s)", a[0], bo, a[1]);
+    else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT)
+        snprintf(out, n, "%s", o[0] >= 0 ? a[0] : a[1]);
+    else if (nd->op == IR_LAYERNORM)
+        snprintf(out, n, "((%s) - sm_[SM_S%d + 2 * b]) * sm_[SM_S%d + 2 * b + 1] * (%s) + (%s)",
+                 a[0], (int)v, (int)v, o[1] >= 0 ? a[1] : "1.f", o[2] >= 0 ? a[2] : "0.f");
+    else
+        snprintf(out, n, "sm_[SM_S%d + 2 * b%s]", (int)v, nd->op == IR_SUM ? " + 1" : "");
+    return RNNC_OK;
 }
 
-static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
+static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
 {
     const ir_fn *f = c->f;
     char v[1024];
@@ -410,10 +399,10 @@ static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
         for (int sl = 0; sl < slices(c, i); sl++) {
             if (!opnd(c, i, sl, p, v, sizeof v))
                 return RNNC_ERR_UNSUPPORTED;
-            if ((c->need[i] & CG_NEED_XP) && c->role[i] == CG_STEP_ELEM)
-                cg_printf(t, "        sm_[%lld + %d * E + e] = %s;\n", (long long)c->xp[i], sl, v);
-            if (c->need[i] & CG_NEED_XB)
-                cg_printf(t, "        __stcg(xb + %lld + (size_t)gb * %lld + %lld + gu, %s);\n",
+            if ((c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM)
+                cu_printf(t, "        sm_[SM_V%d + %d * E + e] = %s;\n", (int)i, sl, v);
+            if (c->need[i] & CU_NEED_XB)
+                cu_printf(t, "        __stcg(xb + %lld + (size_t)gb * %lld + %lld + gu, %s);\n",
                           (long long)c->xb[i], (long long)c->cols[i], (long long)(sl * c->H), v);
         }
     }
@@ -428,46 +417,49 @@ static rnnc_status emit_stores(const cg_ctx *c, int p, bool last, cg_text *t)
         for (int sl = 0; sl < slices(c, nx); sl++) {
             /* a row past its end keeps its state */
             if (!opnd(c, nx, sl, p, v, sizeof v) ||
-                !cg_elem_expr(c, sv, c->k[sv] < 1 ? 0 : sl, p, cur, sizeof cur))
+                !cu_elem_expr(c, sv, c->k[sv] < 1 ? 0 : sl, p, cur, sizeof cur))
                 return RNNC_ERR_UNSUPPORTED;
-            cg_printf(t, "        const float n%d_%d = act_ ? (%s) : (%s);\n", s, sl, v, cur);
+            cu_printf(t, "        const float n%d_%d = act_ ? (%s) : (%s);", s, sl, v, cur);
+            if (sl == 0)
+                cu_printf(t, " /* next %s */", f->states[s].name);
+            cu_printf(t, "\n");
         }
     }
     for (int s = 0; s < f->n_states; s++) {
         int32_t nx = f->states[s].next, sv = f->states[s].node;
-        bool reg = cg_in_regs(c, sv), ll = c->ll && c->xb[sv] >= 0;
-        bool whole = !ll && (!reg || (c->need[sv] & CG_NEED_WHOLE));
+        bool reg = cu_in_regs(c, sv), ll = c->ll && c->xb[sv] >= 0;
+        bool whole = !ll && (!reg || (c->need[sv] & CU_NEED_WHOLE));
         for (int sl = 0; sl < slices(c, nx); sl++) {
             long long at = (long long)c->plan->state[s].offset, C = (long long)c->cols[nx],
                       so = (long long)(sl * c->H);
             if (ll)
-                cg_printf(t,
+                cu_printf(t,
                           "        rnnc_ll_put(xb + %lld + ((size_t)(((t + 1) & 1) * B + gb) * %lld + "
                           "%lld + gu) * 2, n%d_%d, (unsigned)t + 2u);\n",
                           (long long)c->xb[sv], C, so, s, sl);
             if (whole)
-                cg_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
+                cu_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
                           at, C, so, s, sl);
-            cg_printf(t, "        if (t == tend_ - 1) __stcg(FIN + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
+            cu_printf(t, "        if (t == tend_ - 1) __stcg(FIN + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
                       at, C, so, s, sl);
             if (reg && (c->pfuse[sv] & (1u << sl)))
-                cg_printf(t, "        r%d_%d = n%d_%d;\n", (int)sv, sl, s, sl);
+                cu_printf(t, "        r%d_%d = n%d_%d;\n", (int)sv, sl, s, sl);
         }
     }
     for (int sl = 0; sl < slices(c, f->output); sl++) {
         if (!opnd(c, f->output, sl, p, v, sizeof v))
             return RNNC_ERR_UNSUPPORTED;
-        cg_printf(t, "        y[ROW(gb) * YLD + %lld + gu] = act_ ? (%s) : 0.f;\n",
+        cu_printf(t, "        y[ROW(gb) * YLD + %lld + gu] = act_ ? (%s) : 0.f;\n",
                   (long long)(sl * c->H), v);
     }
     return RNNC_OK;
 }
 
-static rnnc_status emit_elems(const cg_ctx *c, int p, bool last, cg_text *t)
+static rnnc_status emit_elems(const cu_ctx *c, int p, bool last, cu_text *t)
 {
     const ir_fn *f = c->f;
     char v[4096];
-    cg_printf(t,
+    cu_printf(t,
               "    for (int e = tid; e < E; e += NT) {\n"
               "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b >= BT || gu >= H || gb >= B) continue;\n"
@@ -475,38 +467,45 @@ static rnnc_status emit_elems(const cg_ctx *c, int p, bool last, cg_text *t)
               "        const bool act_ = t < LEN(gb);\n"
               "        (void)row; (void)u; (void)act_;\n");
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->role[i] != CG_STEP_ELEM || c->phase[i] != p)
+        if (c->role[i] != CU_STEP_ELEM || c->phase[i] != p)
             continue;
         for (int sl = 0; sl < slices(c, i); sl++) {
             rnnc_status st = slice_expr(c, i, sl, p, v, sizeof v);
             if (st)
                 return st;
-            cg_printf(t, "        const float v%d_%d = %s;\n", (int)i, sl, v);
+            char d[256];
+            cu_printf(t, "        const float v%d_%d = %s;", (int)i, sl, v);
+            if (sl == 0)
+                cu_printf(t, " /* %s */", cu_describe(c, i, d, sizeof d));
+            cu_printf(t, "\n");
         }
     }
     rnnc_status st = emit_stores(c, p, last, t);
-    cg_printf(t, "    }\n");
+    cu_printf(t, "    }\n");
     return st;
 }
 
-static rnnc_status emit_phase(const cg_ctx *c, int p, cg_text *t)
+static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
 {
     const ir_fn *f = c->f;
     rnnc_status st;
+    char d[256];
     bool stats = false;
     for (int32_t r = 0; r < f->n; r++) {
-        if (c->role[r] != CG_STEP_ELEM || c->phase[r] != p || !is_reduce(&f->nodes[r]))
+        if (c->role[r] != CU_STEP_ELEM || c->phase[r] != p || !is_reduce(&f->nodes[r]))
             continue;
         stats = true;
+        cu_printf(t, "    /* %s: row statistics%s */\n", cu_describe(c, r, d, sizeof d),
+                  distributed(c, f->nodes[r].a[0]) ? " from every block's partials" : "");
         if (distributed(c, f->nodes[r].a[0]))
             emit_combine(c, r, t);
         else if ((st = emit_direct_stats(c, r, t)))
             return st;
     }
     if (stats)
-        cg_printf(t, "    __syncthreads();\n");
+        cu_printf(t, "    __syncthreads();\n");
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR || c->phase[i] != p)
+        if (c->role[i] != CU_STEP_LINEAR || c->phase[i] != p)
             continue;
         if ((st = emit_linear(c, i, t)))
             return st;
@@ -515,12 +514,13 @@ static rnnc_status emit_phase(const cg_ctx *c, int p, cg_text *t)
         return st;
     bool synced = false;
     for (int32_t r = 0; r < f->n; r++) {
-        if (c->role[r] != CG_STEP_ELEM || !is_reduce(&f->nodes[r]) || c->pt[r] < 0 ||
+        if (c->role[r] != CU_STEP_ELEM || !is_reduce(&f->nodes[r]) || c->pt[r] < 0 ||
             c->phase[f->nodes[r].a[0]] != p)
             continue;
         if (!synced)
-            cg_printf(t, "    __syncthreads();\n");
+            cu_printf(t, "    __syncthreads();\n");
         synced = true;
+        cu_printf(t, "    /* %s: this block's partial statistics */\n", cu_describe(c, r, d, sizeof d));
         emit_partials(c, r, t);
     }
     /* the kernel's end is the last step's barrier; the last phase's barrier
@@ -528,28 +528,26 @@ static rnnc_status emit_phase(const cg_ctx *c, int p, cg_text *t)
     bool last = p == c->s->n_phases - 1;
     if (c->ll) {
         /* no barrier: the next step's staging waits for its data's tags */
-        cg_printf(t, "    if (t + 1 < tend_) {\n");
-        cg_emit_reg_loads(c, t, false);
-        cg_printf(t, "    }\n");
+        cu_printf(t, "    if (t + 1 < tend_) {\n");
+        cu_emit_reg_loads(c, t, false);
+        cu_printf(t, "    }\n");
         return RNNC_OK;
     }
-    cg_printf(t, "    %s{\n        __syncthreads();\n        ++epoch;\n"
+    cu_printf(t, "    %s{\n        __syncthreads();\n        ++epoch;\n"
                  "        if (tid == 0) rnnc_arrive(bar + blockIdx.x, epoch);\n",
               last ? "if (t + 1 < tend_) " : "");
     if (last)
-        cg_emit_reg_loads(c, t, false);
+        cu_emit_reg_loads(c, t, false);
     /* the last warp polls: it has no prefetch loads in flight when E <= NT - 32 */
-    cg_printf(t, "        if (tid >= NT - 32) rnnc_wait(bar + bb * NUB, epoch);\n"
+    cu_printf(t, "        if (tid >= NT - 32) rnnc_wait(bar + bb * NUB, epoch);\n"
                  "        __syncthreads();\n    }\n");
     return RNNC_OK;
 }
 
-/* The phases of one step; a dry run first finds which leaves the elements
- * read in registers and which states are read whole. */
-static rnnc_status emit_steps(cg_ctx *c, cg_text *t)
+static rnnc_status emit_steps(const cu_ctx *c, cu_text *t)
 {
     for (int p = 0; p < c->s->n_phases; p++) {
-        cg_printf(t, "    /* phase %d */\n", p);
+        cu_printf(t, "    /* phase %d */\n", p);
         rnnc_status st = emit_phase(c, p, t);
         if (st)
             return st;
@@ -557,28 +555,17 @@ static rnnc_status emit_steps(cg_ctx *c, cg_text *t)
     return RNNC_OK;
 }
 
-rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
+rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
 {
-    c->pf = (int64_t)c->UT * c->BTP <= c->NT;
-    int ex = c->cfg.exchange;
-    /* Measured on an H100 (docs/fused-kernel.md): tagged words win by far at
-     * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
-     * and the polls read twice the bytes, the barrier was as fast or faster. */
-    c->ll = cg_ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
-    cg_text dry = {0};
-    rnnc_status st = emit_steps(c, &dry);
-    bool oom = dry.oom;
-    free(dry.p);
-    if (st)
-        return st;
-    if (oom) /* the dry run's findings may be partial */
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
-    if (c->ll)
-        cg_ll_place(c);
+    rnnc_status st;
+    cu_printf(t, "/* the step kernel: all T steps in one cooperative launch; a block owns UT hidden "
+                 "units x BT batch rows; blocks exchange states through %s */\n",
+              c->ll ? "tagged words (no barrier)" : "global memory and a barrier per phase");
     emit_prelude(c, t);
+    emit_smem_names(c, t);
     if (c->ll)
-        cg_emit_ll_prelude(t);
-    cg_printf(t,
+        cu_emit_ll_prelude(t);
+    cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(" CG_CUDA_ARGS ")\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
@@ -587,14 +574,14 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
               "(void)TB; (void)ub; (void)len; (void)rev;\n");
-    cg_emit_reg_decls(c, t);
-    cg_emit_reg_loads(c, t, true);
-    cg_emit_weights(c, t);
+    cu_emit_reg_decls(c, t);
+    cu_emit_reg_loads(c, t, true);
+    cu_emit_weights(c, t);
     if (c->ll)
-        cg_emit_ll_publish(c, t);
+        cu_emit_ll_publish(c, t);
     /* the batch group stops at its longest row: rows never exchange data,
      * so a group whose rows have all ended does no more work */
-    cg_printf(t,
+    cu_printf(t,
               "    int tend_ = 0;\n"
               "    for (int b = 0; b < BT && b0 + b < B; ++b) tend_ = max(tend_, LEN(b0 + b));\n"
               "    __syncthreads();\n"
@@ -606,17 +593,6 @@ rnnc_status cg_emit_step(cg_ctx *c, cg_text *t)
               c->ll ? "" : "    unsigned epoch = 0;\n");
     if ((st = emit_steps(c, t)))
         return st;
-    cg_printf(t, "    }\n}\n");
-    cg_cuda_plan *pl = c->plan;
-    if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
-    cg_cuda_launch *l = &pl->launch[pl->n_launch++];
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "rnnc_step");
-    l->grid = (unsigned)(c->NUB * c->NBB);
-    l->grid_y = 1;
-    l->threads = (unsigned)c->NT;
-    l->smem = (unsigned)(c->smem_floats * 4);
-    l->cooperative = true;
+    cu_printf(t, "    }\n}\n");
     return RNNC_OK;
 }

@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#include "codegen/codegen.h"
+#include "codegen/cuda/cuda_gen.h"
 
 #define SMEM_LIMIT_DEFAULT (227 * 1024)
 
@@ -22,18 +22,18 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-static int32_t slices(const cg_ctx *c, int32_t v)
+static int32_t slices(const cu_ctx *c, int32_t v)
 {
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
 /* Lane layout of every step linear for NT threads; false if one does not
  * fit.  x is staged kc columns at a time (kc = 0: all of K). */
-static bool lay_linears(cg_ctx *c, int64_t kc)
+static bool lay_linears(cu_ctx *c, int64_t kc)
 {
     const ir_fn *f = c->f;
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int64_t R = (int64_t)slices(c, i) * c->UT;
         int64_t cells = (R / c->RR) * (c->BTP / c->BB);
@@ -47,13 +47,13 @@ static bool lay_linears(cg_ctx *c, int64_t kc)
      * want rows padded to 4 mod 32 floats */
     c->mma = c->cfg.math != 0;
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4);
-        c->mma = c->mma && cg_mma_fits(c, i, kc > 0 && kc < K4 ? kc : K4);
+        c->mma = c->mma && cu_mma_fits(c, i, kc > 0 && kc < K4 ? kc : K4);
     }
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int64_t R = (int64_t)slices(c, i) * c->UT;
         int64_t cells = (R / c->RR) * (c->BTP / c->BB);
@@ -74,17 +74,17 @@ static bool lay_linears(cg_ctx *c, int64_t kc)
 /* Shared memory in floats: xs (staged x), weight slices (unless streamed),
  * linear results, per-element values kept across phases, reduction row
  * stats. */
-static int64_t lay_smem(cg_ctx *c)
+static int64_t lay_smem(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     int64_t at = 0, xs = 0;
     for (int32_t i = 0; i < f->n; i++)
-        if (c->role[i] == CG_STEP_LINEAR && (int64_t)c->BTP * c->xkp[i] > xs)
+        if (c->role[i] == CU_STEP_LINEAR && (int64_t)c->BTP * c->xkp[i] > xs)
             xs = (int64_t)c->BTP * c->xkp[i];
     c->xs_floats = xs;
     at = up(xs, 4);
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int64_t R = (int64_t)slices(c, i) * c->UT;
         c->wsm[i] = at;
@@ -94,11 +94,11 @@ static int64_t lay_smem(cg_ctx *c)
         at = up(at + R * (c->BTP + 1), 4);
     }
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->need[i] & CG_NEED_XP) {
+        if (c->need[i] & CU_NEED_XP) {
             c->xp[i] = at;
             at = up(at + (int64_t)slices(c, i) * c->UT * c->BTP, 4);
         }
-        if (c->role[i] == CG_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE)) {
+        if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE)) {
             c->sm[i] = at;
             at = up(at + 2 * c->BTP, 4);
         }
@@ -107,16 +107,16 @@ static int64_t lay_smem(cg_ctx *c)
     return at * 4;
 }
 
-static void place_partials(cg_ctx *c)
+static void place_partials(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     c->plan->part_floats = 0;
     for (int32_t i = 0; i < f->n; i++) {
         const ir_node *n = &f->nodes[i];
-        if (c->role[i] != CG_STEP_ELEM || !(ir_ops[n->op].flags & IR_F_REDUCE))
+        if (c->role[i] != CU_STEP_ELEM || !(ir_ops[n->op].flags & IR_F_REDUCE))
             continue;
         int r = c->role[n->a[0]];
-        if (r == CG_STEP_ELEM || r == CG_STEP_LINEAR) {
+        if (r == CU_STEP_ELEM || r == CU_STEP_LINEAR) {
             c->pt[i] = c->plan->part_floats;
             c->plan->part_floats += up(c->B * c->NUB * 2, 4);
         }
@@ -124,11 +124,11 @@ static void place_partials(cg_ctx *c)
 }
 
 /* Lanes one step linear needs: RR x BB outputs each. */
-static int64_t max_cells(const cg_ctx *c)
+static int64_t max_cells(const cu_ctx *c)
 {
     int64_t m = 0;
     for (int32_t i = 0; i < c->f->n; i++) {
-        if (c->role[i] != CG_STEP_LINEAR)
+        if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int64_t cells = ((int64_t)slices(c, i) * c->UT / c->RR) * (c->BTP / c->BB);
         m = cells > m ? cells : m;
@@ -136,17 +136,17 @@ static int64_t max_cells(const cg_ctx *c)
     return m;
 }
 
-static bool rows_divide(const cg_ctx *c, int rr)
+static bool rows_divide(const cu_ctx *c, int rr)
 {
     for (int32_t i = 0; i < c->f->n; i++)
-        if (c->role[i] == CG_STEP_LINEAR && ((int64_t)slices(c, i) * c->UT) % rr)
+        if (c->role[i] == CU_STEP_LINEAR && ((int64_t)slices(c, i) * c->UT) % rr)
             return false;
     return true;
 }
 
 /* Large blocks (many units and rows, e.g. H = 2048 at B = 256) take larger
  * register tiles, so the lanes fit one block of at most 1024 threads. */
-static void grow_register_tiles(cg_ctx *c)
+static void grow_register_tiles(cu_ctx *c)
 {
     int64_t lim = c->cfg.threads ? c->cfg.threads : 1024;
     while (max_cells(c) > lim && c->BB < 16 && c->BT >= 2 * c->BB) {
@@ -160,7 +160,7 @@ static void grow_register_tiles(cg_ctx *c)
 /* One tiling: bt batch rows per block, x staged kc columns at a time (0:
  * all), weights resident or streamed.  *fits when the grid is resident
  * and shared memory suffices. */
-static void try_tiles(cg_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit, bool *fits)
+static void try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit, bool *fits)
 {
     *fits = false;
     c->NBB = (int)cdiv(c->B, bt);
@@ -176,7 +176,7 @@ static void try_tiles(cg_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t l
     c->BTP = (int)up(c->BT, c->BB);
     c->RR = c->BT >= 8 ? 4 : 1;
     for (int32_t i = 0; i < c->f->n; i++)
-        while (c->role[i] == CG_STEP_LINEAR && c->RR > 1 && (slices(c, i) * c->UT) % c->RR)
+        while (c->role[i] == CU_STEP_LINEAR && c->RR > 1 && (slices(c, i) * c->UT) % c->RR)
             c->RR /= 2;
     grow_register_tiles(c);
     /* streamed weights: more lanes split K, so a warp reads whole 32-byte
@@ -190,7 +190,7 @@ static void try_tiles(cg_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t l
 /* Batch tiles to try, best first: the measured default, then larger (fewer
  * copies of the weights over the grid, fewer units per block), then
  * smaller. */
-static int batch_tiles(const cg_ctx *c, int64_t *out)
+static int batch_tiles(const cu_ctx *c, int64_t *out)
 {
     int n = 0;
     if (c->cfg.batch_tile > 0) {
@@ -218,7 +218,7 @@ static int batch_tiles(const cg_ctx *c, int64_t *out)
  * costs a trip through L2 and two block barriers, so at B = 256, H = 1024
  * 32-column chunks (32 per step) cost more than reading W_hh (16.8 MB,
  * inside L2) every step. */
-static bool search(cg_ctx *c, int sm_count, int64_t limit)
+static bool search(cu_ctx *c, int sm_count, int64_t limit)
 {
     static const struct {
         bool stream;
@@ -244,7 +244,7 @@ static bool search(cg_ctx *c, int sm_count, int64_t limit)
     return false;
 }
 
-rnnc_status cg_choose_tiles(cg_ctx *c)
+rnnc_status cu_choose_tiles(cu_ctx *c)
 {
     int sm_count = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
     int64_t limit = c->cfg.smem_limit > 0 ? c->cfg.smem_limit : SMEM_LIMIT_DEFAULT;
@@ -258,7 +258,7 @@ rnnc_status cg_choose_tiles(cg_ctx *c)
     place_partials(c);
     int kc = 0;
     for (int32_t i = 0; i < c->f->n; i++)
-        if (c->role[i] == CG_STEP_LINEAR && c->kc[i] < (c->cols[c->f->nodes[i].a[0]] + 3) / 4 * 4)
+        if (c->role[i] == CU_STEP_LINEAR && c->kc[i] < (c->cols[c->f->nodes[i].a[0]] + 3) / 4 * 4)
             kc = c->kc[i];
     snprintf(c->plan->tuning, sizeof c->plan->tuning,
              "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s kc=%d%s", c->UT, c->BT, c->NT, c->RR,

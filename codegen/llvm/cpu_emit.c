@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
+#include "codegen/llvm/llvm_gen.h"
 
 /* A do-while loop over j = 0, vw, .. < cols; the body is emitted by the caller. */
 typedef struct em_loop {
@@ -18,7 +18,7 @@ typedef struct em_loop {
     LLVMValueRef j;
 } em_loop;
 
-static void loop_open(cg_em *e, em_loop *l)
+static void loop_open(lv_em *e, em_loop *l)
 {
     l->pre = LLVMGetInsertBlock(e->b);
     l->head = LLVMAppendBasicBlockInContext(e->cx, e->fn, "j");
@@ -28,21 +28,21 @@ static void loop_open(cg_em *e, em_loop *l)
     e->j = l->j;
 }
 
-static void loop_close(cg_em *e, em_loop *l, int64_t cols)
+static void loop_close(lv_em *e, em_loop *l, int64_t cols)
 {
-    LLVMValueRef j1 = LLVMBuildAdd(e->b, l->j, cg_em_i64(e, e->p->vw), "");
-    LLVMValueRef more = LLVMBuildICmp(e->b, LLVMIntSLT, j1, cg_em_i64(e, cols), "");
+    LLVMValueRef j1 = LLVMBuildAdd(e->b, l->j, lv_i64(e, e->p->vw), "");
+    LLVMValueRef more = LLVMBuildICmp(e->b, LLVMIntSLT, j1, lv_i64(e, cols), "");
     LLVMBasicBlockRef tail = LLVMGetInsertBlock(e->b);
     LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(e->cx, e->fn, "");
     LLVMBuildCondBr(e->b, more, l->head, after);
-    LLVMValueRef z = cg_em_i64(e, 0);
+    LLVMValueRef z = lv_i64(e, 0);
     LLVMAddIncoming(l->j, &z, &l->pre, 1);
     LLVMAddIncoming(l->j, &j1, &tail, 1);
     LLVMPositionBuilderAtEnd(e->b, after);
 }
 
 /* Address of column 0 of node a's value in the current row (slot + view offset). */
-static LLVMValueRef row_addr(cg_em *e, int32_t a)
+static LLVMValueRef row_addr(lv_em *e, int32_t a)
 {
     const cg_cpu_plan *p = e->p;
     int32_t s = p->node_slot[a];
@@ -51,47 +51,47 @@ static LLVMValueRef row_addr(cg_em *e, int32_t a)
             e->st = rnnc_fail(RNNC_ERR_INTERNAL, "cpu: node %d has no storage", a);
         return LLVMConstNull(e->pf);
     }
-    LLVMValueRef idx = cg_em_i64(e, p->node_off[a]);
+    LLVMValueRef idx = lv_i64(e, p->node_off[a]);
     if (p->slots[s].kind != CG_SLOT_FOLD)
-        idx = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, e->r, cg_em_i64(e, p->slots[s].ld), ""), idx,
+        idx = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, e->r, lv_i64(e, p->slots[s].ld), ""), idx,
                            "");
-    return cg_em_gep(e, e->base[s], idx);
+    return lv_gep(e, e->base[s], idx);
 }
 
-static int64_t node_cols(const cg_em *e, int32_t a)
+static int64_t node_cols(const lv_em *e, int32_t a)
 {
     const ir_node *n = &e->p->fn->nodes[a];
     return n->kind == IR_SCALAR ? 1 : ir_dim_eval(n->cols, e->p->sizes);
 }
 
 /* Operand a of a node computed at width `cols`, at the current (r, j). */
-static LLVMValueRef operand(cg_em *e, int32_t a, int64_t cols)
+static LLVMValueRef operand(lv_em *e, int32_t a, int64_t cols)
 {
     const ir_node *n = &e->p->fn->nodes[a];
     if (e->p->block_of[a] == e->block && e->val[a])
         return e->val[a];
     if (n->op == IR_CONST)
-        return cg_em_const(e, n->f);
+        return lv_const(e, n->f);
     LLVMValueRef at = row_addr(e, a);
     if (node_cols(e, a) == 1 && cols > 1) {
         LLVMValueRef s = LLVMBuildLoad2(e->b, e->f32, at, "");
         LLVMSetAlignment(s, 4);
-        return cg_em_splat(e, s);
+        return lv_splat(e, s);
     }
-    return cg_em_vload(e, cg_em_gep(e, at, e->j), 4);
+    return lv_vload(e, lv_gep(e, at, e->j), 4);
 }
 
-static LLVMValueRef unary(cg_em *e, int op, LLVMValueRef x)
+static LLVMValueRef unary(lv_em *e, int op, LLVMValueRef x)
 {
     switch (op) {
     case IR_NEG: return LLVMBuildFNeg(e->b, x, "");
-    case IR_SIGMOID: return cg_em_sigmoid(e, x);
-    case IR_TANH: return cg_em_tanh(e, x);
-    case IR_EXP: return cg_em_exp(e, x);
-    case IR_LOG: return cg_em_intrin(e, "llvm.log", e->vt, &x, 1);
-    case IR_SQRT: return cg_em_intrin(e, "llvm.sqrt", e->vt, &x, 1);
+    case IR_SIGMOID: return lv_sigmoid(e, x);
+    case IR_TANH: return lv_tanh(e, x);
+    case IR_EXP: return lv_exp(e, x);
+    case IR_LOG: return lv_intrin(e, "llvm.log", e->vt, &x, 1);
+    case IR_SQRT: return lv_intrin(e, "llvm.sqrt", e->vt, &x, 1);
     case IR_RSQRT:
-        return LLVMBuildFDiv(e->b, cg_em_const(e, 1.0), cg_em_intrin(e, "llvm.sqrt", e->vt, &x, 1),
+        return LLVMBuildFDiv(e->b, lv_const(e, 1.0), lv_intrin(e, "llvm.sqrt", e->vt, &x, 1),
                              "");
     case IR_RELU: {
         LLVMValueRef z = LLVMConstNull(e->vt);
@@ -101,7 +101,7 @@ static LLVMValueRef unary(cg_em *e, int op, LLVMValueRef x)
     }
 }
 
-static LLVMValueRef binary(cg_em *e, int op, LLVMValueRef a, LLVMValueRef b)
+static LLVMValueRef binary(lv_em *e, int op, LLVMValueRef a, LLVMValueRef b)
 {
     switch (op) {
     case IR_ADD: return LLVMBuildFAdd(e->b, a, b, "");
@@ -113,7 +113,7 @@ static LLVMValueRef binary(cg_em *e, int op, LLVMValueRef a, LLVMValueRef b)
 }
 
 /* Horizontal sum over the valid lanes of node a's row (a stored value). */
-static LLVMValueRef row_sum(cg_em *e, int32_t a, LLVMValueRef center)
+static LLVMValueRef row_sum(lv_em *e, int32_t a, LLVMValueRef center)
 {
     int64_t cols = node_cols(e, a);
     LLVMValueRef at = row_addr(e, a);
@@ -121,12 +121,12 @@ static LLVMValueRef row_sum(cg_em *e, int32_t a, LLVMValueRef center)
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
     loop_open(e, &l);
     LLVMValueRef acc = LLVMBuildPhi(e->b, e->vt, "acc");
-    LLVMValueRef v = cg_em_vload(e, cg_em_gep(e, at, e->j), 4);
+    LLVMValueRef v = lv_vload(e, lv_gep(e, at, e->j), 4);
     if (center) {
         v = LLVMBuildFSub(e->b, v, center, "");
         v = LLVMBuildFMul(e->b, v, v, "");
     }
-    v = LLVMBuildSelect(e->b, cg_em_lanes_below(e, cols), v, LLVMConstNull(e->vt), "");
+    v = LLVMBuildSelect(e->b, lv_lanes_below(e, cols), v, LLVMConstNull(e->vt), "");
     LLVMValueRef acc1 = LLVMBuildFAdd(e->b, acc, v, "");
     LLVMBasicBlockRef body = LLVMGetInsertBlock(e->b);
     loop_close(e, &l, cols);
@@ -134,24 +134,24 @@ static LLVMValueRef row_sum(cg_em *e, int32_t a, LLVMValueRef center)
     LLVMAddIncoming(acc, &z, &pre, 1);
     LLVMAddIncoming(acc, &acc1, &body, 1);
     LLVMValueRef args[2] = {LLVMConstReal(e->f32, 0.0), acc1};
-    return cg_em_intrin(e, "llvm.vector.reduce.fadd", e->vt, args, 2);
+    return lv_intrin(e, "llvm.vector.reduce.fadd", e->vt, args, 2);
 }
 
 /* Mean and 1/sqrt(var + eps) of a layernorm's input row, as splats. */
-static void ln_stats(cg_em *e, int32_t i, LLVMValueRef *mean, LLVMValueRef *rstd)
+static void ln_stats(lv_em *e, int32_t i, LLVMValueRef *mean, LLVMValueRef *rstd)
 {
     const ir_node *n = &e->p->fn->nodes[i];
     double inv = 1.0 / (double)node_cols(e, n->a[0]);
     LLVMValueRef m = LLVMBuildFMul(e->b, row_sum(e, n->a[0], NULL), LLVMConstReal(e->f32, inv), "");
-    *mean = cg_em_splat(e, m);
+    *mean = lv_splat(e, m);
     LLVMValueRef var = LLVMBuildFMul(e->b, row_sum(e, n->a[0], *mean), LLVMConstReal(e->f32, inv),
                                      "");
     var = LLVMBuildFAdd(e->b, var, LLVMConstReal(e->f32, n->f), "");
-    LLVMValueRef sd = cg_em_intrin(e, "llvm.sqrt", e->f32, &var, 1);
-    *rstd = cg_em_splat(e, LLVMBuildFDiv(e->b, LLVMConstReal(e->f32, 1.0), sd, ""));
+    LLVMValueRef sd = lv_intrin(e, "llvm.sqrt", e->f32, &var, 1);
+    *rstd = lv_splat(e, LLVMBuildFDiv(e->b, LLVMConstReal(e->f32, 1.0), sd, ""));
 }
 
-static LLVMValueRef layernorm(cg_em *e, const ir_node *n, int64_t cols, LLVMValueRef mean,
+static LLVMValueRef layernorm(lv_em *e, const ir_node *n, int64_t cols, LLVMValueRef mean,
                               LLVMValueRef rstd)
 {
     LLVMValueRef x = LLVMBuildFSub(e->b, operand(e, n->a[0], cols), mean, "");
@@ -163,19 +163,19 @@ static LLVMValueRef layernorm(cg_em *e, const ir_node *n, int64_t cols, LLVMValu
     return x;
 }
 
-static LLVMValueRef dropout(cg_em *e, int32_t i, int64_t cols)
+static LLVMValueRef dropout(lv_em *e, int32_t i, int64_t cols)
 {
     const ir_node *n = &e->p->fn->nodes[i];
     LLVMValueRef x = operand(e, n->a[0], cols);
-    int32_t ms = cg_cpu_mask_slot(e->p, i);
+    int32_t ms = lv_mask_slot(e->p, i);
     if (ms < 0)
         return x;
-    LLVMValueRef idx = LLVMBuildMul(e->b, e->r, cg_em_i64(e, e->p->slots[ms].ld), "");
-    LLVMValueRef at = cg_em_gep(e, e->base[ms], LLVMBuildAdd(e->b, idx, e->j, ""));
-    return LLVMBuildFMul(e->b, x, cg_em_vload(e, at, 4), "");
+    LLVMValueRef idx = LLVMBuildMul(e->b, e->r, lv_i64(e, e->p->slots[ms].ld), "");
+    LLVMValueRef at = lv_gep(e, e->base[ms], LLVMBuildAdd(e->b, idx, e->j, ""));
+    return LLVMBuildFMul(e->b, x, lv_vload(e, at, 4), "");
 }
 
-static LLVMValueRef pointwise(cg_em *e, int32_t i, int64_t cols, LLVMValueRef mean,
+static LLVMValueRef pointwise(lv_em *e, int32_t i, int64_t cols, LLVMValueRef mean,
                               LLVMValueRef rstd)
 {
     const ir_node *n = &e->p->fn->nodes[i];
@@ -194,13 +194,13 @@ static LLVMValueRef pointwise(cg_em *e, int32_t i, int64_t cols, LLVMValueRef me
     return v ? v : LLVMConstNull(e->vt);
 }
 
-static bool stores_itself(const cg_em *e, int32_t i)
+static bool stores_itself(const lv_em *e, int32_t i)
 {
     int32_t s = e->p->node_slot[i];
     return s >= 0 && e->p->slots[s].kind == CG_SLOT_NODE && e->p->slots[s].index == i;
 }
 
-static void emit_loop(cg_em *e, const cg_block *bk)
+static void emit_loop(lv_em *e, const cg_block *bk)
 {
     const int32_t *nodes = e->p->ew_nodes + bk->first;
     LLVMValueRef mean = NULL, rstd = NULL;
@@ -212,14 +212,14 @@ static void emit_loop(cg_em *e, const cg_block *bk)
         int32_t i = nodes[k];
         e->val[i] = pointwise(e, i, bk->cols, mean, rstd);
         if (stores_itself(e, i))
-            cg_em_vstore(e, e->val[i], cg_em_gep(e, row_addr(e, i), e->j), 4);
+            lv_vstore(e, e->val[i], lv_gep(e, row_addr(e, i), e->j), 4);
     }
     loop_close(e, &l, bk->cols);
     for (int32_t k = 0; k < bk->count; k++)
         e->val[nodes[k]] = NULL;
 }
 
-static void emit_reduce(cg_em *e, const cg_block *bk)
+static void emit_reduce(lv_em *e, const cg_block *bk)
 {
     int32_t i = e->p->ew_nodes[bk->first];
     const ir_node *n = &e->p->fn->nodes[i];
@@ -229,7 +229,7 @@ static void emit_reduce(cg_em *e, const cg_block *bk)
     LLVMSetAlignment(LLVMBuildStore(e->b, s, row_addr(e, i)), 4);
 }
 
-static void emit_copy(cg_em *e, const cg_block *bk)
+static void emit_copy(lv_em *e, const cg_block *bk)
 {
     int32_t i = e->p->ew_nodes[bk->first];
     const ir_node *n = &e->p->fn->nodes[i];
@@ -240,19 +240,19 @@ static void emit_copy(cg_em *e, const cg_block *bk)
         em_loop l;
         loop_open(e, &l);
         LLVMValueRef v = operand(e, n->a[k], cols);
-        LLVMValueRef to = cg_em_gep(e, dst, LLVMBuildAdd(e->b, e->j, cg_em_i64(e, at), ""));
+        LLVMValueRef to = lv_gep(e, dst, LLVMBuildAdd(e->b, e->j, lv_i64(e, at), ""));
         /* masked: a whole vector at an offset could reach into the next row,
          * which another thread may be writing */
         LLVMValueRef vp = LLVMBuildBitCast(e->b, to, LLVMPointerType(e->vt, 0), "");
-        LLVMValueRef args[4] = {v, vp, LLVMConstInt(e->i32, 4, 0), cg_em_lanes_below(e, cols)};
+        LLVMValueRef args[4] = {v, vp, LLVMConstInt(e->i32, 4, 0), lv_lanes_below(e, cols)};
         LLVMTypeRef over[2] = {e->vt, LLVMPointerType(e->vt, 0)};
-        cg_em_intrin2(e, "llvm.masked.store", over, 2, args, 4);
+        lv_intrin2(e, "llvm.masked.store", over, 2, args, 4);
         loop_close(e, &l, cols);
         at += cols;
     }
 }
 
-static void emit_rows(cg_em *e, const cg_stage *sg)
+static void emit_rows(lv_em *e, const cg_stage *sg)
 {
     LLVMValueRef r0 = LLVMGetParam(e->fn, 1), r1 = LLVMGetParam(e->fn, 2);
     LLVMBasicBlockRef entry = LLVMGetInsertBlock(e->b);
@@ -272,7 +272,7 @@ static void emit_rows(cg_em *e, const cg_stage *sg)
             emit_copy(e, bk);
     }
     e->block = -1;
-    LLVMValueRef rn = LLVMBuildAdd(e->b, e->r, cg_em_i64(e, 1), "");
+    LLVMValueRef rn = LLVMBuildAdd(e->b, e->r, lv_i64(e, 1), "");
     LLVMBasicBlockRef tail = LLVMGetInsertBlock(e->b);
     LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, rn, r1, ""), head, done);
     LLVMAddIncoming(e->r, &r0, &entry, 1);
@@ -281,23 +281,23 @@ static void emit_rows(cg_em *e, const cg_stage *sg)
     LLVMBuildRetVoid(e->b);
 }
 
-static void emit_ew(cg_em *e, const char *pfx, int part, int stage)
+static void emit_ew(lv_em *e, const char *pfx, int part, int stage)
 {
     char name[96];
     cg_cpu_ew_name(name, sizeof name, pfx, part, stage);
     LLVMTypeRef args[3] = {e->ppf, e->i64, e->i64};
-    LLVMValueRef fn = cg_em_function(e, name, LLVMFunctionType(LLVMVoidTypeInContext(e->cx), args,
+    LLVMValueRef fn = lv_function(e, name, LLVMFunctionType(LLVMVoidTypeInContext(e->cx), args,
                                                                3, 0));
     LLVMValueRef slots = LLVMGetParam(fn, 0);
     for (int32_t s = 0; s < e->p->n_slots; s++) {
-        LLVMValueRef idx = cg_em_i64(e, s);
+        LLVMValueRef idx = lv_i64(e, s);
         LLVMValueRef at = LLVMBuildInBoundsGEP2(e->b, e->pf, slots, &idx, 1, "");
         e->base[s] = LLVMBuildLoad2(e->b, e->pf, at, "");
     }
     emit_rows(e, &e->p->stages[part][stage]);
 }
 
-static void em_types(cg_em *e)
+static void em_types(lv_em *e)
 {
     e->f32 = LLVMFloatTypeInContext(e->cx);
     e->i32 = LLVMInt32TypeInContext(e->cx);
@@ -313,7 +313,7 @@ rnnc_status cg_llvm_cpu_module(const cg_cpu_plan *p, const char *pfx, LLVMContex
 {
     if (!p || !pfx || !ctx || !out)
         return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: NULL argument to the LLVM generator");
-    cg_em e = {.cx = ctx, .p = p, .cpu = cpu, .features = features, .block = -1};
+    lv_em e = {.cx = ctx, .p = p, .cpu = cpu, .features = features, .block = -1};
     e.m = LLVMModuleCreateWithNameInContext(pfx, ctx);
     e.b = LLVMCreateBuilderInContext(ctx);
     e.base = calloc((size_t)p->n_slots + 1, sizeof(LLVMValueRef));
@@ -328,7 +328,7 @@ rnnc_status cg_llvm_cpu_module(const cg_cpu_plan *p, const char *pfx, LLVMContex
             if (p->stages[part][st].n_blocks > 0)
                 emit_ew(&e, pfx, part, st);
     if (e.st == RNNC_OK)
-        e.st = cg_em_microkernels(&e, pfx);
+        e.st = lv_microkernels(&e, pfx);
 free_all:
     free(e.base);
     free(e.val);

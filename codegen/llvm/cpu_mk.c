@@ -8,11 +8,11 @@
  */
 #include <stdio.h>
 
-#include "codegen/codegen.h"
+#include "codegen/llvm/llvm_gen.h"
 
 #define MK_MAX_ACC 64
 
-static void emit_tile(cg_em *e, const cg_gemm *g, int mr, LLVMValueRef a, LLVMValueRef bp,
+static void emit_tile(lv_em *e, const cg_gemm *g, int mr, LLVMValueRef a, LLVMValueRef bp,
                       LLVMValueRef c)
 {
     const cg_cpu_plan *p = e->p;
@@ -29,22 +29,22 @@ static void emit_tile(cg_em *e, const cg_gemm *g, int mr, LLVMValueRef a, LLVMVa
     for (int t = 0; t < mr * nv; t++)
         acc[t] = LLVMBuildPhi(e->b, e->vt, "");
     for (int v = 0; v < nv; v++) {
-        LLVMValueRef idx = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, k, cg_em_i64(e, p->nr), ""),
-                                        cg_em_i64(e, (int64_t)v * p->vw), "");
-        bv[v] = cg_em_vload(e, cg_em_gep(e, bp, idx), balign);
+        LLVMValueRef idx = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, k, lv_i64(e, p->nr), ""),
+                                        lv_i64(e, (int64_t)v * p->vw), "");
+        bv[v] = lv_vload(e, lv_gep(e, bp, idx), balign);
     }
     for (int i = 0; i < mr; i++) {
-        LLVMValueRef ai = LLVMBuildAdd(e->b, k, cg_em_i64(e, i * lda), "");
-        LLVMValueRef s = LLVMBuildLoad2(e->b, e->f32, cg_em_gep(e, a, ai), "");
+        LLVMValueRef ai = LLVMBuildAdd(e->b, k, lv_i64(e, i * lda), "");
+        LLVMValueRef s = LLVMBuildLoad2(e->b, e->f32, lv_gep(e, a, ai), "");
         LLVMSetAlignment(s, 4);
-        LLVMValueRef sv = cg_em_splat(e, s);
+        LLVMValueRef sv = lv_splat(e, s);
         for (int v = 0; v < nv; v++)
-            next[i * nv + v] = cg_em_fma(e, sv, bv[v], acc[i * nv + v]);
+            next[i * nv + v] = lv_fma(e, sv, bv[v], acc[i * nv + v]);
     }
-    LLVMValueRef k1 = LLVMBuildAdd(e->b, k, cg_em_i64(e, 1), "");
-    LLVMValueRef more = LLVMBuildICmp(e->b, LLVMIntSLT, k1, cg_em_i64(e, g->k), "");
+    LLVMValueRef k1 = LLVMBuildAdd(e->b, k, lv_i64(e, 1), "");
+    LLVMValueRef more = LLVMBuildICmp(e->b, LLVMIntSLT, k1, lv_i64(e, g->k), "");
     LLVMBuildCondBr(e->b, more, loop, done);
-    LLVMValueRef zero = LLVMConstNull(e->vt), kz = cg_em_i64(e, 0);
+    LLVMValueRef zero = LLVMConstNull(e->vt), kz = lv_i64(e, 0);
     LLVMAddIncoming(k, &kz, &entry, 1);
     LLVMAddIncoming(k, &k1, &loop, 1);
     for (int t = 0; t < mr * nv; t++) {
@@ -54,13 +54,13 @@ static void emit_tile(cg_em *e, const cg_gemm *g, int mr, LLVMValueRef a, LLVMVa
     LLVMPositionBuilderAtEnd(e->b, done);
     for (int i = 0; i < mr; i++)
         for (int v = 0; v < nv; v++) {
-            LLVMValueRef ci = cg_em_i64(e, i * ldc + (int64_t)v * p->vw);
-            cg_em_vstore(e, next[i * nv + v], cg_em_gep(e, c, ci), 4);
+            LLVMValueRef ci = lv_i64(e, i * ldc + (int64_t)v * p->vw);
+            lv_vstore(e, next[i * nv + v], lv_gep(e, c, ci), 4);
         }
     LLVMBuildRetVoid(e->b);
 }
 
-rnnc_status cg_em_microkernels(cg_em *e, const char *pfx)
+rnnc_status lv_microkernels(lv_em *e, const char *pfx)
 {
     const cg_cpu_plan *p = e->p;
     if (p->mr * (p->nr / p->vw) > MK_MAX_ACC)
@@ -71,7 +71,7 @@ rnnc_status cg_em_microkernels(cg_em *e, const char *pfx)
         for (int mr = 1; mr <= p->mr; mr++) {
             char name[96];
             cg_cpu_mk_name(name, sizeof name, pfx, g, mr);
-            LLVMValueRef fn = cg_em_function(e, name, ty);
+            LLVMValueRef fn = lv_function(e, name, ty);
             emit_tile(e, &p->gemms[g], mr, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1),
                       LLVMGetParam(fn, 2));
         }

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/llvm/llvm_gen.h"
 
 typedef struct plan_ctx {
     const ir_schedule *s;
@@ -29,7 +29,7 @@ typedef struct plan_ctx {
     int32_t cur;    /* the block being filled, -1 none */
 } plan_ctx;
 
-int cg_cpu_mr(int vw)
+static int micro_rows(int vw)
 {
     return vw >= 16 ? 8 : vw >= 8 ? 6 : 4;
 }
@@ -257,7 +257,7 @@ static void assign_slots(plan_ctx *c)
     }
 }
 
-int32_t cg_cpu_mask_slot(const cg_cpu_plan *p, int32_t node)
+int32_t lv_mask_slot(const cg_cpu_plan *p, int32_t node)
 {
     for (int32_t k = 0; k < p->n_slots; k++)
         if (p->slots[k].kind == CG_SLOT_MASK && p->slots[k].index == node)
@@ -345,7 +345,7 @@ rnnc_status cg_cpu_plan_build(const ir_schedule *s, ir_sizes sz, int vw, ir_aren
         return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: cell '%s' needs one input, an output and at "
                          "most 64 states", f->name);
     memset(out, 0, sizeof *out);
-    *out = (cg_cpu_plan){.sched = s, .fn = f, .sizes = sz, .vw = vw, .mr = cg_cpu_mr(vw),
+    *out = (cg_cpu_plan){.sched = s, .fn = f, .sizes = sz, .vw = vw, .mr = micro_rows(vw),
                          .nr = 2 * vw};
     plan_ctx c = {.s = s, .f = f, .p = out, .a = a, .cur = -1};
     rnnc_status st = alloc_plan(&c);

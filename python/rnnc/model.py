@@ -5,8 +5,10 @@ Every pointer handed to the library is checked here first (shape, dtype,
 contiguity, device), since the C side trusts the buffers it is given."""
 import ctypes
 import sys
+import threading
 
 from . import _arrays as A
+from . import _plan
 from ._lib import (BackwardArgs, ForwardArgs, ModelDesc, c_double, c_i64, c_int, c_void_p, lib,
                    text)
 from .cell import Cell, _HOIST
@@ -126,6 +128,9 @@ class Model:
         self._shapes = dict(self.weights)
         self.generation = 0  # training forwards so far: a backward belongs to the last
         self._last = None
+        # The library takes a handle from one thread at a time, and a plan's
+        # ForwardArgs is written per call: calls on one model take turns.
+        self._lock = threading.Lock()
 
     def __del__(self):
         if getattr(self, "_h", None):
@@ -161,7 +166,8 @@ class Model:
         n = 1
         for d in shape:
             n *= d
-        check(lib.rnnc_model_set_weight(self._h, name.encode(), ptr, n))
+        with self._lock:
+            check(lib.rnnc_model_set_weight(self._h, name.encode(), ptr, n))
 
     def set_weights(self, tensors, prefix=""):
         """Every weight from a dict name -> tensor (a state_dict); no name may be missing or extra.
@@ -243,13 +249,20 @@ class Model:
         lg, lptr = self._lengths(lengths, b)
         a = ForwardArgs(t, b, buf.ptr(xx), inits, lptr, buf.ptr(y), fptr, training, buf.dev,
                         buf.stream)
-        check(lib.rnnc_model_forward(self._h, ctypes.byref(a)))
-        if training:
-            self.generation += 1
-            self._last = (buf, tuple(x.shape), yshape, b)
+        with self._lock:
+            check(lib.rnnc_model_forward(self._h, ctypes.byref(a)))
+            if training:
+                self.generation += 1
+                self._last = (buf, tuple(x.shape), yshape, b)
         return buf.back(y), [buf.back(f) for f in finals]
 
     __call__ = forward
+
+    def plan(self, x):
+        """A prepared forward for inputs like x (framework, shape, dtype, device), whose
+        run(x, init, training) takes such inputs without conversion; None where a call
+        needs more (a conversion, a copy, or an error Model.forward raises)."""
+        return _plan.make(self, x, _Buffers)
 
     # ------------------------------------------------------------ backward
     def backward(self, dy, dfinal=None):
@@ -274,7 +287,8 @@ class Model:
         dinit = [buf.empty(self._state_shape(s, b)) for s in range(st)]
         dptr = (c_void_p * st)(*[buf.ptr(d) for d in dinit])
         a = BackwardArgs(buf.ptr(keep[0]), dfin, buf.ptr(dx), dptr)
-        check(lib.rnnc_model_backward(self._h, ctypes.byref(a)))
+        with self._lock:
+            check(lib.rnnc_model_backward(self._h, ctypes.byref(a)))
         return buf.back(dx), [buf.back(d) for d in dinit]
 
     def weight_grad(self, name, framework=None):
@@ -293,7 +307,8 @@ class Model:
         else:
             g = A.numpy().empty(shape, dtype="float32")
             ptr = g.ctypes.data
-        check(lib.rnnc_model_weight_grad(self._h, name.encode(), ptr, n))
+        with self._lock:
+            check(lib.rnnc_model_weight_grad(self._h, name.encode(), ptr, n))
         return g
 
     def time_forward(self, x, warmup=3, iters=10):
@@ -304,8 +319,9 @@ class Model:
         a = ForwardArgs(t, b, buf.ptr(xx), None, None, buf.ptr(y), None, False, buf.dev,
                         buf.stream)
         ms = c_double()
-        check(lib.rnnc_model_time_forward(self._h, ctypes.byref(a), warmup, iters,
-                                          ctypes.byref(ms)))
+        with self._lock:
+            check(lib.rnnc_model_time_forward(self._h, ctypes.byref(a), warmup, iters,
+                                              ctypes.byref(ms)))
         return ms.value
 
     def __repr__(self):

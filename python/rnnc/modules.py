@@ -3,6 +3,7 @@
 With PyTorch importable they are torch.nn.Modules (parameters, state_dict,
 .to(), optimisers and autograd work as usual); without it they hold NumPy
 arrays and take and return NumPy arrays."""
+import operator
 import os
 from collections import OrderedDict
 
@@ -65,6 +66,7 @@ class CellRNN(_Base):
         self.backend, self.dtype = backend, A.rnnc_dtype(dtype)
         self._opts = dict(hoist=hoist, math=math, seed=seed)
         self._models = {}
+        self._plans = {}
         self._host_key = None
         probe = self._model((backend or "interp", _device_index(device)))
         self._states = probe.states
@@ -77,6 +79,7 @@ class CellRNN(_Base):
                     else torch.zeros(shape)
             else:
                 self._add_param(name, shape, k, device)
+        self._pnames = [n for n in self._names if n not in self._zeros]
 
     # ------------------------------------------------------------ parameters
     def _add_param(self, name, shape, k, device):
@@ -91,12 +94,15 @@ class CellRNN(_Base):
             a.flags.writeable = False
             self._params[name] = a
 
-    def _weight(self, name):
-        if name in self._zeros:
-            return self._zeros[name]
-        # nn.Module keeps parameters in _parameters; reading it directly skips
-        # Module.__getattr__'s search, which costs microseconds per call.
-        return self._parameters[name] if torch is not None else self._params[name]
+    def _live_weights(self):
+        """The parameters as a list, in self._pnames' order, as the module has them now."""
+        params = self._parameters if torch is not None else self._params
+        try:
+            # nn.Module keeps parameters in _parameters; reading it directly skips
+            # Module.__getattr__'s search, which costs microseconds per call.
+            return list(map(params.__getitem__, self._pnames))
+        except KeyError:  # moved by a parametrisation or pruning: read as attributes
+            return [getattr(self, n) for n in self._pnames]
 
     if torch is not None:
         def load_state_dict(self, state_dict, strict=True):
@@ -132,7 +138,7 @@ class CellRNN(_Base):
     def __getstate__(self):
         """Copies and pickles leave the library's models behind: they are made again."""
         state = dict(super().__getstate__() if torch is not None else self.__dict__)
-        state["_models"], state["_host_key"] = {}, None
+        state["_models"], state["_plans"], state["_host_key"] = {}, {}, None
         return state
 
     def __setstate__(self, state):
@@ -140,6 +146,9 @@ class CellRNN(_Base):
             super().__setstate__(state)
         else:
             self.__dict__.update(state)
+        if "_pnames" not in state:  # pickled by an older rnnc
+            self._plans = {}
+            self._pnames = [n for n in self._names if n not in self._zeros]
 
     def flatten_parameters(self):
         """nn.LSTM's; rnnc keeps its own copy of the weights, so nothing to do."""
@@ -152,7 +161,7 @@ class CellRNN(_Base):
             m = Model(self.cell, self.input_size, self.hidden_size, self.proj_size,
                       self.num_layers, self.bidirectional, self.batch_first, self.dropout,
                       dtype=self.dtype, backend=backend, device=device, **self._opts)
-            m._uploaded = {}
+            m._sig = m._held = None  # what _sync last handed the model
             self._models[key] = m
         return m
 
@@ -173,16 +182,21 @@ class CellRNN(_Base):
 
     def _sync(self, m):
         """Hands the model the weights that changed since it last saw them."""
-        up = m._uploaded
-        for name in self._names:
-            w = self._weight(name)
-            # torch bumps _version on in-place updates (optimiser steps, copy_);
-            # NumPy parameters are read-only arrays, replaced rather than changed.
-            key = (w._version, w.data_ptr()) if torch is not None else None
-            old = up.get(name)
-            if old is None or old[0] is not w or old[1] != key:
+        ws = self._live_weights()
+        sig = _signature(ws)
+        if sig != m._sig:
+            self._upload(m, ws, sig)
+
+    def _upload(self, m, ws, sig):
+        old = m._sig
+        if old is None:
+            for name, z in self._zeros.items():
+                m.set_weight(name, z)
+        for k, (name, w) in enumerate(zip(self._pnames, ws)):
+            if old is None or any(o[k] != s[k] for o, s in zip(old, sig)):
                 m.set_weight(name, w)
-                up[name] = (w, key)
+        # ws is held so that the ids in sig stay those of live objects.
+        m._sig, m._held = sig, ws
 
     @property
     def backend_name(self):
@@ -201,17 +215,52 @@ class CellRNN(_Base):
                                        f"{n} initial states ({', '.join(self._states)})")
         return list(hx)
 
-    def _needs_grad(self, x, init):
+    def _needs_grad(self, x, init, ws):
         if torch is None or not A.is_torch(x) or not torch.is_grad_enabled():
             return False
         if x.requires_grad or any(i is not None and i.requires_grad for i in init or ()):
             return True
-        return any(self._weight(n).requires_grad for n in self._names if n not in self._zeros)
+        return any(w.requires_grad for w in ws)
 
     def forward(self, input, hx=None, lengths=None):
         """(output, h_n) or (output, (h_n, c_n)) exactly as nn.LSTM / nn.GRU
         return; input may be a PackedSequence, an unbatched [T, I] tensor, or
         padded with `lengths` ([B] sequence lengths)."""
+        if lengths is None:
+            out = self._planned(input, hx)
+            if out is not None:
+                return out
+        return self._forward(input, hx, lengths)
+
+    def _planned(self, x, hx):
+        """The call through a plan (_plan.py) made for inputs like x, or None where
+        it does not apply (_forward then takes every case, as the reference)."""
+        tp = type(x)
+        if tp is _Tensor:
+            key = (tp, x.shape, x.dtype, x.device, self.backend)
+        elif tp.__name__ == "ndarray" and tp.__module__ == "numpy":
+            key = (tp, x.shape, x.dtype, None, self.backend)
+        else:
+            return None
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(x, key)
+        if plan is False:
+            return None
+        init = self._init_list(hx)
+        if tp is _Tensor and _grad_enabled() and self._needs_grad(x, init, self._live_weights()):
+            return None  # the autograd path
+        self._sync(plan.model)
+        return plan.run(x, init, self.training)
+
+    def _plan(self, x, key):
+        if len(self._plans) >= _MAX_PLANS:  # many shapes: start again rather than grow
+            self._plans.clear()
+        plan = self._model_for(x).plan(x) or False
+        self._plans[key] = plan
+        return plan
+
+    def _forward(self, input, hx, lengths):
         packed = None
         if nn is not None and isinstance(input, nn.utils.rnn.PackedSequence):
             if lengths is not None:
@@ -228,12 +277,11 @@ class CellRNN(_Base):
                                               for i in init]
         m = self._model_for(input)
         self._sync(m)
-        if self._needs_grad(input, init):
-            names = [n for n in self._names if n not in self._zeros]
-            outs = RnncFunction.apply(m, lengths, self.training, names,
+        ws = m._held
+        if self._needs_grad(input, init, ws):
+            outs = RnncFunction.apply(m, lengths, self.training, self._pnames,
                                       len(self._states), input,
-                                      *(init or [None] * len(self._states)),
-                                      *[self._weight(n) for n in names])
+                                      *(init or [None] * len(self._states)), *ws)
             y, finals = outs[0], list(outs[1:])
         else:
             y, finals = m.forward(input, init, lengths, training=self.training)
@@ -293,6 +341,31 @@ class RNN(CellRNN):
         super().__init__("rnn_" + nonlinearity, input_size, hidden_size, num_layers, bias,
                          batch_first, dropout, bidirectional, 0, device, dtype, backend, **kw)
         self.nonlinearity = nonlinearity
+
+
+_MAX_PLANS = 64  # input kinds (shape, dtype, device) a module keeps a plan for
+if torch is not None:
+    _Tensor, _grad_enabled = torch.Tensor, torch.is_grad_enabled
+    _version, _data_ptr = operator.attrgetter("_version"), operator.methodcaller("data_ptr")
+else:
+    _Tensor = _grad_enabled = None
+
+
+def _signature(ws):
+    """What tells whether the weights ws changed since a model last saw them.
+
+    The objects (by id: a parameter replaced), and for torch tensors their
+    in-place version counters (optimiser steps, copy_, load_state_dict) and data
+    pointers (`param.data = ...`, as Module.to() does, keeps the counter); NumPy
+    parameters are read-only arrays, replaced rather than changed."""
+    ids = list(map(id, ws))
+    if torch is None:
+        return (ids,)
+    try:
+        versions = list(map(_version, ws))
+    except RuntimeError:  # inference tensors keep no version counter: always hand them over
+        versions = [object()] * len(ws)
+    return (ids, versions, list(map(_data_ptr, ws)))
 
 
 def _device_index(device):

@@ -124,6 +124,38 @@ for backend in gpu_backends:
         torch.cuda.current_stream().wait_stream(s)
     checks.close(f"{backend} on a side stream", y, yr, 1e-5)
 
+# The prepared call of a module (rnnc/_plan.py): T = 1 steps carrying the state give what
+# one call over the sequence gives; a plan made on one stream serves another, and sees
+# weights changed in place after it was made.
+for backend in gpu_backends:
+    ref, mine = make("LSTM", dict(input_size=16, hidden_size=32, num_layers=2), backend)
+    mine.eval()
+    x = torch.randn(7, 3, 16, device=dev)
+    with torch.no_grad():
+        yr, (hr, cr) = copy.deepcopy(ref).double().cpu()(x.double().cpu())
+        y_all, _ = mine(x)
+        hx, ys = None, []
+        for t in range(x.shape[0]):
+            y, hx = mine(x[t:t + 1], hx)
+            ys.append(y)
+    checks.close(f"{backend} one call, eval mode", y_all, yr, 1e-5)
+    checks.close(f"{backend} T=1 steps y", torch.cat(ys), yr, 1e-5)
+    checks.close(f"{backend} T=1 steps h", hx[0], hr, 1e-5)
+    checks.close(f"{backend} T=1 steps c", hx[1], cr, 1e-5)
+    s = torch.cuda.Stream()
+    with torch.no_grad():
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            y, _ = mine(x[:1])
+        torch.cuda.current_stream().wait_stream(s)
+    checks.close(f"{backend} T=1 on a side stream", y, yr[:1], 1e-5)
+    with torch.no_grad():
+        ref.weight_hh_l1.mul_(0.5)
+        mine.weight_hh_l1.mul_(0.5)
+        yr, _ = copy.deepcopy(ref).double().cpu()(x.double().cpu())
+        y, _ = mine(x)
+    checks.close(f"{backend} weights changed in place", y, yr, 1e-5)
+
 # PackedSequence in, PackedSequence out, as nn.LSTM.
 pack = torch.nn.utils.rnn.pack_padded_sequence
 ref, mine = make("LSTM", dict(input_size=8, hidden_size=16, num_layers=2, bidirectional=True),

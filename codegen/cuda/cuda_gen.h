@@ -1,0 +1,169 @@
+/*
+ * cuda_gen.h: the internal header of the CUDA generator, shared by the
+ * files of codegen/cuda and included nowhere else.  Names start cu_.  The
+ * generator runs in two steps: cu_analyse decides everything about a
+ * schedule at one shape and tuning (where each value lives, the tiles, the
+ * shared-memory layout, what the step kernel keeps in registers, the
+ * launches), then the emitters write the source from that analysis alone,
+ * once.
+ */
+#ifndef RNNC_CODEGEN_CUDA_GEN_H
+#define RNNC_CODEGEN_CUDA_GEN_H
+
+#include "codegen/codegen.h"
+
+typedef struct cu_text {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} cu_text;
+
+/* Sets every line's indentation from the braces (cuda_text.c). */
+void cu_reindent(cu_text *t);
+void cu_printf(cu_text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* How a node is placed. */
+enum {
+    CU_NONE = 0,
+    CU_LEAF_CONST,   /* literal */
+    CU_LEAF_FOLD,    /* fold arena */
+    CU_LEAF_INPUT,   /* x */
+    CU_LEAF_STATE,   /* state buffer (this step's copy) */
+    CU_HOIST_BUF,    /* hz arena, materialised by the hoisted part */
+    CU_HOIST_VIEW,   /* chunk/concat of a hoisted buffer: read through */
+    CU_HOIST_TMP,    /* hoisted, computed only inside the row kernel */
+    CU_STEP_LINEAR,  /* step GEMM, result in shared memory */
+    CU_STEP_ELEM,    /* step, computed per element (unit, batch row) */
+    CU_STEP_GATHER   /* step chunk/concat read only as a linear's x */
+};
+
+/* The tile of a hoisted GEMM launch (cuda_hoist.c): bm rows of T*B by bn
+ * columns, K in slices of bk, each of 256 threads owning tm x tn outputs. */
+typedef struct cu_tile {
+    int32_t lin;  /* the hoisted linear, -1 for a launch that is no GEMM */
+    bool small;   /* the small-tile GEMM run for few rows (name suffix "s") */
+    int bm, bn, bk, tm, tn;
+} cu_tile;
+
+typedef struct cu_ctx {
+    const ir_schedule *s;
+    const ir_fn *f;
+    cg_cuda_config cfg;
+    cg_cuda_plan *plan;
+    int64_t B, I;
+    int64_t H;        /* slice width: the hidden size, or gcd(H, P) with a projection */
+    int64_t *cols;    /* [n] */
+    int32_t *k;       /* [n] slices of H (0: one value per row; -1: not sliceable) */
+    uint8_t *role;    /* [n] CU_* */
+    int32_t *phase;   /* [n] step phase, -1 otherwise */
+    int64_t *off;     /* [n] offset in the fold, weight or hz arena (by role) */
+    int64_t *xb;      /* [n] global exchange slot (CU_NEED_XB) */
+    int64_t *xp;      /* [n] shared slot of a per-element value kept across phases */
+    int64_t *sm;      /* [n] shared slot: a linear's result, a reduction's row stats,
+                         a value the row kernel makes */
+    int64_t *wsm;     /* [n] shared slot of a step linear's weight slice */
+    int64_t *pt;      /* [n] global partial-sum slot of a reduction over a step value */
+    int32_t *ks;      /* [n] step linear: K split across lanes */
+    int32_t *kp;      /* [n] step linear: padded row length of its weight slice in shared memory */
+    int32_t *kc;      /* [n] step linear: columns of x staged at once (K in chunks of kc) */
+    int32_t *xkp;     /* [n] step linear: padded row length of staged x */
+    uint8_t *need;    /* [n] bit flags CU_NEED_* */
+    int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
+    /* step tiling */
+    int UT, BT, BTP, NUB, NBB, NT, RR, BB;
+    /* Weights streamed from L2/HBM every step (they do not fit on chip). */
+    bool stream;
+    /* One element per thread (E <= NT): per-element leaves (folds, hoisted
+     * values, x, states) live in registers r<v>_<slice>; pfuse[v] is the mask
+     * of slices the elements read (cu_place_regs). */
+    bool pf;
+    uint32_t *pfuse;
+    /* Tagged exchange (cuda_ll.c): states read whole are published as 64-bit
+     * words (value, step tag) at xb + xb[state], two copies by step parity. */
+    bool ll;
+    /* The step's linears run on tensor cores (cuda_mma.c). */
+    bool mma;
+    int64_t smem_floats, xs_floats;
+    int64_t rows_floats; /* shared memory of the row kernel (0: no row kernel) */
+    cu_tile tile[CG_CUDA_MAX_LAUNCH]; /* by launch */
+} cu_ctx;
+
+enum {
+    CU_NEED_XP = 1,    /* per-element value kept in shared memory for a later phase */
+    CU_NEED_XB = 2,    /* whole vector written to global for a later phase's linear */
+    CU_NEED_PART = 4,  /* block partial sums for a later reduction */
+    CU_NEED_ROWS = 8,  /* hoisted linear read by the row kernel (plain GEMM output) */
+    CU_NEED_WHOLE = 16 /* state read as a whole vector (a linear's x, a reduction) */
+};
+
+/* The analysis: every decision, in order (cuda_analyse.c). */
+rnnc_status cu_analyse(cu_ctx *c);
+/* The step kernel's tiles and shared-memory layout (after cu_analyse's placement). */
+rnnc_status cu_choose_tiles(cu_ctx *c);
+/* The hoisted part's launches and the row kernel's shared slots (cuda_hoist.c). */
+rnnc_status cu_place_hoist(cu_ctx *c);
+/* Which leaves the step's elements read from registers (cuda_regs.c). */
+void cu_place_regs(cu_ctx *c);
+/* The emitters: text from the analysis, nothing else written. */
+rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
+rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t);
+/* The operands slice sl of step element v reads, by operand position
+ * (ops[k] = -1: none), and their slices: the one walk of a slice's reads
+ * that both the emitter and cu_place_regs follow (cuda_expr.c). */
+rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3]);
+/* The operand and slice a hoisted view (chunk, concat) reads for slice sl. */
+void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl);
+/* Expression of node v, slice sl, at the current element of the step kernel
+ * (locals u, b, gu, gb, row, t in scope).  Writes into buf; false with an
+ * error recorded when v has no per-element value there. */
+bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n);
+/* Expression of a whole-vector value v at batch row `gb` and column `col`
+ * (C expressions) for staging a linear's x. */
+bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);
+/* The memory read of leaf v (fold, input, state, hoisted buffer), slice sl,
+ * at the current element (u, gu, gb, row, cur in scope); false otherwise. */
+bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n);
+/* Leaf v is kept in registers in the step kernel (c->pf and few slices). */
+bool cu_in_regs(const cu_ctx *c, int32_t v);
+/* The register caches of the step kernel (cuda_regs.c): declarations, the
+ * loads before the time loop, and the prefetch of step t+1's values. */
+void cu_emit_reg_decls(const cu_ctx *c, cu_text *t);
+void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first);
+/* The tagged exchange (cuda_ll.c): whether the step uses it (c->ll), and
+ * then the words of the states read whole. */
+void cu_ll_choose(cu_ctx *c);
+void cu_ll_place(cu_ctx *c);
+void cu_emit_ll_prelude(cu_text *t);
+void cu_emit_ll_publish(const cu_ctx *c, cu_text *t);
+void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t);
+/* Batched 16-byte copies global -> shared (cuda_regs.c); the weight slices. */
+void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
+                   const char *src, const char *dst, bool cached);
+void cu_emit_weights(const cu_ctx *c, cu_text *t);
+const char *cu_float_lit(double v, char *buf, size_t n);
+/* A node for a comment: "%16 sigmoid(f)", "%21 c_next = add(%17, %20)";
+ * a leaf as "state h", "input x", "param w" (cuda_text.c). */
+const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
+const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
+/* Tensor cores for the TF32 math modes (cuda_mma.c): the device helpers
+ * (nothing in FFMA); whether a step linear fits with x staged `chunk`
+ * columns at a time; the step linear (stage: the x staging of
+ * cuda_step.c); whether a hoisted GEMM tile runs on them, its accumulator
+ * layout (tile row/column expressions of i and j) and one K slice. */
+void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t);
+bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
+rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
+                               rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
+bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);
+void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n);
+void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk);
+/* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
+ * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
+const char *cu_unary_fmt(int op);
+const char *cu_binary_op(int op);
+
+#endif /* RNNC_CODEGEN_CUDA_GEN_H */
