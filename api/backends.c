@@ -25,8 +25,8 @@ rnnc_status rnnc_backend_from_name(const char *name, rnnc_backend *out)
             *out = (rnnc_backend)i;
             return RNNC_OK;
         }
-    return rnnc_fail(RNNC_ERR_INVALID_ARG, "unknown backend '%s' (auto, interp, cpu, fused, cudnn)",
-                     name ? name : "(null)");
+    return err_fail(RNNC_ERR_INVALID_ARG, "unknown backend '%s' (auto, interp, cpu, fused, cudnn)",
+                    name ? name : "(null)");
 }
 
 const rt_backend *api_backend_ops(rnnc_backend b)
@@ -76,16 +76,16 @@ static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
         return RNNC_OK;
     const rt_backend *ops = api_backend_ops(b);
     if (!ops)
-        return rnnc_fail(RNNC_ERR_NOT_BUILT,
-                         "backend '%s' is not built into this rnnc (see the CMake options "
-                         "RNNC_WITH_CUDA, RNNC_WITH_CUDNN, RNNC_WITH_LLVM)",
-                         rnnc_backend_name(b));
+        return err_fail(RNNC_ERR_NOT_BUILT,
+                        "backend '%s' is not built into this rnnc (see the CMake options "
+                        "RNNC_WITH_CUDA, RNNC_WITH_CUDNN, RNNC_WITH_LLVM)",
+                        rnnc_backend_name(b));
     /* cuDNN's create names a cell it cannot run before it looks for a device. */
     if (b == RNNC_BACKEND_FUSED && !rnnc_backend_available(b))
-        return rnnc_fail(RNNC_ERR_NO_DEVICE,
-                         "backend '%s' needs a CUDA GPU with its driver and NVRTC; none is "
-                         "usable here",
-                         rnnc_backend_name(b));
+        return err_fail(RNNC_ERR_NO_DEVICE,
+                        "backend '%s' needs a CUDA GPU with its driver and NVRTC; none is "
+                        "usable here",
+                        rnnc_backend_name(b));
 #ifdef RNNC_HAVE_CUDNN
     /* cuDNN matches the cell against the built-ins, which only frontend/
      * makes; this layer sits above both and hands the maker down. */
@@ -95,7 +95,7 @@ static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
     rnnc_status s = ops->create(&m->spec, &slot->state);
     if (s != RNNC_OK) {
         slot->refused = true;
-        rnnc_fail_append("backend '%s' could not be opened", rnnc_backend_name(b));
+        err_fail_append("backend '%s' could not be opened", rnnc_backend_name(b));
         return s;
     }
     slot->be = ops;
@@ -210,6 +210,6 @@ rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_
                 return s;
             }
         }
-    rnnc_fail_append("no backend available here can run this call");
+    err_fail_append("no backend available here can run this call");
     return s;
 }

@@ -29,17 +29,17 @@ static rnnc_status check_args(const int64_t *batches, int n_batches, const int *
                               int n_archs, int sm_count, const char *path)
 {
     if (!batches || n_batches < 1 || !archs || n_archs < 1 || !path || sm_count < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: no batch, arch or path");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: no batch, arch or path");
     for (int i = 0; i < n_batches; i++)
         if (batches[i] < 1)
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "bundle: batch sizes must be >= 1");
+            return err_fail(RNNC_ERR_INVALID_ARG, "bundle: batch sizes must be >= 1");
     for (int i = 0; i < n_archs; i++) {
         if (archs[i] < 50 || archs[i] > 199)
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "bundle: sm_%d is not a CUDA arch", archs[i]);
+            return err_fail(RNNC_ERR_INVALID_ARG, "bundle: sm_%d is not a CUDA arch", archs[i]);
         if (!sm_count && !default_sm_count(archs[i]))
-            return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                             "bundle: no default SM count for sm_%d: give the target devices' "
-                             "SM count (--sm-count)", archs[i]);
+            return err_fail(RNNC_ERR_INVALID_ARG,
+                            "bundle: no default SM count for sm_%d: give the target devices' "
+                            "SM count (--sm-count)", archs[i]);
     }
     return RNNC_OK;
 }
@@ -53,7 +53,7 @@ static rnnc_status fill(rt_bundle *b, const rt_spec *s, const int64_t *batches, 
             int n = sm_count ? sm_count : default_sm_count(archs[a]);
             rnnc_status st = rt_fused_aot_add(s, batches[i], archs[a], n, b, &from);
             if (st) {
-                rnnc_fail_append("bundle: B=%lld for sm_%d", (long long)batches[i], archs[a]);
+                err_fail_append("bundle: B=%lld for sm_%d", (long long)batches[i], archs[a]);
                 return st;
             }
             if (cm_log_enabled("info"))
@@ -67,7 +67,7 @@ rnnc_status rnnc_bundle_compile(const rnnc_model_desc *d, const int64_t *batches
                                 const int *archs, int n_archs, int sm_count, const char *path)
 {
     if (!d)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: NULL description");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: NULL description");
     rnnc_status st = check_args(batches, n_batches, archs, n_archs, sm_count, path);
     if (st)
         return st;
@@ -95,7 +95,7 @@ rnnc_status rnnc_bundle_compile(const rnnc_model_desc *d, const int64_t *batches
 {
     (void)d, (void)batches, (void)n_batches, (void)archs, (void)n_archs, (void)sm_count,
         (void)path;
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "bundles: rnnc was built without CUDA");
+    return err_fail(RNNC_ERR_NOT_BUILT, "bundles: rnnc was built without CUDA");
 }
 
 #endif
@@ -108,7 +108,7 @@ static rt_bundle *g_loaded[MAX_LOADED];
 
 static rnnc_status keep(rt_bundle *b)
 {
-    rnnc_status st = rnnc_fail(RNNC_ERR_UNSUPPORTED, "more than %d bundles loaded", MAX_LOADED);
+    rnnc_status st = err_fail(RNNC_ERR_UNSUPPORTED, "more than %d bundles loaded", MAX_LOADED);
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < MAX_LOADED; i++)
         if (!g_loaded[i]) {
@@ -124,7 +124,7 @@ static rnnc_status keep(rt_bundle *b)
 rnnc_status rnnc_bundle_load(const char *path)
 {
     if (!path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_load: NULL path");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_load: NULL path");
     rt_bundle *b = NULL;
     rnnc_status st = rt_bundle_load(&b, path);
     if (st)

@@ -44,33 +44,33 @@ static const char *const k_axis[3][3] = {{"W"}, {"H", "W"}, {"D", "H", "W"}};
 static rnnc_status check_size(const char *what, const char *axis, int64_t v, int64_t min)
 {
     if (v < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: %s%s%s is negative (%lld)", what,
-                         axis ? " " : "", axis ? axis : "", (long long)v);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: %s%s%s is negative (%lld)", what,
+                        axis ? " " : "", axis ? axis : "", (long long)v);
     if (v < min)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: %s%s%s is %lld, must be at least %lld",
-                         what, axis ? " " : "", axis ? axis : "", (long long)v, (long long)min);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: %s%s%s is %lld, must be at least %lld",
+                        what, axis ? " " : "", axis ? axis : "", (long long)v, (long long)min);
     if (v > INT_MAX)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: %s%s%s = %lld is above cuDNN's limit %d",
-                         what, axis ? " " : "", axis ? axis : "", (long long)v, INT_MAX);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: %s%s%s = %lld is above cuDNN's limit %d",
+                        what, axis ? " " : "", axis ? axis : "", (long long)v, INT_MAX);
     return RNNC_OK;
 }
 
 static rnnc_status check_kinds(const rnnc_conv_desc *d)
 {
     if (d->spatial_dims < 1 || d->spatial_dims > 3)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: spatial_dims is %d, must be 1, 2 or 3",
-                         d->spatial_dims);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: spatial_dims is %d, must be 1, 2 or 3",
+                        d->spatial_dims);
     if (d->layout != RNNC_CONV_NCHW && d->layout != RNNC_CONV_NHWC)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: unknown layout %d", (int)d->layout);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: unknown layout %d", (int)d->layout);
     if (d->dtype != RNNC_F32 && d->dtype != RNNC_F16 && d->dtype != RNNC_BF16)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "conv: dtype %s is not supported (F32, F16, BF16)",
-                         rnnc_dtype_name(d->dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "conv: dtype %s is not supported (F32, F16, BF16)",
+                        rnnc_dtype_name(d->dtype));
     if (d->math != RNNC_MATH_FFMA && d->math != RNNC_MATH_TF32)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: unknown math mode %d", (int)d->math);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: unknown math mode %d", (int)d->math);
     if (d->algo_mode != RNNC_CONV_HEURISTIC && d->algo_mode != RNNC_CONV_BENCHMARK)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: unknown algo_mode %d", (int)d->algo_mode);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: unknown algo_mode %d", (int)d->algo_mode);
     if (d->device < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: device %d is negative", d->device);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: device %d is negative", d->device);
     return RNNC_OK;
 }
 
@@ -96,9 +96,9 @@ static rnnc_status check_sizes(const rnnc_conv_desc *d)
             s = check_size("dilation", ax[i], d->dilation[i], 1);
     }
     if (s == RNNC_OK && (d->in_channels % d->groups || d->out_channels % d->groups))
-        s = rnnc_fail(RNNC_ERR_SHAPE, "conv: groups %lld does not divide in_channels %lld and "
-                      "out_channels %lld", (long long)d->groups, (long long)d->in_channels,
-                      (long long)d->out_channels);
+        s = err_fail(RNNC_ERR_SHAPE, "conv: groups %lld does not divide in_channels %lld and "
+                     "out_channels %lld", (long long)d->groups, (long long)d->in_channels,
+                     (long long)d->out_channels);
     return s;
 }
 
@@ -108,11 +108,11 @@ static rnnc_status out_size(const rnnc_conv_desc *d, int i, int64_t *out)
     int64_t span = d->dilation[i] * (d->kernel[i] - 1) + 1;
     int64_t padded = d->input[i] + 2 * d->padding[i];
     if (span > padded)
-        return rnnc_fail(RNNC_ERR_SHAPE, "conv: kernel %s %lld dilated %lld spans %lld, more "
-                         "than input %lld padded by %lld on each side (%lld)",
-                         k_axis[d->spatial_dims - 1][i], (long long)d->kernel[i],
-                         (long long)d->dilation[i], (long long)span, (long long)d->input[i],
-                         (long long)d->padding[i], (long long)padded);
+        return err_fail(RNNC_ERR_SHAPE, "conv: kernel %s %lld dilated %lld spans %lld, more "
+                        "than input %lld padded by %lld on each side (%lld)",
+                        k_axis[d->spatial_dims - 1][i], (long long)d->kernel[i],
+                        (long long)d->dilation[i], (long long)span, (long long)d->input[i],
+                        (long long)d->padding[i], (long long)padded);
     *out = (padded - span) / d->stride[i] + 1;
     return RNNC_OK;
 }
@@ -123,11 +123,11 @@ static rnnc_status numel(const char *name, const int64_t *t, int rank, int64_t *
     int64_t v = 1;
     for (int i = 0; i < rank; i++)
         if (__builtin_mul_overflow(v, t[i], &v))
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: the element count of %s overflows "
-                             "64 bits", name);
+            return err_fail(RNNC_ERR_INVALID_ARG, "conv: the element count of %s overflows "
+                            "64 bits", name);
     if (v > INT_MAX)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "conv: %s has %lld elements, above cuDNN's "
-                         "limit %d (split the batch)", name, (long long)v, INT_MAX);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "conv: %s has %lld elements, above cuDNN's "
+                        "limit %d (split the batch)", name, (long long)v, INT_MAX);
     *n = v;
     return RNNC_OK;
 }
@@ -158,14 +158,14 @@ static rnnc_status shape(const rnnc_conv_desc *d, fb_conv_geom *g)
 rnnc_status rnnc_conv_create(rnnc_conv **out, const rnnc_conv_desc *d)
 {
     if (!out || !d)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: NULL %s", out ? "descriptor" : "out");
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: NULL %s", out ? "descriptor" : "out");
     *out = NULL;
     rnnc_status s = check_kinds(d);
     if (s == RNNC_OK)
         s = check_sizes(d);
     rnnc_conv *c = NULL;
     if (s == RNNC_OK && !(c = calloc(1, sizeof *c)))
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "conv descriptor");
+        s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "conv descriptor");
     if (s == RNNC_OK)
         s = shape(d, &c->g);
     if (s != RNNC_OK) {
@@ -228,9 +228,9 @@ static rnnc_status check_call(const rnnc_conv_handle *h, const rnnc_conv *c, con
                               const void *b, const void *out, const char *names)
 {
     if (!h || !c)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: NULL %s", h ? "descriptor" : "handle");
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: NULL %s", h ? "descriptor" : "handle");
     if (!a || !b || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: NULL buffer among %s", names);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: NULL buffer among %s", names);
     return RNNC_OK;
 }
 
@@ -239,7 +239,7 @@ static rnnc_status check_call(const rnnc_conv_handle *h, const rnnc_conv *c, con
 rnnc_status rnnc_conv_handle_create(rnnc_conv_handle **out, int device)
 {
     if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: NULL out");
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: NULL out");
     *out = NULL;
     rnnc_status s = fb_cudnn_load();
     if (s == RNNC_OK)
@@ -248,7 +248,7 @@ rnnc_status rnnc_conv_handle_create(rnnc_conv_handle **out, int device)
         return s;
     rnnc_conv_handle *h = calloc(1, sizeof *h);
     if (!h)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "conv handle");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "conv handle");
     h->device = device;
     s = fb_cudnn_check(cudnnCreate(&h->dnn), "cudnnCreate");
     if (s == RNNC_OK)
@@ -281,8 +281,8 @@ void rnnc_conv_handle_destroy(rnnc_conv_handle *h)
 rnnc_status rnnc_conv_handle_set_plan_cache(rnnc_conv_handle *h, int capacity)
 {
     if (!h || capacity < 1)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: plan cache capacity %d (at least 1)",
-                         capacity);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: plan cache capacity %d (at least 1)",
+                        capacity);
     return fb_conv_plans_resize(h, capacity);
 }
 
@@ -338,7 +338,7 @@ rnnc_status rnnc_conv_fused(rnnc_conv_handle *h, const rnnc_conv *c, const rnnc_
 {
     rnnc_status s = check_call(h, c, x, w, y, "x, w, y");
     if (s == RNNC_OK && !e)
-        s = rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: NULL epilogue");
+        s = err_fail(RNNC_ERR_INVALID_ARG, "conv: NULL epilogue");
     if (s == RNNC_OK)
         s = fb_conv_enter(h, &c->g, stream);
     if (s != RNNC_OK)
@@ -353,8 +353,8 @@ rnnc_status rnnc_conv_time_algos(rnnc_conv_handle *h, const rnnc_conv *c, rnnc_c
     rnnc_status s = check_call(h, c, a, b, out, "the three buffers");
     if (s == RNNC_OK && (!perf || !count || max < 1 || pass == RNNC_CONV_FUSED ||
                          (unsigned)pass > RNNC_CONV_FUSED))
-        s = rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: time_algos needs a pass (forward, backward "
-                      "data or filter), perf[max >= 1] and count");
+        s = err_fail(RNNC_ERR_INVALID_ARG, "conv: time_algos needs a pass (forward, backward "
+                     "data or filter), perf[max >= 1] and count");
     if (s == RNNC_OK)
         s = fb_conv_enter(h, &c->g, NULL);
     if (s != RNNC_OK)
@@ -377,8 +377,8 @@ void rnnc_conv_algo_cache_clear(void)
 
 static rnnc_status not_built(void)
 {
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "convolution needs cuDNN, which is not built into this "
-                     "rnnc (the CMake option RNNC_WITH_CUDNN)");
+    return err_fail(RNNC_ERR_NOT_BUILT, "convolution needs cuDNN, which is not built into this "
+                    "rnnc (the CMake option RNNC_WITH_CUDNN)");
 }
 
 rnnc_status rnnc_conv_handle_create(rnnc_conv_handle **out, int device)
@@ -392,8 +392,8 @@ void rnnc_conv_handle_destroy(rnnc_conv_handle *h) { (void)h; }
 rnnc_status rnnc_conv_handle_set_plan_cache(rnnc_conv_handle *h, int capacity)
 {
     if (!h || capacity < 1)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: plan cache capacity %d (at least 1)",
-                         capacity);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: plan cache capacity %d (at least 1)",
+                        capacity);
     return not_built();
 }
 int rnnc_conv_handle_plan_count(const rnnc_conv_handle *h) { (void)h; return 0; }
@@ -445,7 +445,7 @@ void rnnc_conv_algo_cache_clear(void) {}
 rnnc_status rnnc_device_alloc(int device, size_t bytes, void **ptr)
 {
     if (!ptr)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "device_alloc: NULL ptr");
+        return err_fail(RNNC_ERR_INVALID_ARG, "device_alloc: NULL ptr");
     *ptr = NULL;
     CUdeviceptr p = 0;
     rnnc_status s = rt_cuda_context(device);
@@ -482,8 +482,8 @@ rnnc_status rnnc_device_sync(void *stream)
 
 static rnnc_status no_cuda(void)
 {
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "device memory needs CUDA, which is not built into "
-                     "this rnnc (the CMake option RNNC_WITH_CUDA)");
+    return err_fail(RNNC_ERR_NOT_BUILT, "device memory needs CUDA, which is not built into "
+                    "this rnnc (the CMake option RNNC_WITH_CUDA)");
 }
 rnnc_status rnnc_device_alloc(int device, size_t bytes, void **ptr)
 {

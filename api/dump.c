@@ -16,7 +16,7 @@ static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes
     ir_arena *a = ir_arena_create();
     ir_schedule s;
     rnnc_status st = a ? pass_fuse(c, (rnnc_hoist)hoist, a, &s)
-                       : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+                       : err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != RNNC_OK)
         goto out;
     if (strcmp(stage, "schedule") == 0) {
@@ -27,7 +27,7 @@ static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes
         st = cg_cuda_source(&s, &cfg, text);
 #else
         (void)sz, (void)batch;
-        st = rnnc_fail(RNNC_ERR_NOT_BUILT, "the CUDA generator is not built (no CUDA toolkit)");
+        st = err_fail(RNNC_ERR_NOT_BUILT, "the CUDA generator is not built (no CUDA toolkit)");
 #endif
     }
 out:
@@ -41,7 +41,7 @@ static rnnc_status dump_llvm(const rnnc_cell *o, ir_sizes sz, int hoist, char **
     return rt_cpu_dump_llvm(o, sz, (rnnc_hoist)hoist, text);
 #else
     (void)o, (void)sz, (void)hoist, (void)text;
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "the LLVM generator is not built (RNNC_WITH_LLVM=OFF)");
+    return err_fail(RNNC_ERR_NOT_BUILT, "the LLVM generator is not built (RNNC_WITH_LLVM=OFF)");
 #endif
 }
 
@@ -60,18 +60,18 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
                            char **text)
 {
     if (!c || !stage || !text)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_dump: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_dump: NULL argument");
     if (strcmp(stage, "ir") == 0)
         return ir_print(c, text);
     bool llvm = strcmp(stage, "llvm") == 0;
     bool sched = strcmp(stage, "schedule") == 0 || strcmp(stage, "cuda") == 0 || llvm;
     bool backward = strcmp(stage, "backward") == 0;
     if (strcmp(stage, "opt") != 0 && !sched && !backward)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "unknown stage '%s' (ir, opt, schedule, cuda, llvm, backward)", stage);
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "unknown stage '%s' (ir, opt, schedule, cuda, llvm, backward)", stage);
     if (sched && (input_size < 1 || hidden_size < 1 || batch < 1 || hoist < 0 || hoist > 2))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "stage '%s' needs the input size, hidden size and batch", stage);
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "stage '%s' needs the input size, hidden size and batch", stage);
     rnnc_cell *o = NULL;
     rnnc_status s = ir_specialise(c, proj_size > 0, &o);
     if (s == RNNC_OK) {

@@ -21,6 +21,6 @@ rnnc_status rnnc_math_from_name(const char *name, rnnc_math *out)
             *out = (rnnc_math)i;
             return RNNC_OK;
         }
-    return rnnc_fail(RNNC_ERR_INVALID_ARG, "unknown math mode '%s' (ffma, tf32, 3xtf32)",
-                     name ? name : "(null)");
+    return err_fail(RNNC_ERR_INVALID_ARG, "unknown math mode '%s' (ffma, tf32, 3xtf32)",
+                    name ? name : "(null)");
 }

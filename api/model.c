@@ -23,30 +23,30 @@ void rnnc_model_desc_init(rnnc_model_desc *d)
 static rnnc_status check_desc(const rnnc_model_desc *d)
 {
     if (!d->cell)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: no cell given");
+        return err_fail(RNNC_ERR_INVALID_ARG, "model: no cell given");
     if (d->input_size < 1 || d->hidden_size < 1)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: input_size and hidden_size must be >= 1");
+        return err_fail(RNNC_ERR_INVALID_ARG, "model: input_size and hidden_size must be >= 1");
     if (d->proj_size < 0 || (d->proj_size > 0 && d->proj_size >= d->hidden_size))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "model: proj_size must be in [0, hidden_size) (got %lld with hidden %lld)",
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "model: proj_size must be in [0, hidden_size) (got %lld with hidden %lld)",
                          (long long)d->proj_size, (long long)d->hidden_size);
     if (d->num_layers < 1 || d->num_layers > 1024)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: num_layers must be in [1, 1024]");
+        return err_fail(RNNC_ERR_INVALID_ARG, "model: num_layers must be in [1, 1024]");
     if (!(d->dropout >= 0 && d->dropout < 1))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: dropout must be in [0, 1)");
+        return err_fail(RNNC_ERR_INVALID_ARG, "model: dropout must be in [0, 1)");
     if ((unsigned)d->hoist > RNNC_HOIST_NONE || (unsigned)d->math > RNNC_MATH_3XTF32 ||
         (unsigned)d->backend > RNNC_BACKEND_CUDNN ||
         (unsigned)d->cudnn_algo > RNNC_CUDNN_ALGO_PERSIST_DYNAMIC)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math, backend or cudnn_algo value");
+        return err_fail(RNNC_ERR_INVALID_ARG, "model: bad hoist, math, backend or cudnn_algo value");
     if (d->dtype != RNNC_F32 && !rt_dtype_is_half(d->dtype))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: dtype %s (models are f32, f16 or bf16)",
-                         rnnc_dtype_name(d->dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "model: dtype %s (models are f32, f16 or bf16)",
+                        rnnc_dtype_name(d->dtype));
     if (rt_dtype_is_half(d->dtype) && d->math != RNNC_MATH_FFMA)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "model: math modes are for f32 models (%s given)",
-                         rnnc_dtype_name(d->dtype));
+        return err_fail(RNNC_ERR_INVALID_ARG, "model: math modes are for f32 models (%s given)",
+                        rnnc_dtype_name(d->dtype));
     if (d->cell->n_inputs != 1)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "model: cell '%s' must have exactly one input",
-                         d->cell->name);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "model: cell '%s' must have exactly one input",
+                        d->cell->name);
     return RNNC_OK;
 }
 
@@ -72,22 +72,22 @@ static rnnc_status fill_spec(rnnc_model *m, const rnnc_model_desc *d)
     for (int k = 0; k < 2; k++)
         if (ir_dim_eval(m->fn->nodes[m->fn->inputs[0].node].cols, s->sizes[k]) !=
             (k ? s->sizes[1].I : d->input_size))
-            return rnnc_fail(RNNC_ERR_SHAPE, "model: the input of cell '%s' must be of size I",
-                             m->fn->name);
+            return err_fail(RNNC_ERR_SHAPE, "model: the input of cell '%s' must be of size I",
+                            m->fn->name);
     return RNNC_OK;
 }
 
 rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d)
 {
     if (!out || !d)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_create: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_create: NULL argument");
     *out = NULL;
     rnnc_status s = check_desc(d);
     if (s != RNNC_OK)
         return s;
     rnnc_model *m = calloc(1, sizeof *m);
     if (!m)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
     if ((s = ir_specialise_bias(d->cell, d->proj_size > 0, d->no_bias, &m->fn)) || (s = fill_spec(m, d)) ||
         (s = api_weights_init(m)) || (s = api_backend_open(m, d->backend)))
         goto fail_model;
@@ -121,8 +121,8 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
     if (!a->device_pointers)
         return RNNC_OK;
     if (!m->auto_pick && m->kind != RNNC_BACKEND_FUSED && m->kind != RNNC_BACKEND_CUDNN)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' takes host pointers only",
-                         rnnc_backend_name(m->kind));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' takes host pointers only",
+                        rnnc_backend_name(m->kind));
 #ifdef RNNC_HAVE_CUDA
     rnnc_status s = rt_cuda_context(m->spec.device);
     if (s == RNNC_OK && (s = rt_dev_check_pointer(a->x, m->spec.device, "x")) == RNNC_OK)
@@ -150,7 +150,7 @@ static rnnc_status call_forward(rnnc_model *m, const rnnc_forward_args *a, void 
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
 {
     if (!m)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_forward: NULL model");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_forward: NULL model");
     rnnc_status s = rt_check_forward(&m->spec, a);
     if (s == RNNC_OK)
         s = check_device_pointers(m, a);
@@ -161,14 +161,14 @@ rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
 rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
 {
     if (!m || !a)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_backward: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_backward: NULL argument");
     if (rt_dtype_is_half(m->spec.dtype) && m->kind != RNNC_BACKEND_CUDNN)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backward of a %s model: cudnn only",
-                         rnnc_dtype_name(m->spec.dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "backward of a %s model: cudnn only",
+                        rnnc_dtype_name(m->spec.dtype));
     if (!m->be->backward)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "backend '%s' has no backward (interp, cudnn and fused have one)",
-                         rnnc_backend_name(m->kind));
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "backend '%s' has no backward (interp, cudnn and fused have one)",
+                        rnnc_backend_name(m->kind));
     /* A packed forward that ran on a padded copy: its backward does too. */
     if (m->packed.on && m->kind != RNNC_BACKEND_CUDNN)
         return api_backward_packed(m, a);
@@ -178,20 +178,20 @@ rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
 rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, int64_t count)
 {
     if (!m || !name || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_grad: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_grad: NULL argument");
     if (!m->be->weight_grad)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no weight gradients",
-                         rnnc_backend_name(m->kind));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no weight gradients",
+                        rnnc_backend_name(m->kind));
     for (int i = 0; i < m->n_weights; i++) {
         const api_weight *w = &m->weights[i];
         if (strcmp(w->name, name) != 0)
             continue;
         if (count != w->count)
-            return rnnc_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld asked", name,
-                             (long long)w->count, (long long)count);
+            return err_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld asked", name,
+                            (long long)w->count, (long long)count);
         return m->be->weight_grad(m->be_state, w->pseudo, w->param, out, count);
     }
-    return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s'", name);
+    return err_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s'", name);
 }
 
 typedef struct time_ctx {
@@ -213,7 +213,7 @@ rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, i
                                     int iters, double *median_ms)
 {
     if (!m || !median_ms || iters < 1 || warmup < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_time_forward: bad argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_time_forward: bad argument");
     rnnc_status s = rt_check_forward(&m->spec, a);
     if (s == RNNC_OK)
         s = check_device_pointers(m, a);

@@ -9,7 +9,7 @@
 rnnc_status rnnc_model_output_size(const rnnc_model *m, int64_t *hout)
 {
     if (!m || !hout)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_output_size: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_output_size: NULL argument");
     *hout = m->spec.hout;
     return RNNC_OK;
 }
@@ -17,10 +17,10 @@ rnnc_status rnnc_model_output_size(const rnnc_model *m, int64_t *hout)
 rnnc_status rnnc_model_state_size(const rnnc_model *m, int state, int64_t *size)
 {
     if (!m || !size)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_state_size: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_state_size: NULL argument");
     if (state < 0 || state >= m->fn->n_states)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cell '%s' has no state %d (it has %d)",
-                         m->fn->name, state, (int)m->fn->n_states);
+        return err_fail(RNNC_ERR_INVALID_ARG, "cell '%s' has no state %d (it has %d)",
+                        m->fn->name, state, (int)m->fn->n_states);
     const ir_node *n = &m->fn->nodes[m->fn->states[state].node];
     *size = ir_dim_eval(n->cols, m->spec.sizes[0]);
     return RNNC_OK;

@@ -86,7 +86,7 @@ static rnnc_status remember(rnnc_model *m, const rnnc_forward_args *a)
     api_packed_forget(m);
     m->packed.batch_sizes = malloc(sizeof(int64_t) * (size_t)a->seq_len);
     if (!m->packed.batch_sizes)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "packed input: no memory to keep its shape");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "packed input: no memory to keep its shape");
     memcpy(m->packed.batch_sizes, a->batch_sizes, sizeof(int64_t) * (size_t)a->seq_len);
     m->packed.T = a->seq_len;
     m->packed.B = a->batch;
@@ -105,17 +105,17 @@ rnnc_status api_forward_packed(rnnc_model *m, const rnnc_forward_args *a, int wa
     if (uniform(a->batch_sizes, T) && !bf)
         return run_padded(m, &p, warmup, iters, ms);
     if (a->device_pointers)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "backend '%s' reads packed sequences of different lengths from host "
-                         "memory only (cudnn reads them on the device)",
-                         rnnc_backend_name(m->kind));
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "backend '%s' reads packed sequences of different lengths from host "
+                        "memory only (cudnn reads them on the device)",
+                        rnnc_backend_name(m->kind));
     size_t esz = rnnc_dtype_size(m->spec.dtype);
     int64_t fx = m->spec.sizes[0].I, fy = m->spec.dirs * m->spec.hout;
     int64_t *len = malloc(sizeof *len * (size_t)B);
     void *x = malloc((size_t)(T * B * fx) * esz), *y = malloc((size_t)(T * B * fy) * esz);
     rnnc_status s = RNNC_OK;
     if (!len || !x || !y) {
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "packed input: no memory for its padded copy");
+        s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "packed input: no memory for its padded copy");
         goto free_bufs;
     }
     api_packed_lengths(a->batch_sizes, T, B, len);
@@ -143,7 +143,7 @@ rnnc_status api_backward_packed(rnnc_model *m, const rnnc_backward_args *a)
     void *dy = malloc((size_t)(T * B * fy) * esz), *dx = malloc((size_t)(T * B * fx) * esz);
     rnnc_status s = RNNC_OK;
     if (!dy || !dx) {
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "packed backward: no memory for its padded copy");
+        s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "packed backward: no memory for its padded copy");
         goto free_bufs;
     }
     if (a->dy)

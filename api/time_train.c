@@ -34,7 +34,7 @@ static rnnc_status time_host(rnnc_model *m, const rnnc_forward_args *f, const tr
 {
     double *t = malloc(sizeof(double) * (size_t)c->iters);
     if (!t)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "timing: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "timing: out of memory");
     rnnc_status s = RNNC_OK;
     for (int i = 0; i < c->warmup && s == RNNC_OK; i++)
         s = step_once(m, f, c->b);
@@ -53,9 +53,9 @@ static rnnc_status call_time_training(rnnc_model *m, const rnnc_forward_args *f,
 {
     const train_ctx *c = ctx;
     if (!m->be->backward)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "backend '%s' has no backward (interp, cudnn and fused have one)",
-                         rnnc_backend_name(m->kind));
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "backend '%s' has no backward (interp, cudnn and fused have one)",
+                        rnnc_backend_name(m->kind));
     api_packed_forget(m);
     if (m->be->time_training && !(f->batch_sizes && m->kind != RNNC_BACKEND_CUDNN))
         return m->be->time_training(m->be_state, f, c->b, c->warmup, c->iters, c->median_ms);
@@ -67,10 +67,10 @@ rnnc_status rnnc_model_time_training(rnnc_model *m, const rnnc_forward_args *f,
                                      double *median_ms)
 {
     if (!m || !f || !b || !median_ms || iters < 1 || warmup < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_time_training: bad argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_time_training: bad argument");
     if (!f->training)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "rnnc_model_time_training: the forward must be a training one");
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "rnnc_model_time_training: the forward must be a training one");
     rnnc_status s = rt_check_forward(&m->spec, f);
     if (s != RNNC_OK)
         return s;

@@ -25,7 +25,7 @@ rnnc_status api_weights_init(rnnc_model *m)
     m->weights = calloc((size_t)m->n_weights + 1, sizeof *m->weights);
     m->wptr = calloc((size_t)m->n_weights + 1, sizeof *m->wptr);
     if (!m->weights || !m->wptr)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");
     for (int p = 0; p < pl; p++) {
         ir_sizes sz = rt_spec_sizes(&m->spec, p / m->spec.dirs);
         for (int i = 0; i < np; i++) {
@@ -39,7 +39,7 @@ rnnc_status api_weights_init(rnnc_model *m)
             w->count = w->shape[0] * w->shape[1];
             w->data = malloc(sizeof(float) * (size_t)w->count);
             if (!w->data)
-                return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory for weights");
+                return err_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory for weights");
             m->wptr[p * np + i] = w->data;
         }
     }
@@ -66,16 +66,16 @@ rnnc_status rnnc_model_set_weight(rnnc_model *m, const char *name, const float *
                                   int64_t count)
 {
     if (!m || !name || !data)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weight: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weight: NULL argument");
     if (m->ext_weights)
         return api_weights_refuse_external(m);
     api_weight *w = api_weight_find(m, name);
     if (!w)
-        return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s' (cell '%s')", name,
-                         m->fn->name);
+        return err_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s' (cell '%s')", name,
+                        m->fn->name);
     if (count != w->count)
-        return rnnc_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld given", name,
-                         (long long)w->count, (long long)count);
+        return err_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld given", name,
+                        (long long)w->count, (long long)count);
     memcpy(w->data, data, sizeof(float) * (size_t)count);
     rt_round_f32(m->spec.dtype, w->data, (size_t)count); /* every backend: the same values */
     w->set = true;
@@ -99,7 +99,7 @@ static rnnc_status check_names(rnnc_model *m, const rnnc_tensors *ts, const char
     for (int i = 0; i < m->n_weights; i++) {
         const api_weight *w = &m->weights[i];
         if (!prefixed(full, sizeof full, prefix, w->name))
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "weights prefix '%s' is too long", prefix);
+            return err_fail(RNNC_ERR_INVALID_ARG, "weights prefix '%s' is too long", prefix);
         rnnc_status s = rt_tensor_expect(ts, full, RT_DTYPE_ANY_FLOAT, w->rank, w->shape, NULL);
         if (s != RNNC_OK)
             return s;
@@ -110,10 +110,10 @@ static rnnc_status check_names(rnnc_model *m, const rnnc_tensors *ts, const char
         if (strncmp(n, prefix, np) != 0)
             outside++;
         else if (!api_weight_find(m, n + np))
-            return rnnc_fail(RNNC_ERR_NOT_FOUND,
-                             "weights hold '%s', which cell '%s' with %d layer(s)%s does not have",
-                             n, m->fn->name, m->spec.layers,
-                             m->spec.dirs == 2 ? ", bidirectional" : "");
+            return err_fail(RNNC_ERR_NOT_FOUND,
+                            "weights hold '%s', which cell '%s' with %d layer(s)%s does not have",
+                            n, m->fn->name, m->spec.layers,
+                            m->spec.dirs == 2 ? ", bidirectional" : "");
     }
     if (ignored)
         *ignored = outside;
@@ -124,7 +124,7 @@ rnnc_status rnnc_model_set_weights_prefix(rnnc_model *m, const rnnc_tensors *ts,
                                           const char *prefix, int *ignored)
 {
     if (!m || !ts)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weights: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weights: NULL argument");
     if (m->ext_weights)
         return api_weights_refuse_external(m);
     prefix = prefix ? prefix : "";
@@ -153,13 +153,13 @@ rnnc_status rnnc_model_load_weights_prefix(rnnc_model *m, const char *path, cons
                                            int *ignored)
 {
     if (!m || !path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_load_weights: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_load_weights: NULL argument");
     rnnc_tensors *ts = NULL;
     rnnc_status s = rnnc_tensors_load(&ts, path);
     if (s == RNNC_OK) {
         s = rnnc_model_set_weights_prefix(m, ts, prefix, ignored);
         if (s != RNNC_OK)
-            rnnc_fail_append("in %s", path);
+            err_fail_append("in %s", path);
     }
     rnnc_tensors_destroy(ts);
     return s;
@@ -179,7 +179,7 @@ rnnc_status rnnc_model_weight_info(const rnnc_model *m, int i, const char **name
                                    int64_t *shape, int *out_rank)
 {
     if (!m || i < 0 || i >= m->n_weights)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_info: no weight %d", i);
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_info: no weight %d", i);
     const api_weight *w = &m->weights[i];
     if (name)
         *name = w->name;
@@ -197,8 +197,8 @@ rnnc_status api_weights_sync(rnnc_model *m)
         return RNNC_OK;
     for (int i = 0; i < m->n_weights; i++)
         if (!m->weights[i].set)
-            return rnnc_fail(RNNC_ERR_STATE, "weight '%s' is not set (load weights first)",
-                             m->weights[i].name);
+            return err_fail(RNNC_ERR_STATE, "weight '%s' is not set (load weights first)",
+                            m->weights[i].name);
     rt_weights w = {m->wptr, m->fn->n_params, m->spec.layers * m->spec.dirs};
     rnnc_status s = slot->be->bind(slot->state, &w);
     if (s == RNNC_OK)

@@ -11,9 +11,9 @@
 rnnc_status api_weights_refuse_external(const rnnc_model *m)
 {
     (void)m;
-    return rnnc_fail(RNNC_ERR_STATE,
-                     "the model reads its weights from the buffer bound with "
-                     "rnnc_model_bind_weight_buffer: write them there, or unbind it first");
+    return err_fail(RNNC_ERR_STATE,
+                    "the model reads its weights from the buffer bound with "
+                    "rnnc_model_bind_weight_buffer: write them there, or unbind it first");
 }
 
 #ifdef RNNC_HAVE_CUDA
@@ -21,16 +21,16 @@ rnnc_status rnnc_model_set_weight_device(rnnc_model *m, const char *name, const 
                                          int64_t count)
 {
     if (!m || !name || !data)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weight_device: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_weight_device: NULL argument");
     if (m->ext_weights)
         return api_weights_refuse_external(m);
     api_weight *w = api_weight_find(m, name);
     if (!w)
-        return rnnc_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s' (cell '%s')", name,
-                         m->fn->name);
+        return err_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s' (cell '%s')", name,
+                        m->fn->name);
     if (count != w->count)
-        return rnnc_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld given", name,
-                         (long long)w->count, (long long)count);
+        return err_fail(RNNC_ERR_SHAPE, "weight '%s' has %lld elements, %lld given", name,
+                        (long long)w->count, (long long)count);
     /* Every backend binds from the fp32 host copy, so that is what the
      * device weight refreshes; the copy-free route is the flat buffer. */
     rnnc_status s = rt_cuda_context(m->spec.device);
@@ -52,7 +52,7 @@ rnnc_status rnnc_model_set_weight_device(rnnc_model *m, const char *name, const 
                                          int64_t count)
 {
     (void)m, (void)name, (void)data, (void)count;
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "device weights need a build with CUDA");
+    return err_fail(RNNC_ERR_NOT_BUILT, "device weights need a build with CUDA");
 }
 #endif
 
@@ -62,9 +62,9 @@ static rnnc_status cudnn_state(const rnnc_model *m, const char *what, fb_rnn **o
 {
     const api_slot *s = &m->slot[RNNC_BACKEND_CUDNN];
     if (m->auto_pick || m->kind != RNNC_BACKEND_CUDNN || !s->be)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "%s needs a model made with backend cudnn (this one runs '%s')", what,
-                         rnnc_backend_name(m->kind));
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "%s needs a model made with backend cudnn (this one runs '%s')", what,
+                        rnnc_backend_name(m->kind));
     *out = s->state;
     return RNNC_OK;
 }
@@ -72,7 +72,7 @@ static rnnc_status cudnn_state(const rnnc_model *m, const char *what, fb_rnn **o
 rnnc_status rnnc_model_weight_buffer(const rnnc_model *m, size_t *bytes, size_t *offsets)
 {
     if (!m || !bytes)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_buffer: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_weight_buffer: NULL argument");
     fb_rnn *r = NULL;
     rnnc_status s = cudnn_state(m, "a flat weight buffer", &r);
     return s != RNNC_OK ? s : fb_rnn_weight_layout(r, bytes, offsets);
@@ -85,7 +85,7 @@ static rnnc_status take_back(rnnc_model *m, fb_rnn *r)
     size_t bytes, *off = malloc(sizeof *off * (size_t)m->n_weights);
     void *buf = malloc(r->wsize);
     rnnc_status s = off && buf ? RNNC_OK
-                               : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "weight buffer: host copy");
+                               : err_fail(RNNC_ERR_OUT_OF_MEMORY, "weight buffer: host copy");
     if (s == RNNC_OK)
         s = fb_rnn_weight_layout(r, &bytes, off);
     if (s == RNNC_OK)
@@ -110,7 +110,7 @@ static rnnc_status take_back(rnnc_model *m, fb_rnn *r)
 rnnc_status rnnc_model_bind_weight_buffer(rnnc_model *m, void *weights, void *grads, size_t bytes)
 {
     if (!m)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_bind_weight_buffer: NULL model");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_bind_weight_buffer: NULL model");
     fb_rnn *r = NULL;
     rnnc_status s = cudnn_state(m, "a flat weight buffer", &r);
     if (s == RNNC_OK)
@@ -138,11 +138,11 @@ rnnc_status rnnc_model_bind_weight_buffer(rnnc_model *m, void *weights, void *gr
 rnnc_status rnnc_model_cudnn_algo(const rnnc_model *m, rnnc_cudnn_algo *out)
 {
     if (!m || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_cudnn_algo: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_cudnn_algo: NULL argument");
     const api_slot *s = &m->slot[RNNC_BACKEND_CUDNN];
     if (m->kind != RNNC_BACKEND_CUDNN || !s->be)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "the model runs '%s', not cudnn",
-                         rnnc_backend_name(m->kind));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "the model runs '%s', not cudnn",
+                        rnnc_backend_name(m->kind));
     const fb_rnn *r = s->state;
     *out = r->T > 0 ? r->algo : RNNC_CUDNN_ALGO_AUTO;
     return RNNC_OK;
@@ -151,18 +151,18 @@ rnnc_status rnnc_model_cudnn_algo(const rnnc_model *m, rnnc_cudnn_algo *out)
 rnnc_status rnnc_model_weight_buffer(const rnnc_model *m, size_t *bytes, size_t *offsets)
 {
     (void)m, (void)bytes, (void)offsets;
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "a flat weight buffer needs a build with cuDNN");
+    return err_fail(RNNC_ERR_NOT_BUILT, "a flat weight buffer needs a build with cuDNN");
 }
 
 rnnc_status rnnc_model_bind_weight_buffer(rnnc_model *m, void *weights, void *grads, size_t bytes)
 {
     (void)m, (void)weights, (void)grads, (void)bytes;
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "a flat weight buffer needs a build with cuDNN");
+    return err_fail(RNNC_ERR_NOT_BUILT, "a flat weight buffer needs a build with cuDNN");
 }
 
 rnnc_status rnnc_model_cudnn_algo(const rnnc_model *m, rnnc_cudnn_algo *out)
 {
     (void)m, (void)out;
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "this rnnc is built without cuDNN");
+    return err_fail(RNNC_ERR_NOT_BUILT, "this rnnc is built without cuDNN");
 }
 #endif

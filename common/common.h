@@ -5,7 +5,7 @@
  *
  * It includes nothing of rnnc but the public header and uses nothing above
  * it.  The file routines fill a cm_why with the detail (naming the path)
- * and the caller passes it on with rnnc_fail, adding what it was doing.
+ * and the caller passes it on with err_fail, adding what it was doing.
  *
  * Sections: errors (error.c), writing (file_out.c), reading (file_in.c),
  * clock and medians (clock.c), environment and logging (env.c), Philox and
@@ -24,20 +24,20 @@
 /* ---------------------------------------------------------------- errors (error.c) */
 
 /* Records a printf-style detail for rnnc_last_error() and returns `s`. */
-rnnc_status rnnc_fail(rnnc_status s, const char *fmt, ...)
+rnnc_status err_fail(rnnc_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 /* Appends more detail to the current error text ("; " separated). */
-void rnnc_fail_append(const char *fmt, ...)
+void err_fail_append(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
-void rnnc_clear_error(void);
+void err_clear(void);
 
-/* The detail of a failure, for rnnc_fail(s, "%s", why.text). */
+/* The detail of a failure, for err_fail(s, "%s", why.text). */
 typedef struct cm_why {
     char text[512];
 } cm_why;

@@ -50,12 +50,12 @@ const char *rnnc_version_string(void)
     return "0.1.0";
 }
 
-void rnnc_clear_error(void)
+void err_clear(void)
 {
     err_buf[0] = 0;
 }
 
-rnnc_status rnnc_fail(rnnc_status s, const char *fmt, ...)
+rnnc_status err_fail(rnnc_status s, const char *fmt, ...)
 {
     /* Format into a copy first: callers may pass rnnc_last_error() as an argument. */
     char tmp[ERR_CAP];
@@ -67,7 +67,7 @@ rnnc_status rnnc_fail(rnnc_status s, const char *fmt, ...)
     return s;
 }
 
-void rnnc_fail_append(const char *fmt, ...)
+void err_fail_append(const char *fmt, ...)
 {
     char tmp[ERR_CAP];
     size_t n = strlen(err_buf);

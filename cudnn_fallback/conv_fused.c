@@ -37,11 +37,11 @@ rnnc_status fb_conv_plans_resize(rnnc_conv_handle *h, int capacity)
     fb_conv_entries_trim(h, capacity);
     fb_conv_plan *p = realloc(h->plans, (size_t)capacity * sizeof *p);
     if (!p)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "conv plan cache of %d", capacity);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "conv plan cache of %d", capacity);
     h->plans = p;
     fb_conv_entry *e = realloc(h->entries, (size_t)capacity * sizeof *e);
     if (!e)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "conv descriptor cache of %d", capacity);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "conv descriptor cache of %d", capacity);
     h->entries = e;
     h->plan_cap = capacity;
     return RNNC_OK;

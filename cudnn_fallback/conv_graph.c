@@ -514,8 +514,8 @@ rnnc_status fb_conv_plan_build(rnnc_conv_handle *h, const fb_conv_geom *g,
         char desc[400];
         fb_conv_describe(g, desc, sizeof desc);
         rnnc_status st = fb_cudnn_check(b.cs, b.what);
-        rnnc_fail_append("conv graph%s%s%s: %s", e->z ? " + z" : "", e->bias ? " + bias" : "",
-                         e->relu ? " + relu" : "", desc);
+        err_fail_append("conv graph%s%s%s: %s", e->z ? " + z" : "", e->bias ? " + bias" : "",
+                        e->relu ? " + relu" : "", desc);
         fb_conv_plan_free(p);
         return st;
     }

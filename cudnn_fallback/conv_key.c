@@ -110,7 +110,7 @@ rnnc_status fb_conv_cache_put(const fb_conv_key *k, const fb_conv_choice *c)
             g_buckets[h % FB_CONV_BUCKETS] = e;
             g_count++;
         } else {
-            st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "convolution algorithm cache entry");
+            st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "convolution algorithm cache entry");
         }
     }
     if (e)

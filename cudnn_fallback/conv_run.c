@@ -166,8 +166,8 @@ void fb_conv_descs_free(fb_conv_descs *d)
 rnnc_status fb_conv_enter(rnnc_conv_handle *h, const fb_conv_geom *g, void *stream)
 {
     if (g->d.device != h->device)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "conv: the descriptor is for device %d, the "
-                         "handle for device %d", g->d.device, h->device);
+        return err_fail(RNNC_ERR_INVALID_ARG, "conv: the descriptor is for device %d, the "
+                        "handle for device %d", g->d.device, h->device);
     rnnc_status st = rt_cuda_context(h->device);
     if (st == RNNC_OK)
         st = fb_cudnn_check(cudnnSetStream(h->dnn, (cudaStream_t)stream), "cudnnSetStream");
@@ -380,10 +380,10 @@ static rnnc_status run_search(rnnc_conv_handle *h, const fb_conv_geom *g, const 
     }
     char desc[400];
     fb_conv_describe(g, desc, sizeof desc);
-    return rnnc_fail(n ? st : RNNC_ERR_CUDNN, "no valid convolution algorithm for %s %s%s "
-                     "(%d candidate%s%s%s)", k_pass[pass], desc,
-                     g->d.deterministic ? " deterministic" : "", n, n == 1 ? "" : "s",
-                     n ? ": " : "", tried);
+    return err_fail(n ? st : RNNC_ERR_CUDNN, "no valid convolution algorithm for %s %s%s "
+                    "(%d candidate%s%s%s)", k_pass[pass], desc,
+                    g->d.deterministic ? " deterministic" : "", n, n == 1 ? "" : "s",
+                    n ? ": " : "", tried);
 }
 
 /* ---------------------------------------------------------------- the handle's entries */

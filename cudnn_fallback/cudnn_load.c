@@ -77,7 +77,7 @@ rnnc_status fb_cudnn_load(void)
 {
     pthread_once(&g_once, load_once);
     if (!g_loaded)
-        return rnnc_fail(RNNC_ERR_NO_DEVICE, "%s", g_error);
+        return err_fail(RNNC_ERR_NO_DEVICE, "%s", g_error);
     return RNNC_OK;
 }
 

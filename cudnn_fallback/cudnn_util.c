@@ -19,8 +19,8 @@ rnnc_status fb_cudnn_check(cudnnStatus_t st, const char *what)
     if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
         st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
         code = RNNC_ERR_OUT_OF_MEMORY;
-    return rnnc_fail(code, "%s: %s (%d)%s%s", what, cudnnGetErrorString(st), (int)st,
-                     detail[0] ? ": " : "", detail);
+    return err_fail(code, "%s: %s (%d)%s%s", what, cudnnGetErrorString(st), (int)st,
+                    detail[0] ? ": " : "", detail);
 }
 
 /* ---------------------------------------------------------------- buffers */
@@ -85,9 +85,9 @@ rnnc_status fb_dropout_bind(cudnnHandle_t h, int device, uint64_t seed, float p,
         return fb_cudnn_check(cudnnSetDropoutDescriptor(desc, h, 0.0f, NULL, 0, 0),
                               "cudnnSetDropoutDescriptor");
     if (p >= 1.0f)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "dropout %g is not in [0, 1)", (double)p);
+        return err_fail(RNNC_ERR_INVALID_ARG, "dropout %g is not in [0, 1)", (double)p);
     if (device < 0 || device >= FB_DROPOUT_DEVICES)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "device %d out of range", device);
+        return err_fail(RNNC_ERR_INVALID_ARG, "device %d out of range", device);
     pthread_mutex_lock(&drop_lock);
     drop_state *d = &drop_cache[device];
     rnnc_status st;

@@ -67,14 +67,14 @@ rnnc_status fb_rnn_set_algo(fb_rnn *r, rnnc_cudnn_algo a)
         st = fb_cudnn_check(cudnnGetRNNWeightSpaceSize(r->handle, r->rnn, &wsize),
                             "cudnnGetRNNWeightSpaceSize");
     if (st != RNNC_OK) {
-        rnnc_fail_append("algorithm %s", rnnc_cudnn_algo_name(a));
+        err_fail_append("algorithm %s", rnnc_cudnn_algo_name(a));
         return st;
     }
     if (r->wsize && wsize != r->wsize)
-        return rnnc_fail(RNNC_ERR_INTERNAL,
-                         "cuDNN's weight space is %zu bytes with algorithm %s but %zu with the "
-                         "first one: its layout must not depend on the algorithm",
-                         wsize, rnnc_cudnn_algo_name(a), r->wsize);
+        return err_fail(RNNC_ERR_INTERNAL,
+                        "cuDNN's weight space is %zu bytes with algorithm %s but %zu with the "
+                        "first one: its layout must not depend on the algorithm",
+                        wsize, rnnc_cudnn_algo_name(a), r->wsize);
     r->wsize = wsize;
     r->algo = a;
     return RNNC_OK;
@@ -115,7 +115,7 @@ static rnnc_status alloc_temp(fb_rnn *r)
 {
     if (atomic_load(&fail_allocs) > 0) {
         atomic_fetch_sub(&fail_allocs, 1);
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "simulated allocation failure (tests)");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "simulated allocation failure (tests)");
     }
     rnnc_status st = fb_buf_reserve(&r->ws, r->ws_size);
     if (st == RNNC_OK)
@@ -153,10 +153,10 @@ static rnnc_status report_oom(const fb_rnn *r, const char *tried)
     const rt_cuda_api *cu = rt_cu();
     if (cu)
         (void)cu->MemGetInfo(&free_b, &total_b);
-    return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY,
-                     "cuDNN's temp space could not be allocated for T=%d B=%d, even after "
-                     "freeing cached buffers: %s; the device has %zu of %zu bytes free",
-                     r->T, r->B, tried, free_b, total_b);
+    return err_fail(RNNC_ERR_OUT_OF_MEMORY,
+                    "cuDNN's temp space could not be allocated for T=%d B=%d, even after "
+                    "freeing cached buffers: %s; the device has %zu of %zu bytes free",
+                    r->T, r->B, tried, free_b, total_b);
 }
 
 /* The other eligible algorithms, smallest temp need first. */
@@ -203,7 +203,7 @@ static rnnc_status reserve(fb_rnn *r, rnnc_cudnn_algo a, bool may_switch)
     char tried[512] = "";
     note_sizes(r, tried, sizeof tried);
     if (may_switch && retry_others(r, a, tried, sizeof tried) == RNNC_OK) {
-        rnnc_clear_error();
+        err_clear();
         return RNNC_OK;
     }
     return report_oom(r, tried);
@@ -265,7 +265,7 @@ static rnnc_cudnn_algo time_candidates(fb_rnn *r, const fb_io *io, CUstream s,
             best_ms = ms;
         }
     }
-    rnnc_clear_error();
+    err_clear();
     return best;
 }
 
@@ -274,7 +274,7 @@ static bool recorded(const char *key, const rnnc_cudnn_algo *cand, int n, rnnc_c
     char text[64];
     if (rt_tuning_get(key, text, sizeof text) != RNNC_OK ||
         rnnc_cudnn_algo_from_name(text, a) != RNNC_OK) {
-        rnnc_clear_error();
+        err_clear();
         return false;
     }
     for (int i = 0; i < n; i++)
@@ -302,7 +302,7 @@ static rnnc_cudnn_algo choose_auto(fb_rnn *r, const fb_io *io, CUstream s)
         } else {
             a = time_candidates(r, io, s, cand, n);
             (void)rt_tuning_put(key, rnnc_cudnn_algo_name(a)); /* a cache: failure is harmless */
-            rnnc_clear_error();
+            err_clear();
         }
     }
     r->memo.valid = true;
@@ -320,8 +320,8 @@ rnnc_status fb_rnn_prepare_algo(fb_rnn *r, const fb_io *io, CUstream s)
         fb_rnn_algo_query(r, &q);
         const char *why = fb_algo_refusal(want, &q);
         if (why)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cudnn algorithm %s cannot run T=%d B=%d: %s",
-                             rnnc_cudnn_algo_name(want), r->T, r->B, why);
+            return err_fail(RNNC_ERR_UNSUPPORTED, "cudnn algorithm %s cannot run T=%d B=%d: %s",
+                            rnnc_cudnn_algo_name(want), r->T, r->B, why);
         return reserve(r, want, false);
     }
     return reserve(r, choose_auto(r, io, s), true);

@@ -24,8 +24,8 @@ static rnnc_status describe(const rt_spec *s, fb_rnn *r)
     if (st != RNNC_OK)
         return st;
     if (s->dtype != RNNC_F32 && s->dtype != RNNC_F16)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "the cudnn backend runs f32 and f16, not %s",
-                         rnnc_dtype_name(s->dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "the cudnn backend runs f32 and f16, not %s",
+                        rnnc_dtype_name(s->dtype));
     r->spec = *s;
     r->layers = s->layers;
     r->dirs = s->dirs;
@@ -34,12 +34,12 @@ static rnnc_status describe(const rt_spec *s, fb_rnn *r)
     r->hout = s->hout;
     r->proj = s->hout != s->sizes[0].H ? s->hout : 0;
     if (r->proj && r->mode != FB_LSTM)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cuDNN projects only lstm, not %s",
-                         fb_rnn_mode_name(r->mode));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cuDNN projects only lstm, not %s",
+                        fb_rnn_mode_name(r->mode));
     if (!fits_int32(s->sizes[0].I) || !fits_int32(r->hidden) || !fits_int32(r->hout) ||
         s->layers < 1 || (s->dirs != 1 && s->dirs != 2))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "sizes out of cuDNN's range (I %lld, H %lld)",
-                         (long long)s->sizes[0].I, (long long)r->hidden);
+        return err_fail(RNNC_ERR_INVALID_ARG, "sizes out of cuDNN's range (I %lld, H %lld)",
+                        (long long)s->sizes[0].I, (long long)r->hidden);
     r->n_lin = fb_rnn_lin_layers(r->mode, r->proj > 0);
     r->dtype = s->dtype == RNNC_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     r->esz = rnnc_dtype_size(s->dtype);
@@ -81,8 +81,8 @@ static rnnc_status set_rnn_descriptor(fb_rnn *r)
     fb_rnn_algo_query(r, &q); /* batch 0, not ragged: what create already knows */
     const char *why = a != RNNC_CUDNN_ALGO_AUTO ? fb_algo_refusal(a, &q) : NULL;
     if (why)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cudnn algorithm %s: %s", rnnc_cudnn_algo_name(a),
-                         why);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cudnn algorithm %s: %s", rnnc_cudnn_algo_name(a),
+                        why);
     r->algo = RNNC_CUDNN_ALGO_AUTO; /* nothing set yet */
     return fb_rnn_set_algo(r, a == RNNC_CUDNN_ALGO_AUTO ? RNNC_CUDNN_ALGO_STANDARD : a);
 }
@@ -108,7 +108,7 @@ static rnnc_status locate_slots(fb_rnn *r)
         st = fb_cudnn_check(cudnnCreateTensorDescriptor(&bd), "cudnnCreateTensorDescriptor");
     r->slots = calloc((size_t)(r->pseudo * r->n_lin), sizeof *r->slots);
     if (st == RNNC_OK && !r->slots)
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn weight slots");
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn weight slots");
     for (int p = 0; st == RNNC_OK && p < r->pseudo; p++) {
         for (int lin = 0; st == RNNC_OK && lin < r->n_lin; lin++) {
             void *base = (void *)(uintptr_t)r->w.p, *m = NULL, *b = NULL;
@@ -167,7 +167,7 @@ static rnnc_status rnn_create(const rt_spec *s, void **state)
 {
     fb_rnn *r = calloc(1, sizeof *r);
     if (!r)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn backend state");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn backend state");
     /* The cell check comes first: it needs no device, so asking cudnn for
      * layernorm_lstm says what is wrong even on a machine with no GPU. */
     rnnc_status st = describe(s, r);
@@ -212,11 +212,11 @@ static rnnc_status piece_slot(const fb_rnn *r, int pseudo, const char *name,
     size_t n = pc->bias ? sl->bias_n : sl->mat_n;
     *off = pc->bias ? sl->bias_off : sl->mat_off;
     if (n != (size_t)(pc->rows * pc->cols))
-        return rnnc_fail(RNNC_ERR_INTERNAL,
-                         "%s of pseudo-layer %d: cuDNN's linear layer %d %s has %zu elements, "
-                         "rnnc expected %lld",
-                         name, pseudo, pc->lin_id, pc->bias ? "bias" : "matrix", n,
-                         (long long)(pc->rows * pc->cols));
+        return err_fail(RNNC_ERR_INTERNAL,
+                        "%s of pseudo-layer %d: cuDNN's linear layer %d %s has %zu elements, "
+                        "rnnc expected %lld",
+                        name, pseudo, pc->lin_id, pc->bias ? "bias" : "matrix", n,
+                        (long long)(pc->rows * pc->cols));
     return RNNC_OK;
 }
 
@@ -240,12 +240,12 @@ static rnnc_status fill_pseudo(const fb_rnn *r, const rt_weights *w, int p, char
         fb_rnn_piece pc[FB_MAX_GATES];
         int n = fb_rnn_pieces(r->mode, name, layer_dims(r, p), pc);
         if (n < 0)
-            return rnnc_fail(RNNC_ERR_INTERNAL, "cudnn %s has no parameter '%s'",
-                             fb_rnn_mode_name(r->mode), name);
+            return err_fail(RNNC_ERR_INTERNAL, "cudnn %s has no parameter '%s'",
+                            fb_rnn_mode_name(r->mode), name);
         const float *src = rt_weight(w, p, i);
         if (n > 0 && !src)
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "weight %s of pseudo-layer %d is not set",
-                             name, p);
+            return err_fail(RNNC_ERR_INVALID_ARG, "weight %s of pseudo-layer %d is not set",
+                            name, p);
         for (int k = 0; k < n; k++) {
             size_t off;
             rnnc_status st = piece_slot(r, p, name, &pc[k], &off);
@@ -261,12 +261,12 @@ static rnnc_status rnn_bind(void *state, const rt_weights *w)
 {
     fb_rnn *r = state;
     if (w->pseudo_layers != r->pseudo || w->n_params != r->spec.fn[0]->n_params)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "weights for %d pseudo-layers x %d params, model has "
-                         "%d x %d", w->pseudo_layers, w->n_params, r->pseudo,
-                         (int)r->spec.fn[0]->n_params);
+        return err_fail(RNNC_ERR_INTERNAL, "weights for %d pseudo-layers x %d params, model has "
+                        "%d x %d", w->pseudo_layers, w->n_params, r->pseudo,
+                        (int)r->spec.fn[0]->n_params);
     char *host = calloc(1, r->wsize); /* zero: anything cuDNN has and rnnc lacks stays 0 */
     if (!host)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn weight staging (%zu bytes)", r->wsize);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn weight staging (%zu bytes)", r->wsize);
     rnnc_status st = RNNC_OK;
     for (int p = 0; st == RNNC_OK && p < r->pseudo; p++)
         st = fill_pseudo(r, w, p, host);
@@ -302,8 +302,8 @@ static rnnc_status fetch_grad(fb_rnn *r)
     if (!r->dw_host) {
         r->dw_host = malloc(r->wsize);
         if (!r->dw_host)
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn gradient staging (%zu bytes)",
-                             r->wsize);
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cudnn gradient staging (%zu bytes)",
+                            r->wsize);
     }
     rnnc_status st = rt_cuda_context(r->spec.device);
     if (st == RNNC_OK)
@@ -319,17 +319,17 @@ static rnnc_status rnn_weight_grad(void *state, int pseudo, int param, float *ou
     fb_rnn *r = state;
     const ir_fn *fn = r->spec.fn[0];
     if (!r->have_grad)
-        return rnnc_fail(RNNC_ERR_STATE, "no weight gradients yet: call backward after a "
-                         "training forward");
+        return err_fail(RNNC_ERR_STATE, "no weight gradients yet: call backward after a "
+                        "training forward");
     if (pseudo < 0 || pseudo >= r->pseudo || param < 0 || param >= fn->n_params)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "weight (%d, %d) out of range", pseudo, param);
+        return err_fail(RNNC_ERR_INVALID_ARG, "weight (%d, %d) out of range", pseudo, param);
     const char *name = fn->params[param].name;
     fb_rnn_piece pc[FB_MAX_GATES];
     int n = fb_rnn_pieces(r->mode, name, layer_dims(r, pseudo), pc);
     int64_t numel = fb_rnn_param_numel(r->mode, name, layer_dims(r, pseudo));
     if (n <= 0 || numel != count)
-        return rnnc_fail(RNNC_ERR_SHAPE, "gradient of %s: %lld elements asked, it has %lld",
-                         name, (long long)count, (long long)(n <= 0 ? 0 : numel));
+        return err_fail(RNNC_ERR_SHAPE, "gradient of %s: %lld elements asked, it has %lld",
+                        name, (long long)count, (long long)(n <= 0 ? 0 : numel));
     rnnc_status st = fetch_grad(r);
     for (int k = 0; st == RNNC_OK && k < n; k++) {
         size_t off;

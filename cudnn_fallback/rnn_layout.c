@@ -166,23 +166,23 @@ rnnc_status fb_rnn_param_offset(fb_rnn_mode m, const char *name, fb_rnn_dims d,
     fb_rnn_piece pc[FB_MAX_GATES];
     int n = fb_rnn_pieces(m, name, d, pc);
     if (n <= 0)
-        return rnnc_fail(RNNC_ERR_NOT_FOUND, "cudnn %s has no parameter '%s'",
-                         fb_rnn_mode_name(m), name ? name : "(null)");
+        return err_fail(RNNC_ERR_NOT_FOUND, "cudnn %s has no parameter '%s'",
+                        fb_rnn_mode_name(m), name ? name : "(null)");
     size_t first = 0;
     for (int k = 0; k < n; k++) {
         const fb_lin_slot *sl = &slots[pc[k].lin_id];
         size_t at = pc[k].bias ? sl->bias_off : sl->mat_off;
         size_t have = pc[k].bias ? sl->bias_n : sl->mat_n;
         if (have != (size_t)(pc[k].rows * pc[k].cols))
-            return rnnc_fail(RNNC_ERR_NOT_FOUND, "cuDNN holds no %s for '%s' (linear layer %d)",
-                             pc[k].bias ? "bias" : "matrix", name, pc[k].lin_id);
+            return err_fail(RNNC_ERR_NOT_FOUND, "cuDNN holds no %s for '%s' (linear layer %d)",
+                            pc[k].bias ? "bias" : "matrix", name, pc[k].lin_id);
         if (k == 0)
             first = at;
         else if (at != first + (size_t)pc[k].offset * esz)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                             "'%s' is not contiguous in cuDNN's weight space: gate %d sits at byte "
-                             "%zu, not %zu",
-                             name, k, at, first + (size_t)pc[k].offset * esz);
+            return err_fail(RNNC_ERR_UNSUPPORTED,
+                            "'%s' is not contiguous in cuDNN's weight space: gate %d sits at byte "
+                            "%zu, not %zu",
+                            name, k, at, first + (size_t)pc[k].offset * esz);
     }
     *off = first;
     return RNNC_OK;

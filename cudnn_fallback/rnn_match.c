@@ -74,8 +74,8 @@ static rnnc_status specialised_builtin(const char *name, const rt_spec *s, ir_fn
     rnnc_cell *raw = NULL, *c = NULL;
     fb_cell_source make = atomic_load(&g_source);
     if (!make)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "cudnn: no source of built-in cells to match "
-                                            "against (api/ sets one before opening cudnn)");
+        return err_fail(RNNC_ERR_INTERNAL, "cudnn: no source of built-in cells to match "
+                                           "against (api/ sets one before opening cudnn)");
     rnnc_status st = make(&raw, name, NULL);
     if (st != RNNC_OK)
         return st;
@@ -118,25 +118,25 @@ rnnc_status fb_rnn_match(const rt_spec *s, fb_rnn_mode *mode, double *dropout)
         if (same) {
             *mode = candidates[k].mode;
             *dropout = s->dropout > 0 ? s->dropout : cell_dropout(fn);
-            rnnc_clear_error();
+            err_clear();
             return RNNC_OK;
         }
     }
     const char *name = rnnc_cell_name(fn);
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                     "cell '%s' is not a standard cell; cuDNN runs lstm, gru, rnn_tanh, "
-                     "rnn_relu; use --backend fused, cpu or interp",
-                     name ? name : "?");
+    return err_fail(RNNC_ERR_UNSUPPORTED,
+                    "cell '%s' is not a standard cell; cuDNN runs lstm, gru, rnn_tanh, "
+                    "rnn_relu; use --backend fused, cpu or interp",
+                    name ? name : "?");
 }
 
 rnnc_status fb_rnn_state_slots(const ir_fn *fn, fb_rnn_mode m, int *h, int *c)
 {
     int want = fb_rnn_state_count(m);
     if (fn->n_states != want)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "cudnn %s has %d state%s (%s), but the cell declares %d",
-                         fb_rnn_mode_name(m), want, want == 1 ? "" : "s",
-                         want == 1 ? "h; cx is only for lstm" : "h and c", (int)fn->n_states);
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "cudnn %s has %d state%s (%s), but the cell declares %d",
+                        fb_rnn_mode_name(m), want, want == 1 ? "" : "s",
+                        want == 1 ? "h; cx is only for lstm" : "h and c", (int)fn->n_states);
     /* dropout_lstm may emit dropout(h') while h' itself carries on. */
     int32_t out = fn->output;
     if (out >= 0 && fn->nodes[out].op == IR_DROPOUT)
@@ -150,7 +150,7 @@ rnnc_status fb_rnn_state_slots(const ir_fn *fn, fb_rnn_mode m, int *h, int *c)
             *c = i;
     }
     if (*h < 0)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "no state of cell '%s' is its output",
-                         rnnc_cell_name(fn));
+        return err_fail(RNNC_ERR_INTERNAL, "no state of cell '%s' is its output",
+                        rnnc_cell_name(fn));
     return RNNC_OK;
 }

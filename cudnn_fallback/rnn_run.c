@@ -36,16 +36,16 @@ static rnnc_status check_forward(const fb_rnn *r, const rnnc_forward_args *a)
     if (st != RNNC_OK)
         return st;
     if (!a->x || !a->y)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cudnn forward needs x and y");
+        return err_fail(RNNC_ERR_INVALID_ARG, "cudnn forward needs x and y");
     if (a->seq_len < 1 || a->seq_len > INT_MAX || a->batch < 1 || a->batch > INT_MAX)
-        return rnnc_fail(RNNC_ERR_SHAPE, "T = %lld and B = %lld must be in [1, %d]",
-                         (long long)a->seq_len, (long long)a->batch, INT_MAX);
+        return err_fail(RNNC_ERR_SHAPE, "T = %lld and B = %lld must be in [1, %d]",
+                        (long long)a->seq_len, (long long)a->batch, INT_MAX);
     for (int64_t b = 0; a->lengths && b < a->batch; b++)
         if (a->lengths[b] < 1 || a->lengths[b] > a->seq_len)
-            return rnnc_fail(RNNC_ERR_SHAPE, "lengths[%lld] = %lld is not in [1, T = %lld]",
-                             (long long)b, (long long)a->lengths[b], (long long)a->seq_len);
+            return err_fail(RNNC_ERR_SHAPE, "lengths[%lld] = %lld is not in [1, T = %lld]",
+                            (long long)b, (long long)a->lengths[b], (long long)a->seq_len);
     if (!r->bound && !r->ext_w)
-        return rnnc_fail(RNNC_ERR_STATE, "cudnn forward before the weights were set");
+        return err_fail(RNNC_ERR_STATE, "cudnn forward before the weights were set");
     return RNNC_OK;
 }
 
@@ -56,7 +56,7 @@ static rnnc_status set_lengths(fb_rnn *r, const rnnc_forward_args *a)
     if ((size_t)a->batch > r->lens_cap) {
         int32_t *l = realloc(r->lens, (size_t)a->batch * sizeof *l);
         if (!l)
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "sequence lengths");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "sequence lengths");
         r->lens = l;
         r->lens_cap = (size_t)a->batch;
     }
@@ -293,12 +293,12 @@ rnnc_status fb_rnn_time_forward(void *state, const rnnc_forward_args *a, int war
 static rnnc_status check_backward(const fb_rnn *r, const rnnc_backward_args *a)
 {
     if (!r->last_valid || !r->last_training)
-        return rnnc_fail(RNNC_ERR_STATE, "backward needs a training forward first%s",
-                         r->last_valid ? " (the last forward was inference, or was already "
-                                         "differentiated)"
-                                       : "");
+        return err_fail(RNNC_ERR_STATE, "backward needs a training forward first%s",
+                        r->last_valid ? " (the last forward was inference, or was already "
+                                        "differentiated)"
+                                      : "");
     if (!a->dy)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cudnn backward needs dy");
+        return err_fail(RNNC_ERR_INVALID_ARG, "cudnn backward needs dy");
     return RNNC_OK;
 }
 

@@ -27,10 +27,10 @@ rnnc_status fb_rnn_weight_layout(const fb_rnn *r, size_t *bytes, size_t *offsets
 rnnc_status fb_rnn_bind_buffer(fb_rnn *r, CUdeviceptr weights, CUdeviceptr grads, size_t bytes)
 {
     if (weights && bytes != r->wsize)
-        return rnnc_fail(RNNC_ERR_SHAPE,
-                         "the weight buffer has %zu bytes; cuDNN's weight space for this model "
-                         "has %zu (rnnc_model_weight_buffer)",
-                         bytes, r->wsize);
+        return err_fail(RNNC_ERR_SHAPE,
+                        "the weight buffer has %zu bytes; cuDNN's weight space for this model "
+                        "has %zu (rnnc_model_weight_buffer)",
+                        bytes, r->wsize);
     r->ext_w = weights != 0;
     r->ext_dw = weights && grads;
     r->wp = weights ? weights : r->w.p;

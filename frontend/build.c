@@ -11,8 +11,8 @@
 static rnnc_status parse_dim(const char *text, ir_dim *d)
 {
     if (!ir_dim_parse(text, d))
-        return rnnc_fail(RNNC_ERR_SHAPE, "'%s' is not a size (write e.g. 4H, I, H+I, 2*H, 1)",
-                         text ? text : "(null)");
+        return err_fail(RNNC_ERR_SHAPE, "'%s' is not a size (write e.g. 4H, I, H+I, 2*H, 1)",
+                        text ? text : "(null)");
     return RNNC_OK;
 }
 
@@ -21,7 +21,7 @@ rnnc_status rnnc_cell_input(rnnc_cell *c, const char *name, const char *dim, rnn
     ir_dim d;
     rnnc_status s;
     if (!c || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_input: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_input: NULL argument");
     if ((s = ir_check_decl_name(c, name)) || (s = parse_dim(dim, &d)))
         return s;
     return ir_decl_input(c, name, d, out);
@@ -32,7 +32,7 @@ rnnc_status rnnc_cell_state(rnnc_cell *c, const char *name, const char *dim, rnn
     ir_dim d;
     rnnc_status s;
     if (!c || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_state: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_state: NULL argument");
     if ((s = ir_check_decl_name(c, name)) || (s = parse_dim(dim, &d)))
         return s;
     return ir_decl_state(c, name, d, out);
@@ -44,7 +44,7 @@ static rnnc_status declare_param(rnnc_cell *c, const char *name, const char *row
     ir_dim r, d;
     rnnc_status s;
     if (!c || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_param: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_param: NULL argument");
     if ((s = ir_check_decl_name(c, name)) || (rows && (s = parse_dim(rows, &r))) ||
         (s = parse_dim(cols, &d)))
         return s;
@@ -66,7 +66,7 @@ rnnc_status rnnc_cell_param_optional(rnnc_cell *c, const char *name, const char 
 rnnc_status rnnc_cell_const(rnnc_cell *c, double v, rnnc_value *out)
 {
     if (!c || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_const: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_const: NULL argument");
     return ir_emit_const(c, v, out);
 }
 
@@ -74,7 +74,7 @@ rnnc_status rnnc_cell_const(rnnc_cell *c, double v, rnnc_value *out)
 static rnnc_status emit_op(rnnc_cell *c, ir_node n, rnnc_value *out)
 {
     if (!c || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "%s: NULL argument", ir_ops[n.op].name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "%s: NULL argument", ir_ops[n.op].name);
     return ir_emit_node(c, &n, out);
 }
 
@@ -121,29 +121,29 @@ rnnc_status rnnc_layernorm(rnnc_cell *c, rnnc_value x, double eps, rnnc_value ga
 rnnc_status rnnc_dropout(rnnc_cell *c, rnnc_value x, double p, rnnc_value *out)
 {
     if (!c)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "dropout: NULL cell");
+        return err_fail(RNNC_ERR_INVALID_ARG, "dropout: NULL cell");
     if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "%s: NULL argument", ir_ops[IR_DROPOUT].name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "%s: NULL argument", ir_ops[IR_DROPOUT].name);
     return ir_emit_dropout(c, x, p, out);
 }
 
 rnnc_status rnnc_cell_set_next(rnnc_cell *c, rnnc_value state, rnnc_value next)
 {
     if (!c)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_next: NULL cell");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_next: NULL cell");
     return ir_set_next(c, state, next);
 }
 
 rnnc_status rnnc_cell_set_output(rnnc_cell *c, rnnc_value out)
 {
     if (!c)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_output: NULL cell");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_set_output: NULL cell");
     return ir_set_output(c, out);
 }
 
 rnnc_status rnnc_cell_verify(const rnnc_cell *c)
 {
     if (!c)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_verify: NULL cell");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_verify: NULL cell");
     return ir_verify(c);
 }

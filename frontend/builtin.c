@@ -40,14 +40,14 @@ static rnnc_status not_found(const char *name)
     size_t n = 0;
     for (const fe_builtin *b = rnnc_builtin_cells; b->name && n < sizeof list - 64; b++)
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", b->name);
-    return rnnc_fail(RNNC_ERR_NOT_FOUND, "no built-in cell '%s' (built-in: %s, premul, premul_bias)",
-                     name, list);
+    return err_fail(RNNC_ERR_NOT_FOUND, "no built-in cell '%s' (built-in: %s, premul, premul_bias)",
+                    name, list);
 }
 
 rnnc_status rnnc_cell_builtin(rnnc_cell **out, const char *name, const char *attrs)
 {
     if (!out || !name)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_builtin: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_builtin: NULL argument");
     *out = NULL;
     const fe_builtin *b = find_builtin(name);
     if (!b)
@@ -65,14 +65,14 @@ static rnnc_status read_all(const char *path, char **text, size_t *len)
     rnnc_status s = cm_read_file(path, 0, MAX_CELL_FILE, text, len, &why);
     if (s == RNNC_ERR_NOT_FOUND)
         s = RNNC_ERR_IO;
-    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
+    return s == RNNC_OK ? RNNC_OK : err_fail(s, "%s", why.text);
 }
 
 rnnc_status rnnc_cell_load_file(rnnc_cell **out, const char *path, const char *cell_name,
                                 const char *attrs)
 {
     if (!out || !path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_load_file: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_load_file: NULL argument");
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
@@ -93,7 +93,7 @@ static bool is_path(const char *s)
 rnnc_status rnnc_cell_load(rnnc_cell **out, const char *name_or_path, const char *attrs)
 {
     if (!out || !name_or_path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_load: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_load: NULL argument");
     if (is_path(name_or_path))
         return rnnc_cell_load_file(out, name_or_path, NULL, attrs);
     return rnnc_cell_builtin(out, name_or_path, attrs);

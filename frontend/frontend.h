@@ -56,7 +56,7 @@ bool fe_tok_is(const fe_lexer *lx, const fe_tok *t, const char *word);
 const char *fe_tok_text(const fe_lexer *lx, const fe_tok *t, char *buf, size_t n);
 /* Fails unless the current token has that kind; `what` names it for the message. */
 rnnc_status fe_expect(fe_lexer *lx, int kind, const char *what);
-/* Records "file:line:col: <message>" with rnnc_fail and returns s. */
+/* Records "file:line:col: <message>" with err_fail and returns s. */
 rnnc_status fe_error_at(const fe_lexer *lx, int32_t line, int32_t col, rnnc_status s,
                         const char *fmt, ...)
 #if defined(__GNUC__)

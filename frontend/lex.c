@@ -84,7 +84,7 @@ rnnc_status fe_error_at(const fe_lexer *lx, int32_t line, int32_t col, rnnc_stat
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return rnnc_fail(s, "%s:%d:%d: %s", lx->file, (int)line, (int)col, msg);
+    return err_fail(s, "%s:%d:%d: %s", lx->file, (int)line, (int)col, msg);
 }
 
 const char *fe_quote(const fe_lexer *lx, size_t off, size_t len, char *buf, size_t n)

@@ -34,7 +34,7 @@ static rnnc_status define(fe_parser *p, const fe_tok *t, fe_sym **out)
                            (int)old->col);
     *out = fe_sym_add(&p->syms, name, (uint32_t)t->len);
     if (!*out)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
     (*out)->line = t->line;
     (*out)->col = t->col;
     return RNNC_OK;
@@ -296,7 +296,7 @@ static rnnc_status parse_assign(fe_parser *p)
             cap = cap ? 2 * cap : 4;
             fe_tok *more = realloc(names, (size_t)cap * sizeof *more);
             if (!more) {
-                s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
+                s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
                 goto free_names;
             }
             names = more;
@@ -462,7 +462,7 @@ static rnnc_status note_cell_name(const fe_lexer *lx, fe_symtab *names, const fe
                            fe_quote(lx, t->off, t->len, q, sizeof q), (int)old->line);
     fe_sym *sym = fe_sym_add(names, lx->text + t->off, (uint32_t)t->len);
     if (!sym)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
     sym->line = t->line;
     return RNNC_OK;
 }
@@ -496,11 +496,11 @@ static rnnc_status parse_file(fe_parser *p, const char *want, rnnc_cell **out)
         s = fe_error_at(lx, lx->tok.line, lx->tok.col, RNNC_ERR_PARSE,
                         "no cell in the text (expected 'cell NAME { ... }')");
     if (s == RNNC_OK && !found)
-        s = rnnc_fail(RNNC_ERR_NOT_FOUND, "%s: no cell named '%s'", lx->file, want);
+        s = err_fail(RNNC_ERR_NOT_FOUND, "%s: no cell named '%s'", lx->file, want);
     for (int i = 0; s == RNNC_OK && i < p->n_over; i++)
         if (!p->over[i].used)
-            s = rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: cell '%s' has no attribute '%s'",
-                          rnnc_cell_name(found), p->over[i].name);
+            s = err_fail(RNNC_ERR_INVALID_ARG, "attrs: cell '%s' has no attribute '%s'",
+                         rnnc_cell_name(found), p->over[i].name);
     if (s != RNNC_OK) {
         rnnc_cell_destroy(found);
         return s;
@@ -513,10 +513,10 @@ rnnc_status rnnc_cell_parse(rnnc_cell **out, const char *text, size_t len, const
                             const char *cell_name, const char *attrs)
 {
     if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_parse: out is NULL");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_parse: out is NULL");
     *out = NULL;
     if (!text && len)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_parse: text is NULL");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_parse: text is NULL");
     fe_parser p;
     memset(&p, 0, sizeof p);
     rnnc_status s = fe_overrides_parse(attrs, &p.over, &p.n_over);

@@ -235,7 +235,7 @@ static rnnc_status parse_args(fe_parser *p, fe_val **args, int *n)
             cap = cap ? cap * 2 : 4;
             fe_val *more = realloc(*args, (size_t)cap * sizeof *more);
             if (!more)
-                return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
+                return err_fail(RNNC_ERR_OUT_OF_MEMORY, "parser: out of memory");
             *args = more;
         }
         if ((s = fe_parse_expr(p, &(*args)[*n])) != RNNC_OK)

@@ -107,29 +107,29 @@ static rnnc_status parse_item(const char *item, size_t n, fe_attr_override *o)
 {
     const char *eq = memchr(item, '=', n);
     if (!eq)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: expected name=value, got '%.*s'",
-                         (int)(n > 80 ? 80 : n), item);
+        return err_fail(RNNC_ERR_INVALID_ARG, "attrs: expected name=value, got '%.*s'",
+                        (int)(n > 80 ? 80 : n), item);
     const char *name = item;
     size_t name_len = trim(&name, (size_t)(eq - item));
     const char *val = eq + 1;
     size_t val_len = trim(&val, n - (size_t)(eq + 1 - item));
     if (!valid_name(name, name_len))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: bad attribute name '%.*s'",
-                         (int)(name_len > 80 ? 80 : name_len), name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "attrs: bad attribute name '%.*s'",
+                        (int)(name_len > 80 ? 80 : name_len), name);
     char buf[72];
     char *end = NULL;
     if (val_len == 0 || val_len >= sizeof buf)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: bad value for '%.*s'", (int)name_len,
-                         name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "attrs: bad value for '%.*s'", (int)name_len,
+                        name);
     memcpy(buf, val, val_len);
     buf[val_len] = 0;
     errno = 0;
     o->value = strtod(buf, &end);
     if (*end || !isfinite(o->value))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: '%s' is not a number (attribute '%.*s')",
-                         buf, (int)name_len, name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "attrs: '%s' is not a number (attribute '%.*s')",
+                        buf, (int)name_len, name);
     o->name = strndup(name, name_len);
-    return o->name ? RNNC_OK : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "attrs: out of memory");
+    return o->name ? RNNC_OK : err_fail(RNNC_ERR_OUT_OF_MEMORY, "attrs: out of memory");
 }
 
 rnnc_status fe_overrides_parse(const char *attrs, fe_attr_override **out, int *n)
@@ -142,10 +142,10 @@ rnnc_status fe_overrides_parse(const char *attrs, fe_attr_override **out, int *n
     for (const char *c = attrs; *c; c++)
         cap += *c == ',';
     if (cap > 256) /* the duplicate check below is quadratic */
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: more than 256 overrides");
+        return err_fail(RNNC_ERR_INVALID_ARG, "attrs: more than 256 overrides");
     fe_attr_override *o = calloc((size_t)cap, sizeof *o);
     if (!o)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "attrs: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "attrs: out of memory");
     int k = 0;
     for (const char *item = attrs;;) {
         const char *comma = strchr(item, ',');
@@ -157,7 +157,7 @@ rnnc_status fe_overrides_parse(const char *attrs, fe_attr_override **out, int *n
         }
         for (int j = 0; j < k; j++)
             if (strcmp(o[j].name, o[k].name) == 0) {
-                s = rnnc_fail(RNNC_ERR_INVALID_ARG, "attrs: '%s' given twice", o[k].name);
+                s = err_fail(RNNC_ERR_INVALID_ARG, "attrs: '%s' given twice", o[k].name);
                 fe_overrides_free(o, k + 1);
                 return s;
             }

@@ -38,7 +38,7 @@ static int32_t emit(ad *c, ir_node n)
     int32_t out = -1;
     for (int k = 0; k < 3; k++)
         if (c->st == RNNC_OK && n.a[k] < -1)
-            c->st = rnnc_fail(RNNC_ERR_INTERNAL, "autodiff: a missing operand");
+            c->st = err_fail(RNNC_ERR_INTERNAL, "autodiff: a missing operand");
     if (c->st == RNNC_OK)
         c->st = ir_emit_node(c->b, &n, &out);
     return c->st == RNNC_OK ? out : -2;
@@ -160,7 +160,7 @@ static int32_t declare_in(ad *c, ir_grad_src src, int32_t ref, const char *name,
         int32_t cap = c->cap_in ? 2 * c->cap_in : 8;
         ir_grad_in *p = realloc(c->g->in, sizeof *p * (size_t)cap);
         if (!p) {
-            c->st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
+            c->st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
             return -2;
         }
         c->g->in = p;
@@ -255,7 +255,7 @@ static void acc_piece(ad *c, int32_t v, int parts, int index, int32_t d)
     if (!c->piece[v]) {
         c->piece[v] = malloc(sizeof(int32_t) * (size_t)parts);
         if (!c->piece[v]) {
-            c->st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
+            c->st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
             return;
         }
         for (int k = 0; k < parts; k++)
@@ -534,8 +534,8 @@ static rnnc_status sweep(ad *c)
             continue;
         }
         if (!rules[n->op])
-            return rnnc_fail(RNNC_ERR_INTERNAL, "autodiff: op %s has no derivative rule",
-                             ir_ops[n->op].name);
+            return err_fail(RNNC_ERR_INTERNAL, "autodiff: op %s has no derivative rule",
+                            ir_ops[n->op].name);
         rules[n->op](c, n, i, d);
     }
     if (c->st != RNNC_OK)
@@ -561,7 +561,7 @@ static rnnc_status list_saved(ad *c)
     ir_grad *g = c->g;
     g->saved = malloc(sizeof(int32_t) * ((size_t)c->b->n_inputs + 1));
     if (!g->saved)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
     for (int k = 0; k < c->b->n_inputs; k++)
         if (g->in[k].src == IR_GSRC_SAVED)
             g->saved[g->n_saved++] = g->in[k].ref;
@@ -586,7 +586,7 @@ static rnnc_status ad_init(ad *c, const ir_fn *f, ir_grad *g)
     g->param_grad = malloc(sizeof(int32_t) * ((size_t)f->n_params + 1));
     if (!c->fwd || !c->adj || !c->piece || !c->parts || !c->cost || !c->save || !c->wants ||
         !g->param_grad)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
     for (int32_t i = 0; i < f->n; i++) {
         const ir_node *nd = &f->nodes[i];
         c->fwd[i] = c->adj[i] = -1;
@@ -617,11 +617,11 @@ static void ad_free(ad *c)
 rnnc_status ir_autodiff(const ir_fn *f, ir_grad *out)
 {
     if (!f || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "autodiff: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "autodiff: NULL argument");
     memset(out, 0, sizeof *out);
     if (f->n_inputs != 1 || f->output < 0)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "autodiff: cell '%s' needs exactly one input and an output", f->name);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "autodiff: cell '%s' needs exactly one input and an output", f->name);
     ad c;
     rnnc_status s = ad_init(&c, f, out);
     if (s == RNNC_OK) {
@@ -661,7 +661,7 @@ rnnc_status ir_grad_print(const ir_fn *f, const ir_grad *g, char **text)
     int32_t *nodes = calloc((size_t)f->n_params + 1, sizeof *nodes);
     rnnc_status s = RNNC_OK;
     if (!labels || !names || !nodes) {
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
+        s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
         goto free_lists;
     }
     for (int k = 0; k < f->n_params; k++) {
@@ -669,7 +669,7 @@ rnnc_status ir_grad_print(const ir_fn *f, const ir_grad *g, char **text)
             continue;
         size_t len = strlen(f->params[k].name) + 8;
         if (!(names[n] = malloc(len))) {
-            s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
+            s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "autodiff: out of memory");
             goto free_lists;
         }
         snprintf(names[n], len, "grad %s", f->params[k].name);

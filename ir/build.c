@@ -29,9 +29,9 @@ static bool valid_name(const char *s)
 rnnc_status ir_check_decl_name(const ir_fn *f, const char *name)
 {
     if (!valid_name(name))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "'%s' is not a valid name", name ? name : "(null)");
+        return err_fail(RNNC_ERR_INVALID_ARG, "'%s' is not a valid name", name ? name : "(null)");
     if (ir_find_decl(f, name) >= 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "'%s' is declared twice in cell '%s'", name, f->name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "'%s' is declared twice in cell '%s'", name, f->name);
     return RNNC_OK;
 }
 
@@ -43,7 +43,7 @@ static rnnc_status grow(void **arr, int32_t *cap, int32_t n, size_t size)
     int32_t nc = *cap ? *cap * 2 : 8;
     void *p = realloc(*arr, size * (size_t)nc);
     if (!p)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     *arr = p;
     *cap = nc;
     return RNNC_OK;
@@ -54,7 +54,7 @@ static rnnc_status grow(void **arr, int32_t *cap, int32_t n, size_t size)
 static rnnc_status copy_name(const char *name, char **out)
 {
     *out = strdup(name);
-    return *out ? RNNC_OK : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+    return *out ? RNNC_OK : err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
 /* Appends a leaf node of `op` whose slot is `slot`. */
@@ -119,7 +119,7 @@ rnnc_status ir_decl_param(ir_fn *f, const char *name, const ir_dim *rows, ir_dim
 rnnc_status ir_emit_const(ir_fn *f, double v, int32_t *out)
 {
     if (v != v || v - v != 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "constants must be finite");
+        return err_fail(RNNC_ERR_INVALID_ARG, "constants must be finite");
     ir_node n = {.op = IR_CONST, .kind = IR_SCALAR, .a = {-1, -1, -1}, .f = v};
     return ir_emit(f, &n, out);
 }
@@ -144,20 +144,20 @@ rnnc_status ir_set_next(ir_fn *f, int32_t state, int32_t next)
 {
     int s = state >= 0 && state < f->n ? ir_state_of(f, state) : -1;
     if (s < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not a state of cell '%s'",
-                         state, f->name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not a state of cell '%s'",
+                        state, f->name);
     if (next < 0 || next >= f->n)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not in cell '%s'", next,
-                         f->name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "set_next: value %d is not in cell '%s'", next,
+                        f->name);
     if (f->states[s].next >= 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "state '%s' is given its next value twice",
-                         f->states[s].name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "state '%s' is given its next value twice",
+                        f->states[s].name);
     const ir_node *n = &f->nodes[next], *st = &f->nodes[state];
     if (n->kind != IR_ROW || !ir_dim_eq(n->cols, st->cols)) {
         char b1[48], b2[48];
-        return rnnc_fail(RNNC_ERR_SHAPE, "next value of state '%s' must be a row of [%s], got [%s]",
-                         f->states[s].name, ir_dim_str(st->cols, b1, sizeof b1),
-                         ir_dim_str(n->cols, b2, sizeof b2));
+        return err_fail(RNNC_ERR_SHAPE, "next value of state '%s' must be a row of [%s], got [%s]",
+                        f->states[s].name, ir_dim_str(st->cols, b1, sizeof b1),
+                        ir_dim_str(n->cols, b2, sizeof b2));
     }
     f->states[s].next = next;
     return RNNC_OK;
@@ -166,9 +166,9 @@ rnnc_status ir_set_next(ir_fn *f, int32_t state, int32_t next)
 rnnc_status ir_set_output(ir_fn *f, int32_t out)
 {
     if (out < 0 || out >= f->n || f->nodes[out].kind != IR_ROW)
-        return rnnc_fail(RNNC_ERR_SHAPE, "the output of cell '%s' must be a row value", f->name);
+        return err_fail(RNNC_ERR_SHAPE, "the output of cell '%s' must be a row value", f->name);
     if (f->output >= 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "the output of cell '%s' is set twice", f->name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "the output of cell '%s' is set twice", f->name);
     f->output = out;
     return RNNC_OK;
 }

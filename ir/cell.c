@@ -19,7 +19,7 @@ const ir_op_info ir_ops[IR_NUM_OPS] = {
 rnnc_status rnnc_cell_create(rnnc_cell **out, const char *name)
 {
     if (!out || !name || !*name)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_create: a cell needs a name");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_create: a cell needs a name");
     rnnc_cell *c = calloc(1, sizeof *c);
     if (!c)
         goto fail_cell;
@@ -32,7 +32,7 @@ rnnc_status rnnc_cell_create(rnnc_cell **out, const char *name)
 fail_name:
     free(c);
 fail_cell:
-    return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cell_create: out of memory");
+    return err_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cell_create: out of memory");
 }
 
 void rnnc_cell_destroy(rnnc_cell *c)
@@ -106,7 +106,7 @@ static rnnc_status htab_grow(rnnc_cell *c)
     int32_t cap = table_size(c->n, c->hcap);
     int32_t *t = malloc(sizeof(int32_t) * (size_t)cap);
     if (!t)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", c->name);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", c->name);
     free(c->htab);
     c->htab = t;
     c->hcap = cap;
@@ -150,12 +150,12 @@ rnnc_status ir_emit(ir_fn *f, const ir_node *n, int32_t *out)
         return RNNC_OK;
     }
     if (f->n == INT32_MAX / 2)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cell '%s': too many nodes", f->name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "cell '%s': too many nodes", f->name);
     if (f->n == f->cap) {
         int32_t cap = f->cap ? f->cap * 2 : 32;
         ir_node *p = realloc(f->nodes, sizeof(ir_node) * (size_t)cap);
         if (!p)
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
         f->nodes = p;
         f->cap = cap;
     }
@@ -218,7 +218,7 @@ static rnnc_status ntab_grow(rnnc_cell *c)
     int32_t cap = table_size(c->n_inputs + c->n_states + c->n_params, c->ncap);
     int32_t *t = malloc(sizeof(int32_t) * (size_t)cap);
     if (!t)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", c->name);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", c->name);
     free(c->ntab);
     c->ntab = t;
     c->ncap = cap;
@@ -313,10 +313,10 @@ static char *dup_or_null(const char *s, bool *ok)
 rnnc_status rnnc_cell_clone(rnnc_cell **out, const rnnc_cell *c)
 {
     if (!out || !c)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_clone: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_clone: NULL argument");
     rnnc_cell *d = calloc(1, sizeof *d);
     if (!d)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     bool ok = true;
     *d = *c;
     d->nodes = NULL, d->htab = NULL, d->inputs = NULL, d->states = NULL, d->params = NULL;
@@ -348,5 +348,5 @@ rnnc_status rnnc_cell_clone(rnnc_cell **out, const rnnc_cell *c)
     return RNNC_OK;
 fail:
     rnnc_cell_destroy(d);
-    return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cell_clone: out of memory");
+    return err_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cell_clone: out of memory");
 }

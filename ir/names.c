@@ -24,7 +24,7 @@ static rnnc_status reserve(ir_fn *f, int32_t need)
         cap *= 2;
     char **p = realloc(f->vnames, sizeof *p * (size_t)cap);
     if (!p)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
     memset(p + f->n_vnames, 0, sizeof *p * (size_t)(cap - f->n_vnames));
     f->vnames = p;
     f->n_vnames = cap;
@@ -40,7 +40,7 @@ rnnc_status ir_name_value(ir_fn *f, int32_t v, const char *name)
         return s;
     f->vnames[v] = strdup(name);
     return f->vnames[v] ? RNNC_OK
-                        : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
+                        : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
 }
 
 const char *ir_value_name(const ir_fn *f, int32_t v)
@@ -61,7 +61,7 @@ rnnc_status ir_names_copy(ir_fn *dst, const ir_fn *src)
 {
     int32_t *id = malloc(sizeof *id * ((size_t)src->n + 1));
     if (!id)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", src->name);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", src->name);
     for (int32_t i = 0; i < src->n; i++)
         id[i] = i;
     rnnc_status s = ir_names_carry(dst, src, id);

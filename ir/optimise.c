@@ -39,7 +39,7 @@ static rnnc_status run(ir_fn *f, pass_fn pass, const char *name)
     if (s == RNNC_OK)
         s = ir_verify(f); /* cheap next to compiling: always on */
     if (s != RNNC_OK)
-        rnnc_fail_append("in pass %s", name);
+        err_fail_append("in pass %s", name);
     return s;
 }
 

@@ -28,7 +28,7 @@ rnnc_status pass_dce(ir_fn *f)
 {
     uint8_t *live = calloc((size_t)f->n + 1, 1);
     if (!live)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "dce: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "dce: out of memory");
     ir_mark_live(f, live);
     rnnc_status s = ir_rewrite(f, dce_cb, live);
     free(live);

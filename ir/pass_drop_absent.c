@@ -76,9 +76,9 @@ static rnnc_status drop_cb(ir_fn *dst, const ir_fn *src, int32_t i, ir_node *n,
     int32_t p = a0 ? old->a[0] : old->a[1];
     const char *name = src->nodes[p].op == IR_PARAM ? src->params[src->nodes[p].i0].name
                                                     : "(a sum or product of absent parameters)";
-    return rnnc_fail(RNNC_ERR_SHAPE,
-                     "cell '%s': optional parameter '%s' is absent but %s cannot do without it",
-                     src->name, name, ir_ops[old->op].name);
+    return err_fail(RNNC_ERR_SHAPE,
+                    "cell '%s': optional parameter '%s' is absent but %s cannot do without it",
+                    src->name, name, ir_ops[old->op].name);
 }
 
 /* Only cells whose biases can be absent take bias=False: silently keeping
@@ -88,10 +88,10 @@ static rnnc_status check_has_bias(const ir_fn *f)
     for (int i = 0; i < f->n_params; i++)
         if (f->params[i].optional && is_bias_name(f->params[i].name))
             return RNNC_OK;
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                     "cell '%s' has no optional bias parameter, so it cannot be built without "
-                     "biases (declare them `param bias_ih[...] optional`)",
-                     f->name);
+    return err_fail(RNNC_ERR_UNSUPPORTED,
+                    "cell '%s' has no optional bias parameter, so it cannot be built without "
+                    "biases (declare them `param bias_ih[...] optional`)",
+                    f->name);
 }
 
 rnnc_status pass_drop_absent(ir_fn *f, bool has_proj)
@@ -108,8 +108,8 @@ rnnc_status pass_drop_absent_bias(ir_fn *f, bool has_proj, bool no_bias)
     }
     ctx c = {.has_proj = has_proj};
     if (f->n_params > (int32_t)(sizeof c.present / sizeof c.present[0]))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cell '%s' has over %zu parameters", f->name,
-                         sizeof c.present / sizeof c.present[0]);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cell '%s' has over %zu parameters", f->name,
+                        sizeof c.present / sizeof c.present[0]);
     for (int i = 0; i < f->n_params; i++) {
         const ir_node *p = &f->nodes[f->params[i].node];
         bool uses_p = ir_dim_uses_p(p->rows) || ir_dim_uses_p(p->cols);
@@ -118,7 +118,7 @@ rnnc_status pass_drop_absent_bias(ir_fn *f, bool has_proj, bool no_bias)
     }
     c.gone = calloc((size_t)f->n + 1, 1);
     if (!c.gone)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cell '%s': out of memory", f->name);
     rnnc_status s = ir_rewrite(f, drop_cb, &c);
     free(c.gone);
     return s;

@@ -24,7 +24,7 @@ rnnc_status pass_fold(const ir_fn *f, ir_schedule *s, ir_arena *a)
     const uint8_t *part = s->hoist.part;
     s->fold_out = ir_arena_alloc(a, sizeof(int32_t) * ((size_t)f->n + 1));
     if (!s->fold_out)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fold: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fold: out of memory");
     s->n_fold_out = 0;
     for (int32_t i = 0; i < f->n; i++) {
         const ir_node *n = &f->nodes[i];

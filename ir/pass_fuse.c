@@ -19,7 +19,7 @@ static rnnc_status list_hoist_out(const ir_fn *f, ir_schedule *s, ir_arena *a)
     uint8_t *read = ir_arena_alloc(a, (size_t)f->n + 1);
     s->hoist_out = ir_arena_alloc(a, sizeof(int32_t) * ((size_t)f->n + 1));
     if (!read || !s->hoist_out)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fuse: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fuse: out of memory");
     for (int32_t i = 0; i < f->n; i++)
         if (part[i] == IR_PART_STEP)
             for (int k = 0; k < 3; k++)
@@ -56,7 +56,7 @@ static rnnc_status assign_phases(const ir_fn *f, ir_schedule *s, ir_arena *a)
     s->step = ir_arena_alloc(a, sizeof(int32_t) * ((size_t)f->n + 1));
     s->phase = ir_arena_alloc(a, sizeof(int32_t) * ((size_t)f->n + 1));
     if (!s->step || !s->phase)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fuse: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fuse: out of memory");
     s->n_step = 0;
     s->n_phases = 1;
     for (int32_t i = 0; i < f->n; i++) {

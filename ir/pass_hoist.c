@@ -35,7 +35,7 @@ rnnc_status pass_hoist(const ir_fn *f, rnnc_hoist setting, ir_arena *a, ir_hoist
     uint8_t *live = ir_arena_alloc(a, (size_t)f->n + 1);
     uint8_t *part = ir_arena_alloc(a, (size_t)f->n + 1);
     if (!dep || !live || !part)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "hoist: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "hoist: out of memory");
     ir_compute_deps(f, dep);
     ir_mark_live(f, live);
     for (int32_t i = 0; i < f->n; i++) {

@@ -162,7 +162,7 @@ rnnc_status pass_simplify(ir_fn *f)
     ctx c = {malloc((size_t)f->n + 1), ir_use_counts(f), NULL};
     rnnc_status s = RNNC_OK;
     if (!c.dep || !c.uses) {
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "simplify: out of memory");
+        s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "simplify: out of memory");
         goto out;
     }
     ir_compute_deps(f, c.dep);

@@ -196,7 +196,7 @@ rnnc_status ir_print_results(const ir_fn *f, const char *const *labels, const in
     put(&o, "}\n");
     if (o.oom) {
         free(o.buf);
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "printing cell '%s': out of memory", f->name);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "printing cell '%s': out of memory", f->name);
     }
     *text = o.buf;
     return RNNC_OK;
@@ -205,6 +205,6 @@ rnnc_status ir_print_results(const ir_fn *f, const char *const *labels, const in
 rnnc_status rnnc_cell_print(const rnnc_cell *c, char **text)
 {
     if (!c || !text)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_print: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_print: NULL argument");
     return ir_print(c, text);
 }

@@ -74,7 +74,7 @@ rnnc_status ir_schedule_print(const ir_schedule *s, char **text)
     }
     if (err) {
         free(buf);
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "printing the schedule: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "printing the schedule: out of memory");
     }
     *text = buf;
     return RNNC_OK;

@@ -96,13 +96,13 @@ static rnnc_status finish(ir_fn *dst, const ir_fn *src, const int32_t *map)
         int32_t nx = src->states[s].next >= 0 ? map[src->states[s].next] : -1;
         int k = st >= 0 ? ir_state_of(dst, st) : -1;
         if (k < 0 || (src->states[s].next >= 0 && nx < 0))
-            return rnnc_fail(RNNC_ERR_INTERNAL, "cell '%s': a pass dropped state '%s'",
-                             src->name, src->states[s].name);
+            return err_fail(RNNC_ERR_INTERNAL, "cell '%s': a pass dropped state '%s'",
+                            src->name, src->states[s].name);
         dst->states[k].next = nx;
     }
     dst->output = src->output >= 0 ? map[src->output] : -1;
     if (src->output >= 0 && dst->output < 0)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "cell '%s': a pass dropped the output", src->name);
+        return err_fail(RNNC_ERR_INTERNAL, "cell '%s': a pass dropped the output", src->name);
     dst->n_dropout = src->n_dropout;
     return ir_names_carry(dst, src, map);
 }
@@ -113,7 +113,7 @@ rnnc_status ir_rewrite(ir_fn *f, ir_rewrite_cb cb, void *ctx)
     ir_fn *dst = NULL;
     int32_t *map = malloc(sizeof(int32_t) * ((size_t)f->n + 1));
     rnnc_status s = map ? rnnc_cell_create(&dst, f->name)
-                        : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+                        : err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     if (s != RNNC_OK)
         goto out_map;
     if ((s = rebuild(dst, f, map, cb, ctx)) != RNNC_OK || (s = finish(dst, f, map)) != RNNC_OK)

@@ -19,11 +19,11 @@ static rnnc_status shape_fail(const ir_node *n, const char *what, const ir_node 
 {
     char b1[48], b2[48];
     if (!y)
-        return rnnc_fail(RNNC_ERR_SHAPE, "%s: %s (operand: %s [%s])", ir_ops[n->op].name, what,
-                         kind_name(x->kind), ir_dim_str(x->cols, b1, sizeof b1));
-    return rnnc_fail(RNNC_ERR_SHAPE, "%s: %s (operands: %s [%s] and %s [%s])", ir_ops[n->op].name,
-                     what, kind_name(x->kind), ir_dim_str(x->cols, b1, sizeof b1),
-                     kind_name(y->kind), ir_dim_str(y->cols, b2, sizeof b2));
+        return err_fail(RNNC_ERR_SHAPE, "%s: %s (operand: %s [%s])", ir_ops[n->op].name, what,
+                        kind_name(x->kind), ir_dim_str(x->cols, b1, sizeof b1));
+    return err_fail(RNNC_ERR_SHAPE, "%s: %s (operands: %s [%s] and %s [%s])", ir_ops[n->op].name,
+                    what, kind_name(x->kind), ir_dim_str(x->cols, b1, sizeof b1),
+                    kind_name(y->kind), ir_dim_str(y->cols, b2, sizeof b2));
 }
 
 static rnnc_status infer_linear(ir_node *n, const ir_node *x, const ir_node *w)
@@ -34,9 +34,9 @@ static rnnc_status infer_linear(ir_node *n, const ir_node *x, const ir_node *w)
         return shape_fail(n, "the first operand must be a row value", x, w);
     if (!ir_dim_eq(x->cols, w->cols)) {
         char b1[48], b2[48], b3[48];
-        return rnnc_fail(RNNC_ERR_SHAPE, "linear: x has %s features but the matrix is [%s, %s]",
-                         ir_dim_str(x->cols, b1, sizeof b1), ir_dim_str(w->rows, b2, sizeof b2),
-                         ir_dim_str(w->cols, b3, sizeof b3));
+        return err_fail(RNNC_ERR_SHAPE, "linear: x has %s features but the matrix is [%s, %s]",
+                        ir_dim_str(x->cols, b1, sizeof b1), ir_dim_str(w->rows, b2, sizeof b2),
+                        ir_dim_str(w->cols, b3, sizeof b3));
     }
     n->kind = x->kind;
     n->cols = w->rows;
@@ -65,11 +65,11 @@ static rnnc_status infer_chunk(ir_node *n, const ir_node *x)
     if (x->kind != IR_ROW && x->kind != IR_VEC)
         return shape_fail(n, "chunk needs a row or vector value", x, NULL);
     if (n->i0 < 1 || n->i1 < 0 || n->i1 >= n->i0)
-        return rnnc_fail(RNNC_ERR_SHAPE, "chunk: piece %d of %d does not exist", n->i1, n->i0);
+        return err_fail(RNNC_ERR_SHAPE, "chunk: piece %d of %d does not exist", n->i1, n->i0);
     if (!ir_dim_div(x->cols, n->i0, &n->cols)) {
         char b[48];
-        return rnnc_fail(RNNC_ERR_SHAPE, "chunk: %d pieces do not divide [%s] evenly", n->i0,
-                         ir_dim_str(x->cols, b, sizeof b));
+        return err_fail(RNNC_ERR_SHAPE, "chunk: %d pieces do not divide [%s] evenly", n->i0,
+                        ir_dim_str(x->cols, b, sizeof b));
     }
     n->kind = x->kind;
     return RNNC_OK;
@@ -80,8 +80,8 @@ static rnnc_status infer_layernorm(const ir_fn *f, ir_node *n, const ir_node *x)
     if (x->kind != IR_ROW && x->kind != IR_VEC)
         return shape_fail(n, "layernorm needs a row or vector value", x, NULL);
     if (!(n->f >= 0 && n->f <= DBL_MAX)) /* an argument, not a shape: NaN and inf too */
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "layernorm: eps must be finite and >= 0, got %g",
-                         n->f);
+        return err_fail(RNNC_ERR_INVALID_ARG, "layernorm: eps must be finite and >= 0, got %g",
+                        n->f);
     for (int k = 1; k < 3; k++) {
         if (n->a[k] < 0)
             continue;
@@ -160,12 +160,12 @@ static rnnc_status infer_other(const ir_fn *f, ir_node *n, const ir_node *x, con
         if (x->kind != IR_ROW)
             return shape_fail(n, "dropout applies to row values", x, NULL);
         if (!(n->f >= 0 && n->f < 1))
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "dropout: p must be in [0, 1), got %g", n->f);
+            return err_fail(RNNC_ERR_INVALID_ARG, "dropout: p must be in [0, 1), got %g", n->f);
         n->kind = IR_ROW;
         n->cols = x->cols;
         return RNNC_OK;
     default:
-        return rnnc_fail(RNNC_ERR_INTERNAL, "no shape rule for op %d", n->op);
+        return err_fail(RNNC_ERR_INTERNAL, "no shape rule for op %d", n->op);
     }
 }
 
@@ -177,8 +177,8 @@ rnnc_status ir_infer_node(const ir_fn *f, ir_node *n)
     for (int k = 0; k < ir_ops[n->op].arity; k++) {
         bool optional = n->op == IR_LAYERNORM && k > 0;
         if (n->a[k] < 0 ? !optional : n->a[k] >= f->n)
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "%s: operand %d is not a value of cell '%s'",
-                             ir_ops[n->op].name, k + 1, f->name);
+            return err_fail(RNNC_ERR_INVALID_ARG, "%s: operand %d is not a value of cell '%s'",
+                            ir_ops[n->op].name, k + 1, f->name);
     }
     const ir_node *x = &f->nodes[n->a[0]];
     const ir_node *y = n->a[1] >= 0 ? &f->nodes[n->a[1]] : NULL;

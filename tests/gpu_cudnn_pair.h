@@ -111,7 +111,7 @@ static inline void pair_io_init(pair_io *b, rnnc_model *m, const pair_cfg *c, co
     b->fy *= D;
     for (int s = 0; s < 2 && rnnc_model_state_size(m, s, &b->nst[s]) == RNNC_OK; s++)
         b->n_states = s + 1;
-    rnnc_clear_error();
+    err_clear();
     b->x = malloc(sizeof(float) * (size_t)(T * B * c->I));
     pair_fill(b->x, (size_t)(T * B * c->I), rng, -1, 1, o->tf32_exact);
     b->y = malloc(sizeof(float) * (size_t)(T * B * b->fy));

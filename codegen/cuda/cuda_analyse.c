@@ -22,8 +22,8 @@ static rnnc_status unsupported(const cu_ctx *c, int32_t v, const char *why)
 {
     char b[48];
     const ir_node *n = &c->f->nodes[v];
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s [%s]) in cell '%s'",
-                     why, v, ir_ops[n->op].name, ir_dim_str(n->cols, b, sizeof b), c->f->name);
+    return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s [%s]) in cell '%s'",
+                    why, v, ir_ops[n->op].name, ir_dim_str(n->cols, b, sizeof b), c->f->name);
 }
 
 static bool is_result(const ir_fn *f, int32_t v)
@@ -414,7 +414,7 @@ static rnnc_status place_step_launch(cu_ctx *c)
 {
     cg_cuda_plan *pl = c->plan;
     if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
     c->tile[pl->n_launch].lin = -1;
     cg_cuda_launch *l = &pl->launch[pl->n_launch++];
     memset(l, 0, sizeof *l);
@@ -432,9 +432,9 @@ rnnc_status cu_analyse(cu_ctx *c)
     const ir_fn *f = c->f;
     rnnc_status st;
     if (f->n_states > CG_CUDA_MAX_ITEMS || f->n_inputs != 1)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "fused backend: cell '%s' needs exactly one input and at most %d states",
-                         f->name, CG_CUDA_MAX_ITEMS);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "fused backend: cell '%s' needs exactly one input and at most %d states",
+                        f->name, CG_CUDA_MAX_ITEMS);
     for (int32_t i = 0; i < f->n; i++)
         c->off[i] = c->xb[i] = c->xp[i] = c->sm[i] = c->wsm[i] = c->pt[i] = -1;
     if ((st = classify(c)) || (st = place_reads(c)))

@@ -13,8 +13,8 @@
 static bool expr_fail(const cu_ctx *c, int32_t v, const char *where)
 {
     const ir_node *n = &c->f->nodes[v];
-    rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: node %d (op %s) of cell '%s' cannot be read %s",
-              v, ir_ops[n->op].name, c->f->name, where);
+    err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: node %d (op %s) of cell '%s' cannot be read %s",
+             v, ir_ops[n->op].name, c->f->name, where);
     return false;
 }
 
@@ -160,8 +160,8 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
 
 static rnnc_status node_fail(const cu_ctx *c, int32_t v, const char *why)
 {
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
-                     v, ir_ops[c->f->nodes[v].op].name, c->f->name);
+    return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why,
+                    v, ir_ops[c->f->nodes[v].op].name, c->f->name);
 }
 
 rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3])

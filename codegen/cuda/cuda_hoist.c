@@ -14,8 +14,8 @@
 
 static bool emit_fail(const cu_ctx *c, int32_t v, const char *why)
 {
-    rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why, v,
-              ir_ops[c->f->nodes[v].op].name, c->f->name);
+    err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s (node %d, op %s) in cell '%s'", why, v,
+             ir_ops[c->f->nodes[v].op].name, c->f->name);
     return false;
 }
 
@@ -375,7 +375,7 @@ static rnnc_status place_rows(cu_ctx *c)
         return RNNC_OK;
     cg_cuda_plan *p = c->plan;
     if (p->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
     c->tile[p->n_launch].lin = -1;
     cg_cuda_launch *l = &p->launch[p->n_launch++];
     memset(l, 0, sizeof *l);
@@ -430,7 +430,7 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
 {
     cg_cuda_plan *p = c->plan;
     if (p->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
     c->tile[p->n_launch] = g;
     cg_cuda_launch *l = &p->launch[p->n_launch++];
     memset(l, 0, sizeof *l);

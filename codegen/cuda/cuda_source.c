@@ -34,16 +34,16 @@ static void release(ctx_mem *m)
 static rnnc_status check_config(const ir_schedule *s, const cg_cuda_config *cfg)
 {
     if (!s || !s->fn || !cfg || !s->hoist.part)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: schedule or config missing");
+        return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: schedule or config missing");
     if (cfg->batch < 1 || cfg->sizes.H < 1 || cfg->sizes.I < 1)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: B=%lld I=%lld H=%lld must be >= 1",
-                         (long long)cfg->batch, (long long)cfg->sizes.I, (long long)cfg->sizes.H);
+        return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: B=%lld I=%lld H=%lld must be >= 1",
+                        (long long)cfg->batch, (long long)cfg->sizes.I, (long long)cfg->sizes.H);
     if (cfg->sizes.P < 1 || cfg->sizes.P > cfg->sizes.H)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: P=%lld not in [1, H=%lld]",
-                         (long long)cfg->sizes.P, (long long)cfg->sizes.H);
+        return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: P=%lld not in [1, H=%lld]",
+                        (long long)cfg->sizes.P, (long long)cfg->sizes.H);
     if (cfg->threads % 32 || cfg->threads > 1024 || cfg->unit_tile < 0 || cfg->batch_tile < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: bad tuning (threads %d, tiles %d x %d)",
-                         cfg->threads, cfg->unit_tile, cfg->batch_tile);
+        return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: bad tuning (threads %d, tiles %d x %d)",
+                        cfg->threads, cfg->unit_tile, cfg->batch_tile);
     return RNNC_OK;
 }
 
@@ -76,11 +76,11 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->B = cfg->batch;
     c->H = gcd(cfg->sizes.H, cfg->sizes.P);
     if (cfg->sizes.H / c->H > MAX_SLICES_PER_H)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "fused backend: proj_size %lld with hidden size %lld: their greatest "
-                         "common divisor %lld is under H/%d (use the cudnn backend)",
-                         (long long)cfg->sizes.P, (long long)cfg->sizes.H, (long long)c->H,
-                         MAX_SLICES_PER_H);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "fused backend: proj_size %lld with hidden size %lld: their greatest "
+                        "common divisor %lld is under H/%d (use the cudnn backend)",
+                        (long long)cfg->sizes.P, (long long)cfg->sizes.H, (long long)c->H,
+                        MAX_SLICES_PER_H);
     c->I = cfg->sizes.I;
     c->cols = take(m, n, sizeof *c->cols);
     c->k = take(m, n, sizeof *c->k);
@@ -100,7 +100,7 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->gemm = take(m, n, sizeof *c->gemm);
     c->pfuse = take(m, n, sizeof *c->pfuse);
     if (m->n != 17)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }
 
@@ -126,9 +126,9 @@ rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, ch
                              cg_cuda_plan *plan)
 {
     if (!src || !plan)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: no output");
+        return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: no output");
     *src = NULL;
-    rnnc_clear_error(); /* the detail is stale until a failure: the check at `fail` needs it empty */
+    err_clear(); /* the detail is stale until a failure: the check at `fail` needs it empty */
     rnnc_status st = check_config(s, cfg);
     if (st)
         return st;
@@ -140,7 +140,7 @@ rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, ch
     if ((st = emit(&c, &t)))
         goto fail;
     if (t.oom) {
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
         goto fail;
     }
     release(&m);
@@ -152,7 +152,7 @@ fail:
     free(t.p);
     release(&m);
     if (st == RNNC_ERR_UNSUPPORTED && !rnnc_last_error()[0])
-        rnnc_fail(st, "fused backend: cell '%s' cannot be generated", s->fn->name);
+        err_fail(st, "fused backend: cell '%s' cannot be generated", s->fn->name);
     return st;
 }
 

@@ -249,12 +249,12 @@ rnnc_status cu_choose_tiles(cu_ctx *c)
     int sm_count = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
     int64_t limit = c->cfg.smem_limit > 0 ? c->cfg.smem_limit : SMEM_LIMIT_DEFAULT;
     if (!search(c, sm_count, limit))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "fused backend: cell '%s' at B=%lld, H=%lld does not fit one "
-                         "persistent kernel (%d units x %d rows per block, %lld bytes of "
-                         "shared memory, %d blocks on %d SMs)",
-                         c->f->name, (long long)c->B, (long long)c->H, c->UT, c->BT,
-                         (long long)(c->smem_floats * 4), c->NUB * c->NBB, sm_count);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "fused backend: cell '%s' at B=%lld, H=%lld does not fit one "
+                        "persistent kernel (%d units x %d rows per block, %lld bytes of "
+                        "shared memory, %d blocks on %d SMs)",
+                        c->f->name, (long long)c->B, (long long)c->H, c->UT, c->BT,
+                        (long long)(c->smem_floats * 4), c->NUB * c->NBB, sm_count);
     place_partials(c);
     int kc = 0;
     for (int32_t i = 0; i < c->f->n; i++)

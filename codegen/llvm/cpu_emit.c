@@ -48,7 +48,7 @@ static LLVMValueRef row_addr(lv_em *e, int32_t a)
     int32_t s = p->node_slot[a];
     if (s < 0) {
         if (e->st == RNNC_OK)
-            e->st = rnnc_fail(RNNC_ERR_INTERNAL, "cpu: node %d has no storage", a);
+            e->st = err_fail(RNNC_ERR_INTERNAL, "cpu: node %d has no storage", a);
         return LLVMConstNull(e->pf);
     }
     LLVMValueRef idx = lv_i64(e, p->node_off[a]);
@@ -189,8 +189,8 @@ static LLVMValueRef pointwise(lv_em *e, int32_t i, int64_t cols, LLVMValueRef me
     else if (ir_ops[n->op].flags & IR_F_BINARY)
         v = binary(e, n->op, operand(e, n->a[0], cols), operand(e, n->a[1], cols));
     if (!v && e->st == RNNC_OK)
-        e->st = rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: op '%s' (node %d) has no CPU code",
-                          ir_ops[n->op].name, i);
+        e->st = err_fail(RNNC_ERR_UNSUPPORTED, "cpu: op '%s' (node %d) has no CPU code",
+                         ir_ops[n->op].name, i);
     return v ? v : LLVMConstNull(e->vt);
 }
 
@@ -312,14 +312,14 @@ rnnc_status cg_llvm_cpu_module(const cg_cpu_plan *p, const char *pfx, LLVMContex
                                const char *cpu, const char *features, LLVMModuleRef *out)
 {
     if (!p || !pfx || !ctx || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: NULL argument to the LLVM generator");
+        return err_fail(RNNC_ERR_INVALID_ARG, "cpu: NULL argument to the LLVM generator");
     lv_em e = {.cx = ctx, .p = p, .cpu = cpu, .features = features, .block = -1};
     e.m = LLVMModuleCreateWithNameInContext(pfx, ctx);
     e.b = LLVMCreateBuilderInContext(ctx);
     e.base = calloc((size_t)p->n_slots + 1, sizeof(LLVMValueRef));
     e.val = calloc((size_t)p->fn->n + 1, sizeof(LLVMValueRef));
     if (!e.base || !e.val) {
-        e.st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory generating code");
+        e.st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory generating code");
         goto free_all;
     }
     em_types(&e);

@@ -64,7 +64,7 @@ rnnc_status lv_microkernels(lv_em *e, const char *pfx)
 {
     const cg_cpu_plan *p = e->p;
     if (p->mr * (p->nr / p->vw) > MK_MAX_ACC)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "cpu: micro-kernel tile too large");
+        return err_fail(RNNC_ERR_INTERNAL, "cpu: micro-kernel tile too large");
     LLVMTypeRef args[3] = {e->pf, e->pf, e->pf};
     LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(e->cx), args, 3, 0);
     for (int32_t g = 0; g < p->n_gemms; g++)

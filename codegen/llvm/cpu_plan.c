@@ -71,8 +71,8 @@ static rnnc_status classify(plan_ctx *c)
         if (is_leaf(n) || part == IR_PART_DEAD || part == IR_PART_FOLD)
             continue;
         if (n->kind != IR_ROW)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: node %d (%s) is a %s value outside the "
-                             "fold part", i, ir_ops[n->op].name, n->kind == IR_MAT ? "matrix" : "vector");
+            return err_fail(RNNC_ERR_UNSUPPORTED, "cpu: node %d (%s) is a %s value outside the "
+                            "fold part", i, ir_ops[n->op].name, n->kind == IR_MAT ? "matrix" : "vector");
         c->seg[i] = part == IR_PART_HOIST ? 0 : 1;
         int32_t st = 0;
         for (int k = 0; k < ir_ops[n->op].arity; k++) {
@@ -83,8 +83,8 @@ static rnnc_status classify(plan_ctx *c)
             st = sa > st ? sa : st;
         }
         if (st >= CG_MAX_STAGES)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: more than %d chained linears in one step",
-                             CG_MAX_STAGES);
+            return err_fail(RNNC_ERR_UNSUPPORTED, "cpu: more than %d chained linears in one step",
+                            CG_MAX_STAGES);
         c->stage[i] = st;
     }
     return RNNC_OK;
@@ -280,8 +280,8 @@ static rnnc_status finish(plan_ctx *c)
         gm->k = c->cols[n->a[0]];
         gm->n = c->cols[gm->node];
         if (gm->param < 0 || gm->a_slot < 0 || f->nodes[n->a[1]].kind != IR_MAT)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: linear node %d needs a matrix parameter "
-                             "and a row input", gm->node);
+            return err_fail(RNNC_ERR_UNSUPPORTED, "cpu: linear node %d needs a matrix parameter "
+                            "and a row input", gm->node);
     }
     for (int32_t i = 0; i < f->n; i++) {
         const ir_node *n = &f->nodes[i];
@@ -301,8 +301,8 @@ static rnnc_status finish(plan_ctx *c)
     for (int k = 0; k < nr; k++) {
         int32_t r = roots[k];
         if (r < 0 || p->node_slot[r] < 0 || f->nodes[r].kind != IR_ROW)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: the output and next states must be row "
-                             "values (node %d is not)", r);
+            return err_fail(RNNC_ERR_UNSUPPORTED, "cpu: the output and next states must be row "
+                            "values (node %d is not)", r);
         if (p->slots[p->node_slot[r]].part == IR_PART_HOIST)
             p->slots[p->node_slot[r]].step_reads = true;
     }
@@ -329,7 +329,7 @@ static rnnc_status alloc_plan(plan_ctx *c)
     p->blocks = ir_arena_alloc(a, n * sizeof(cg_block));
     if (!c->cols || !c->seg || !c->stage || !c->need || !p->slots || !p->node_slot ||
         !p->node_off || !p->block_of || !p->state_slot || !p->gemms || !p->ew_nodes || !p->blocks)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for the plan");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for the plan");
     for (size_t i = 0; i < n; i++)
         p->node_slot[i] = p->block_of[i] = -1;
     return RNNC_OK;
@@ -339,11 +339,11 @@ rnnc_status cg_cpu_plan_build(const ir_schedule *s, ir_sizes sz, int vw, ir_aren
                               cg_cpu_plan *out)
 {
     if (!s || !s->fn || !a || !out || (vw != 4 && vw != 8 && vw != 16))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: bad plan arguments (vector width %d)", vw);
+        return err_fail(RNNC_ERR_INVALID_ARG, "cpu: bad plan arguments (vector width %d)", vw);
     const ir_fn *f = s->fn;
     if (f->n_inputs != 1 || f->output < 0 || f->n_states > 64)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: cell '%s' needs one input, an output and at "
-                         "most 64 states", f->name);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cpu: cell '%s' needs one input, an output and at "
+                        "most 64 states", f->name);
     memset(out, 0, sizeof *out);
     *out = (cg_cpu_plan){.sched = s, .fn = f, .sizes = sz, .vw = vw, .mr = micro_rows(vw),
                          .nr = 2 * vw};

@@ -63,7 +63,7 @@ static const rt_bundle *g_reg[MAX_REGISTERED];
 rnnc_status rt_bundle_create(rt_bundle **out)
 {
     *out = calloc(1, sizeof **out);
-    return *out ? RNNC_OK : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle");
+    return *out ? RNNC_OK : err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle");
 }
 
 void rt_bundle_destroy(rt_bundle *b)
@@ -101,7 +101,7 @@ static rnnc_status add_kernel(rt_bundle *b, rt_cache_key key, int sm, const char
                               const void *cubin, size_t size)
 {
     if (!grow((void **)&b->k, &b->cap_k, b->n_k, sizeof *b->k))
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle entries");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle entries");
     bundle_kernel *k = &b->k[b->n_k];
     k->key = key;
     k->sm = sm;
@@ -111,7 +111,7 @@ static rnnc_status add_kernel(rt_bundle *b, rt_cache_key key, int sm, const char
     if (!k->name || !k->data) {
         free(k->name);
         free(k->data);
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle entry of %zu bytes", size);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle entry of %zu bytes", size);
     }
     memcpy(k->data, cubin, size);
     b->n_k++;
@@ -123,7 +123,7 @@ rnnc_status rt_bundle_add(rt_bundle *b, const rt_kernel_req *req, const void *cu
 {
     rt_cache_key key;
     if (!b || !cubin)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_add: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_add: NULL argument");
     rnnc_status s = rt_cache_mem_key(req, req->sm, &key);
     return s != RNNC_OK ? s : add_kernel(b, key, req->sm, req->name, cubin, size);
 }
@@ -131,16 +131,16 @@ rnnc_status rt_bundle_add(rt_bundle *b, const rt_kernel_req *req, const void *cu
 rnnc_status rt_bundle_add_tuning(rt_bundle *b, const char *shape_key, const char *tuning)
 {
     if (!b || !shape_key || !tuning)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_add_tuning: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_add_tuning: NULL argument");
     if (!grow((void **)&b->t, &b->cap_t, b->n_t, sizeof *b->t))
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle tuning records");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle tuning records");
     bundle_tuning *t = &b->t[b->n_t];
     t->shape = strdup(shape_key);
     t->tuning = strdup(tuning);
     if (!t->shape || !t->tuning) {
         free(t->shape);
         free(t->tuning);
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle tuning record");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle tuning record");
     }
     b->n_t++;
     return RNNC_OK;
@@ -239,12 +239,12 @@ static rnnc_status write_bundle(cm_out *o, const rt_bundle *b, const bundle_head
 rnnc_status rt_bundle_save(const rt_bundle *b, const char *path)
 {
     if (!b || !path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_save: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_save: NULL argument");
     cJSON *m = manifest(b);
     char *text = m ? cJSON_PrintUnformatted(m) : NULL;
     cJSON_Delete(m);
     if (!text)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle manifest");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle manifest");
     bundle_header h = {.format = RT_BUNDLE_FORMAT, .manifest_size = strlen(text)};
     memcpy(h.magic, k_magic, sizeof k_magic);
     h.manifest_hash = XXH3_64bits(text, h.manifest_size);
@@ -256,14 +256,14 @@ rnnc_status rt_bundle_save(const rt_bundle *b, const char *path)
     else if (s == RNNC_OK)
         s = cm_out_commit(&o, &why);
     free(text);
-    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "cannot write bundle: %s", why.text);
+    return s == RNNC_OK ? RNNC_OK : err_fail(s, "cannot write bundle: %s", why.text);
 }
 
 /* ---------------------------------------------------------------- registry */
 
 rnnc_status rt_bundle_register(const rt_bundle *b)
 {
-    rnnc_status s = rnnc_fail(RNNC_ERR_UNSUPPORTED, "more than %d bundles", MAX_REGISTERED);
+    rnnc_status s = err_fail(RNNC_ERR_UNSUPPORTED, "more than %d bundles", MAX_REGISTERED);
     pthread_mutex_lock(&g_reg_lock);
     for (int i = 0; i < MAX_REGISTERED; i++)
         if (g_reg[i] == b || !g_reg[i]) {
@@ -392,24 +392,24 @@ static rnnc_status read_whole(const char *path, unsigned char **buf, size_t *n)
     rnnc_status s = cm_read_file(path, 0, MAX_BUNDLE, (char **)buf, n, &why);
     if (s == RNNC_ERR_NOT_FOUND)
         s = RNNC_ERR_IO;
-    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "cannot read bundle: %s", why.text);
+    return s == RNNC_OK ? RNNC_OK : err_fail(s, "cannot read bundle: %s", why.text);
 }
 
 static rnnc_status check_header(const unsigned char *buf, size_t n, const char *path)
 {
     bundle_header h;
     if (n < sizeof h || memcmp(buf, k_magic, sizeof k_magic) != 0)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s is not an rnnc bundle", path);
+        return err_fail(RNNC_ERR_FORMAT, "%s is not an rnnc bundle", path);
     memcpy(&h, buf, sizeof h);
     if (h.format != RT_BUNDLE_FORMAT)
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s is bundle format %u; this rnnc (%s) reads format %d: rebuild it "
-                         "with `rnnc compile`",
-                         path, h.format, rnnc_version_string(), RT_BUNDLE_FORMAT);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s is bundle format %u; this rnnc (%s) reads format %d: rebuild it "
+                        "with `rnnc compile`",
+                        path, h.format, rnnc_version_string(), RT_BUNDLE_FORMAT);
     if (h.manifest_size > n - sizeof h)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s is truncated (manifest)", path);
+        return err_fail(RNNC_ERR_FORMAT, "%s is truncated (manifest)", path);
     if (XXH3_64bits(buf + sizeof h, h.manifest_size) != h.manifest_hash)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s is damaged (manifest checksum)", path);
+        return err_fail(RNNC_ERR_FORMAT, "%s is damaged (manifest checksum)", path);
     return RNNC_OK;
 }
 
@@ -452,24 +452,24 @@ static rnnc_status load_kernel(rt_bundle *b, const cJSON *k, const unsigned char
     rt_cache_key key;
     uint64_t hash = 0, sm = 0, o = 0, z = 0;
     if (!cJSON_IsString(name))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: malformed kernel entry (name)", path);
+        return err_fail(RNNC_ERR_FORMAT, "%s: malformed kernel entry (name)", path);
     if (!json_uint(cJSON_GetObjectItem(k, "sm"), BUNDLE_MIN_SM, BUNDLE_MAX_SM, &sm) ||
         !json_uint(cJSON_GetObjectItem(k, "offset"), 0, BUNDLE_MAX_INT, &o) ||
         !json_uint(cJSON_GetObjectItem(k, "size"), 0, BUNDLE_MAX_INT, &z))
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: kernel %s: sm, offset or size is not an integer in range "
-                         "(sm %d..%d, offset and size 0..2^53)",
-                         path, name->valuestring, BUNDLE_MIN_SM, BUNDLE_MAX_SM);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: kernel %s: sm, offset or size is not an integer in range "
+                        "(sm %d..%d, offset and size 0..2^53)",
+                        path, name->valuestring, BUNDLE_MIN_SM, BUNDLE_MAX_SM);
     if (!parse_key(cJSON_GetStringValue(cJSON_GetObjectItem(k, "key")), &key) ||
         !parse_hex64(cJSON_GetStringValue(cJSON_GetObjectItem(k, "hash")), &hash))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: kernel %s: malformed key or hash", path,
-                         name->valuestring);
+        return err_fail(RNNC_ERR_FORMAT, "%s: kernel %s: malformed key or hash", path,
+                        name->valuestring);
     if (o > n_payload || z > n_payload - o)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s is truncated (kernel %s)", path,
-                         name->valuestring);
+        return err_fail(RNNC_ERR_FORMAT, "%s is truncated (kernel %s)", path,
+                        name->valuestring);
     if (XXH3_64bits(payload + o, z) != hash)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s is damaged (kernel %s, sm_%d)", path,
-                         name->valuestring, (int)sm);
+        return err_fail(RNNC_ERR_FORMAT, "%s is damaged (kernel %s, sm_%d)", path,
+                        name->valuestring, (int)sm);
     return add_kernel(b, key, (int)sm, name->valuestring, payload + o, (size_t)z);
 }
 
@@ -478,14 +478,14 @@ static rnnc_status load_manifest(rt_bundle *b, const cJSON *m, const unsigned ch
 {
     uint64_t cg = 0;
     if (!json_uint(cJSON_GetObjectItem(m, "codegen_version"), 0, INT_MAX, &cg))
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: manifest without codegen_version (an integer in 0..%d)", path,
-                         INT_MAX);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: manifest without codegen_version (an integer in 0..%d)", path,
+                        INT_MAX);
     if (cg != RT_CODEGEN_VERSION)
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s was made by an rnnc with code generator version %d; this one (%s) "
-                         "is version %d: rebuild it with `rnnc compile`",
-                         path, (int)cg, rnnc_version_string(), RT_CODEGEN_VERSION);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s was made by an rnnc with code generator version %d; this one (%s) "
+                        "is version %d: rebuild it with `rnnc compile`",
+                        path, (int)cg, rnnc_version_string(), RT_CODEGEN_VERSION);
     const cJSON *k, *t;
     cJSON_ArrayForEach(k, cJSON_GetObjectItem(m, "kernels"))
     {
@@ -498,7 +498,7 @@ static rnnc_status load_manifest(rt_bundle *b, const cJSON *m, const unsigned ch
         const char *shape = cJSON_GetStringValue(cJSON_GetObjectItem(t, "shape"));
         const char *tuning = cJSON_GetStringValue(cJSON_GetObjectItem(t, "tuning"));
         if (!shape || !tuning)
-            return rnnc_fail(RNNC_ERR_FORMAT, "%s: malformed tuning record", path);
+            return err_fail(RNNC_ERR_FORMAT, "%s: malformed tuning record", path);
         rnnc_status s = rt_bundle_add_tuning(b, shape, tuning);
         if (s != RNNC_OK)
             return s;
@@ -509,7 +509,7 @@ static rnnc_status load_manifest(rt_bundle *b, const cJSON *m, const unsigned ch
 rnnc_status rt_bundle_load(rt_bundle **out, const char *path)
 {
     if (!out || !path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_load: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_bundle_load: NULL argument");
     unsigned char *buf = NULL;
     size_t n = 0;
     rnnc_status s = read_whole(path, &buf, &n);
@@ -522,11 +522,11 @@ rnnc_status rt_bundle_load(rt_bundle **out, const char *path)
     memcpy(&h, buf, sizeof h);
     cJSON *m = cJSON_ParseWithLength((const char *)buf + sizeof h, h.manifest_size);
     if (!m && rt_json_parses((const char *)buf + sizeof h, h.manifest_size)) {
-        s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: out of memory for the manifest", path);
+        s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: out of memory for the manifest", path);
         goto free_buf;
     }
     if (!m) {
-        s = rnnc_fail(RNNC_ERR_FORMAT, "%s: manifest is not JSON", path);
+        s = err_fail(RNNC_ERR_FORMAT, "%s: manifest is not JSON", path);
         goto free_buf;
     }
     rt_bundle *b = NULL;

@@ -52,14 +52,14 @@ static void put_int(XXH3_state_t *st, int64_t v)
 static rnnc_status check_req(const rt_kernel_req *req)
 {
     if (!req || !req->source)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "kernel request without source");
+        return err_fail(RNNC_ERR_INVALID_ARG, "kernel request without source");
     if (req->n_opts < 0 || (req->n_opts > 0 && !req->opts))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "kernel request %s: bad option list",
-                         req->name ? req->name : "?");
+        return err_fail(RNNC_ERR_INVALID_ARG, "kernel request %s: bad option list",
+                        req->name ? req->name : "?");
     if (req->n_kernels < 0 || req->n_kernels > RT_MAX_KERNELS ||
         (req->n_kernels > 0 && !req->kernels))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "kernel request %s: %d kernels (at most %d)",
-                         req->name ? req->name : "?", req->n_kernels, RT_MAX_KERNELS);
+        return err_fail(RNNC_ERR_INVALID_ARG, "kernel request %s: %d kernels (at most %d)",
+                        req->name ? req->name : "?", req->n_kernels, RT_MAX_KERNELS);
     return RNNC_OK;
 }
 
@@ -151,7 +151,7 @@ rnnc_status rt_cubin_get(const rt_kernel_req *req, void **cubin, size_t *size,
     if (s != RNNC_OK)
         return s;
     if (!cubin || !size)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_cubin_get: NULL output");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_cubin_get: NULL output");
     rt_origin o = RT_FROM_DISK;
     if (from_disk(k, req, cubin, size) != RNNC_OK) {
         o = RT_FROM_COMPILE;

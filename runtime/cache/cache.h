@@ -144,7 +144,7 @@ uint64_t rt_cache_max_bytes(void); /* RNNC_CACHE_MAX_MB in bytes */
 bool rt_cache_entry_path(rt_cache_key k, char *buf, size_t n);
 /* RNNC_OK (cubin malloc'ed), RNNC_ERR_NOT_FOUND (no entry), or
  * RNNC_ERR_FORMAT with the reason in why[] (corrupt, truncated, foreign);
- * never calls rnnc_fail. */
+ * never calls err_fail. */
 rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why, size_t n_why);
 /* Stores an entry (temp file + rename) and evicts down to the limit; a
  * directory that cannot be written is warned about once, then ignored. */

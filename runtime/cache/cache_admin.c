@@ -136,7 +136,7 @@ static bool cache_sub(char *root, size_t n, char *dir, size_t nd, const char *su
 rnnc_status rnnc_cache_info(rnnc_cache_summary *out)
 {
     if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cache_info: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cache_info: NULL argument");
     memset(out, 0, sizeof *out);
     out->entry_format = RT_CACHE_FORMAT;
     out->codegen_version = RT_CODEGEN_VERSION;
@@ -197,7 +197,7 @@ static rnnc_status take_entries(rnnc_cache_entries *list, entry_list *l)
     qsort(l->e, l->n, sizeof *l->e, newer_first);
     list->e = calloc(l->n, sizeof *list->e);
     if (!list->e)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cache_list: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cache_list: out of memory");
     for (size_t i = 0; i < l->n; i++)
         if (read_entry(list->dir, &l->e[i], &list->e[list->n])) {
             list->bytes += list->e[list->n].bytes;
@@ -209,11 +209,11 @@ static rnnc_status take_entries(rnnc_cache_entries *list, entry_list *l)
 rnnc_status rnnc_cache_list(rnnc_cache_entries **out)
 {
     if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_cache_list: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cache_list: NULL argument");
     *out = NULL;
     rnnc_cache_entries *list = calloc(1, sizeof *list);
     if (!list)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cache_list: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_cache_list: out of memory");
     char root[RNNC_CACHE_PATH_MAX];
     list->enabled = cache_sub(root, sizeof root, list->dir, sizeof list->dir, "kernels");
     entry_list l = {0};

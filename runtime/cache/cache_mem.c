@@ -71,7 +71,7 @@ static rnnc_status insert(const mem_entry *fresh, rt_kernel *out)
         mem_entry *t = realloc(g_tab, cap * sizeof *t);
         if (!t) {
             rt_cu()->ModuleUnload(fresh->module);
-            s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "kernel cache table");
+            s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "kernel cache table");
             goto unlock;
         }
         g_tab = t;
@@ -89,15 +89,15 @@ static rnnc_status load_module(const rt_kernel_req *req, const void *cubin, mem_
     const rt_cuda_api *cu = rt_cu();
     rnnc_status s = rt_cuda_check(cu->ModuleLoadData(&e->module, cubin), "cuModuleLoadData");
     if (s != RNNC_OK) {
-        rnnc_fail_append("kernel %s for sm_%d", req->name ? req->name : "?", req->sm);
+        err_fail_append("kernel %s for sm_%d", req->name ? req->name : "?", req->sm);
         return s;
     }
     for (int i = 0; i < req->n_kernels; i++) {
         s = rt_cuda_check(cu->ModuleGetFunction(&e->fn[i], e->module, req->kernels[i]),
                           "cuModuleGetFunction");
         if (s != RNNC_OK) {
-            rnnc_fail_append("no __global__ \"%s\" in %s (declared extern \"C\"?)",
-                             req->kernels[i], req->name ? req->name : "?");
+            err_fail_append("no __global__ \"%s\" in %s (declared extern \"C\"?)",
+                            req->kernels[i], req->name ? req->name : "?");
             cu->ModuleUnload(e->module);
             return s;
         }
@@ -118,16 +118,16 @@ static rnnc_status find_cubin(const rt_kernel_req *req, void **cubin, size_t *si
     }
     char archs[128];
     if (!rt_nvrtc_available() && rt_bundle_other_arch(req, req->sm, archs, sizeof archs))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "kernel %s: the loaded bundle holds %s, this device is sm_%d, and "
-                         "NVRTC is not available to compile for it",
-                         req->name ? req->name : "?", archs, req->sm);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "kernel %s: the loaded bundle holds %s, this device is sm_%d, and "
+                        "NVRTC is not available to compile for it",
+                        req->name ? req->name : "?", archs, req->sm);
     rnnc_status s = rt_cubin_get(req, cubin, size, origin);
     if (s != RNNC_OK && !rt_nvrtc_available() && rt_bundle_registered() > 0) {
         rt_bundle_registered_archs(archs, sizeof archs);
-        rnnc_fail_append("kernel %s (sm_%d) is not in the loaded bundle (%s): rebuild the "
-                         "bundle with `rnnc compile` for this shape and arch",
-                         req->name ? req->name : "?", req->sm, archs);
+        err_fail_append("kernel %s (sm_%d) is not in the loaded bundle (%s): rebuild the "
+                        "bundle with `rnnc compile` for this shape and arch",
+                        req->name ? req->name : "?", req->sm, archs);
     }
     return s;
 }
@@ -153,7 +153,7 @@ rnnc_status rt_kernel_get(const rt_kernel_req *req, int device, rt_kernel *out)
 {
     double t0 = cm_now_ms();
     if (!req || !out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_kernel_get: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_kernel_get: NULL argument");
     rnnc_status s = rt_cuda_context(device);
     rt_kernel_req r = *req;
     if (s == RNNC_OK && r.sm == 0)

@@ -38,7 +38,7 @@ rnnc_status rt_tuning_get(const char *shape_key, char *tuning, size_t n)
 {
     char path[PATH_MAX + 64], dir[PATH_MAX + 16], buf[MAX_RECORD + 1];
     if (!valid_text(shape_key) || !tuning || n == 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "tuning lookup: bad key or buffer");
+        return err_fail(RNNC_ERR_INVALID_ARG, "tuning lookup: bad key or buffer");
     if (!record_path(shape_key, path, sizeof path, dir, sizeof dir))
         return RNNC_ERR_NOT_FOUND;
     /* A record over MAX_RECORD bytes, a link or a FIFO is not one rnnc wrote: a miss. */
@@ -62,7 +62,7 @@ rnnc_status rt_tuning_get(const char *shape_key, char *tuning, size_t n)
         return RNNC_ERR_NOT_FOUND;
     *nl = '\0';
     if ((size_t)(nl - val) >= n)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "tuning record longer than the buffer");
+        return err_fail(RNNC_ERR_INVALID_ARG, "tuning record longer than the buffer");
     memcpy(tuning, val, (size_t)(nl - val) + 1);
     return RNNC_OK;
 }
@@ -71,7 +71,7 @@ rnnc_status rt_tuning_put(const char *shape_key, const char *tuning)
 {
     char path[PATH_MAX + 64], dir[PATH_MAX + 16], buf[MAX_RECORD];
     if (!valid_text(shape_key) || !valid_text(tuning))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "tuning record: empty, multi-line or too long");
+        return err_fail(RNNC_ERR_INVALID_ARG, "tuning record: empty, multi-line or too long");
     if (!record_path(shape_key, path, sizeof path, dir, sizeof dir))
         return RNNC_OK; /* no disk cache: nothing to remember it in */
     int len = snprintf(buf, sizeof buf, "%s\n%s\n", shape_key, tuning);

@@ -25,11 +25,11 @@ static rnnc_status prepare_fn(const rt_spec *s, int k, rt_cpu_fn *out)
 {
     out->arena = ir_arena_create();
     if (!out->arena)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     out->sched = ir_arena_alloc(out->arena, sizeof(ir_schedule));
     out->plan = ir_arena_alloc(out->arena, sizeof(cg_cpu_plan));
     if (!out->sched || !out->plan)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     rnnc_status st = pass_fuse(s->fn[k], s->hoist, out->arena, out->sched);
     if (st == RNNC_OK)
         st = cg_cpu_plan_build(out->sched, s->sizes[k], rt_cpu_vector_width(), out->arena,
@@ -72,13 +72,13 @@ static void cpu_destroy(void *state)
 static rnnc_status cpu_create(const rt_spec *s, void **state)
 {
     if (!s || !state || !s->fn[0] || s->layers < 1 || (s->layers > 1 && !s->fn[1]))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: incomplete model spec");
+        return err_fail(RNNC_ERR_INVALID_ARG, "cpu: incomplete model spec");
     if (s->dtype != RNNC_F32 && !rt_dtype_is_half(s->dtype))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: f32, f16 and bf16 models run on the CPU (got %s)",
-                         rnnc_dtype_name(s->dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cpu: f32, f16 and bf16 models run on the CPU (got %s)",
+                        rnnc_dtype_name(s->dtype));
     rt_cpu_model *m = calloc(1, sizeof *m);
     if (!m)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     m->spec = *s;
     rnnc_status st = RNNC_OK;
     for (int k = 0; k < (s->layers > 1 ? 2 : 1) && st == RNNC_OK; k++)
@@ -118,21 +118,21 @@ static rnnc_status bind_pseudo(rt_cpu_model *m, const rt_weights *w, int p)
     b->packed = calloc((size_t)pl->n_gemms + 1, sizeof(float *));
     b->fold = calloc((size_t)pl->n_slots + 1, sizeof(float *));
     if (!b->packed || !b->fold)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
     for (int32_t g = 0; g < pl->n_gemms; g++) {
         const cg_gemm *gm = &pl->gemms[g];
         const float *src = rt_weight(w, p, gm->param);
         if (!src)
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: weight '%s' of pseudo-layer %d is missing",
-                             pl->fn->params[gm->param].name, p);
+            return err_fail(RNNC_ERR_INVALID_ARG, "cpu: weight '%s' of pseudo-layer %d is missing",
+                            pl->fn->params[gm->param].name, p);
         if (!(b->packed[g] = pack(src, gm->n, gm->k, pl->nr)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory packing weights");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory packing weights");
     }
     for (int32_t s = 0; s < pl->n_slots; s++) {
         if (pl->slots[s].kind != CG_SLOT_FOLD)
             continue;
         if (!(b->fold[s] = rt_cpu_alloc((size_t)(pl->slots[s].ld + 2 * pl->nr))))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
         rnnc_status st = rt_eval_fold(pl->fn, pl->sizes, w, p, pl->slots[s].index, b->fold[s]);
         if (st != RNNC_OK)
             return st;
@@ -145,12 +145,12 @@ static rnnc_status cpu_bind(void *state, const rt_weights *w)
     rt_cpu_model *m = state;
     int np = m->spec.layers * m->spec.dirs;
     if (!w || w->pseudo_layers < np)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "cpu: weights for %d pseudo-layers (want %d)",
-                         w ? w->pseudo_layers : 0, np);
+        return err_fail(RNNC_ERR_INVALID_ARG, "cpu: weights for %d pseudo-layers (want %d)",
+                        w ? w->pseudo_layers : 0, np);
     cpu_free_bound(m);
     m->bound = calloc((size_t)np, sizeof(rt_cpu_bound));
     if (!m->bound)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
     rnnc_status st = RNNC_OK;
     for (int p = 0; p < np && st == RNNC_OK; p++)
         st = bind_pseudo(m, w, p);

@@ -107,7 +107,7 @@ static rnnc_status jit_ready(void)
 {
     pthread_once(&g_jit.once, init_jit);
     if (g_jit.init_status != RNNC_OK)
-        return rnnc_fail(g_jit.init_status, "cpu: %s", g_jit.init_error);
+        return err_fail(g_jit.init_status, "cpu: %s", g_jit.init_error);
     return RNNC_OK;
 }
 
@@ -154,7 +154,7 @@ static XXH128_hash_t plan_key(const cg_cpu_plan *p, rnnc_hoist hoist)
 static rnnc_status llvm_error(const char *what, LLVMErrorRef err)
 {
     char *m = LLVMGetErrorMessage(err);
-    rnnc_status st = rnnc_fail(RNNC_ERR_LLVM, "cpu: %s: %s", what, m);
+    rnnc_status st = err_fail(RNNC_ERR_LLVM, "cpu: %s: %s", what, m);
     LLVMDisposeErrorMessage(m);
     return st;
 }
@@ -174,7 +174,7 @@ static rnnc_status add_module(LLVMOrcThreadSafeContextRef tsc, LLVMModuleRef m)
     char *msg = NULL;
     dump_module(m, "llvm");
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-        rnnc_status st = rnnc_fail(RNNC_ERR_LLVM, "cpu: the generated module is invalid: %s", msg);
+        rnnc_status st = err_fail(RNNC_ERR_LLVM, "cpu: the generated module is invalid: %s", msg);
         LLVMDisposeMessage(msg);
         LLVMDisposeModule(m);
         return st;
@@ -248,7 +248,7 @@ static rnnc_status compile_entry(const cg_cpu_plan *p, code_entry *e)
     e->code.mr = p->mr;
     e->code.mk = calloc((size_t)(p->n_gemms * p->mr + 1), sizeof(rt_cpu_mk));
     if (st == RNNC_OK && !e->code.mk)
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     if (st == RNNC_OK)
         st = lookup_all(p, pfx, &e->code);
     return st;
@@ -266,7 +266,7 @@ rnnc_status rt_cpu_compile(const cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_
         e = e->next;
     if (!e) {
         e = calloc(1, sizeof *e);
-        st = e ? compile_entry(p, e) : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        st = e ? compile_entry(p, e) : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
         if (st == RNNC_OK) {
             e->key = key;
             e->next = g_jit.entries;
@@ -290,7 +290,7 @@ rnnc_status rt_cpu_dump_llvm(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, char
         return st;
     ir_arena *a = ir_arena_create();
     if (!a)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     ir_schedule s;
     cg_cpu_plan p;
     st = pass_fuse(f, hoist, a, &s);
@@ -305,7 +305,7 @@ rnnc_status rt_cpu_dump_llvm(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, char
         *text = strdup(s1);
         LLVMDisposeMessage(s1);
         if (!*text)
-            st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+            st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
         LLVMDisposeModule(m);
     }
     LLVMContextDispose(cx);

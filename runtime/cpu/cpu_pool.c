@@ -60,12 +60,12 @@ rnnc_status rt_cpu_pool_create(int threads, rt_cpu_pool **out)
 {
     rt_cpu_pool *p = calloc(1, sizeof *p);
     if (!p)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for the thread pool");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for the thread pool");
     p->n = threads < 1 ? 1 : threads;
     p->threads = calloc((size_t)p->n, sizeof(pthread_t));
     if (!p->threads) {
         free(p);
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for the thread pool");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for the thread pool");
     }
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);

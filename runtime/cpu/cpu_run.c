@@ -234,8 +234,8 @@ static rnnc_status carve_workspace(run *r)
         free(m->ws);
         m->ws_floats = 0;
         if (!(m->ws = rt_cpu_alloc(total)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for %zu MB of buffers",
-                             total * sizeof(float) >> 20);
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory for %zu MB of buffers",
+                            total * sizeof(float) >> 20);
         m->ws_floats = total;
     }
     r->xin = m->ws;
@@ -339,8 +339,8 @@ static rnnc_status run_pseudo(run *r, const float *in)
     const cg_cpu_plan *p = r->p;
     int64_t in_ld = r->layer ? r->out_ld : p->slots[p->input_slot].ld;
     if (p->slots[p->input_slot].ld != in_ld)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "cpu: layer %d input stride %lld, want %lld", r->layer,
-                         (long long)in_ld, (long long)p->slots[p->input_slot].ld);
+        return err_fail(RNNC_ERR_INTERNAL, "cpu: layer %d input stride %lld, want %lld", r->layer,
+                        (long long)in_ld, (long long)p->slots[p->input_slot].ld);
     r->tmp_len = 0;
     for (int32_t k = 0; k < p->fn->n_states; k++)
         r->tmp_len += p->slots[p->state_slot[k]].cols;
@@ -349,7 +349,7 @@ static rnnc_status run_pseudo(run *r, const float *in)
     r->tmp = malloc((size_t)(r->tmp_len * r->nt + 1) * sizeof(float));
     rnnc_status st = RNNC_OK;
     if (!r->base || !r->tslots || !r->tmp) {
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
         goto free_tables;
     }
     bind_slots(r, in);
@@ -381,9 +381,9 @@ rnnc_status rt_cpu_forward(rt_cpu_model *m, const rnnc_forward_args *a)
     if (st != RNNC_OK)
         return st;
     if (a->device_pointers)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "cpu: the CPU backend takes host pointers only");
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cpu: the CPU backend takes host pointers only");
     if (!m->bound)
-        return rnnc_fail(RNNC_ERR_STATE, "cpu: forward before the weights are set");
+        return err_fail(RNNC_ERR_STATE, "cpu: forward before the weights are set");
     run r = {.m = m, .a = a, .T = a->seq_len, .B = a->batch,
              .width = m->spec.dirs * m->spec.hout, .nt = rt_cpu_pool_size(m->pool)};
     r.rows_mode = rows_mode(&r);

@@ -87,7 +87,7 @@ rnnc_status rt_cuda_load(void)
 {
     pthread_once(&g_once, load_once);
     if (!g_loaded)
-        return rnnc_fail(g_load_status, "%s", g_load_error);
+        return err_fail(g_load_status, "%s", g_load_error);
     return RNNC_OK;
 }
 
@@ -115,7 +115,7 @@ rnnc_status rt_cuda_check(CUresult r, const char *what)
     if (g_api.GetErrorString)
         g_api.GetErrorString(r, &msg);
     rnnc_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? RNNC_ERR_OUT_OF_MEMORY : RNNC_ERR_CUDA;
-    return rnnc_fail(s, "%s: %s (CUresult %d)", what, msg ? msg : "unknown error", (int)r);
+    return err_fail(s, "%s: %s (CUresult %d)", what, msg ? msg : "unknown error", (int)r);
 }
 
 static rnnc_status check_device(int device)
@@ -124,8 +124,8 @@ static rnnc_status check_device(int device)
     if (s != RNNC_OK)
         return s;
     if (device < 0 || device >= g_device_count || device >= RT_MAX_DEVICES)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "CUDA device %d does not exist (%d device%s)",
-                         device, g_device_count, g_device_count == 1 ? "" : "s");
+        return err_fail(RNNC_ERR_INVALID_ARG, "CUDA device %d does not exist (%d device%s)",
+                        device, g_device_count, g_device_count == 1 ? "" : "s");
     return RNNC_OK;
 }
 
@@ -219,7 +219,7 @@ rnnc_status rt_dev_alloc(CUdeviceptr *p, size_t n)
         n = 1; /* a valid, distinct pointer even for an empty tensor */
     s = rt_cuda_check(g_api.MemAlloc(p, n), "cuMemAlloc");
     if (s != RNNC_OK)
-        rnnc_fail_append("%zu bytes", n);
+        err_fail_append("%zu bytes", n);
     return s;
 }
 
@@ -268,11 +268,11 @@ rnnc_status rt_dev_check_pointer(const void *p, int device, const char *what)
     CUresult r = g_api.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                            (CUdeviceptr)(uintptr_t)p);
     if (r != CUDA_SUCCESS)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "%s (%p) is not CUDA device memory, but device_pointers is set", what, p);
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "%s (%p) is not CUDA device memory, but device_pointers is set", what, p);
     if (ordinal != device)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "%s is on device %d, the model on device %d", what,
-                         ordinal, device);
+        return err_fail(RNNC_ERR_INVALID_ARG, "%s is on device %d, the model on device %d", what,
+                        ordinal, device);
     return RNNC_OK;
 }
 
@@ -308,7 +308,7 @@ static rnnc_status allow_smem(CUfunction f, unsigned smem)
         g_api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem),
         "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     if (s != RNNC_OK)
-        rnnc_fail_append("%u bytes of dynamic shared memory asked for", smem);
+        err_fail_append("%u bytes of dynamic shared memory asked for", smem);
     return s;
 }
 
@@ -322,10 +322,10 @@ static rnnc_status check_coresident(CUfunction f, const unsigned grid[3],
     if (s != RNNC_OK)
         return s;
     if (want > (unsigned long long)can)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "cooperative launch of %llu blocks (%u threads, %u bytes shared "
-                         "memory each) but only %d can be resident on this device",
-                         want, threads, smem, can);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "cooperative launch of %llu blocks (%u threads, %u bytes shared "
+                        "memory each) but only %d can be resident on this device",
+                        want, threads, smem, can);
     return RNNC_OK;
 }
 
@@ -391,7 +391,7 @@ rnnc_status rt_time_ms(rnnc_status (*fn)(void *ctx, CUstream s), void *ctx, CUst
                        int warmup, int iters, double *median_ms)
 {
     if (iters < 1 || warmup < 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "timing needs iters >= 1 and warmup >= 0");
+        return err_fail(RNNC_ERR_INVALID_ARG, "timing needs iters >= 1 and warmup >= 0");
     rnnc_status st = RNNC_OK;
     for (int i = 0; i < warmup && st == RNNC_OK; i++)
         st = fn(ctx, s);
@@ -399,7 +399,7 @@ rnnc_status rt_time_ms(rnnc_status (*fn)(void *ctx, CUstream s), void *ctx, CUst
         return st;
     double *ms = malloc(sizeof *ms * (size_t)iters);
     if (!ms)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "timing buffer");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "timing buffer");
     CUevent ev[2] = {NULL, NULL};
     st = rt_cuda_check(g_api.EventCreate(&ev[0], CU_EVENT_DEFAULT), "cuEventCreate");
     if (st != RNNC_OK)

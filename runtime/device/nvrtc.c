@@ -168,7 +168,7 @@ static rnnc_status nvrtc_load(void)
 {
     pthread_once(&g_nv_once, nvrtc_load_once);
     if (!g_nv_loaded)
-        return rnnc_fail(RNNC_ERR_NO_DEVICE, "%s", g_nv_error);
+        return err_fail(RNNC_ERR_NO_DEVICE, "%s", g_nv_error);
     return RNNC_OK;
 }
 
@@ -219,9 +219,9 @@ static rnnc_status build_options(int sm, const char *const *extra, int n_extra,
                                  const char **opts, int *n, char arch[32])
 {
     if (n_extra < 0 || n_extra > NV_MAX_OPTS - 8 || (n_extra > 0 && !extra))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "NVRTC: %d extra options", n_extra);
+        return err_fail(RNNC_ERR_INVALID_ARG, "NVRTC: %d extra options", n_extra);
     if (sm < 30 || sm > 1000)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "NVRTC: no such architecture sm_%d", sm);
+        return err_fail(RNNC_ERR_INVALID_ARG, "NVRTC: no such architecture sm_%d", sm);
     snprintf(arch, 32, "--gpu-architecture=sm_%d", sm);
     int k = 0;
     opts[k++] = arch;
@@ -239,13 +239,13 @@ static rnnc_status take_cubin(nv_program prog, void **cubin, size_t *size)
 {
     size_t n = 0;
     if (g_nv.GetCUBINSize(prog, &n) != 0 || n == 0)
-        return rnnc_fail(RNNC_ERR_NVRTC, "NVRTC produced no CUBIN (is the arch a real sm_XX?)");
+        return err_fail(RNNC_ERR_NVRTC, "NVRTC produced no CUBIN (is the arch a real sm_XX?)");
     void *buf = malloc(n);
     if (!buf)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "CUBIN of %zu bytes", n);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "CUBIN of %zu bytes", n);
     if (g_nv.GetCUBIN(prog, buf) != 0) {
         free(buf);
-        return rnnc_fail(RNNC_ERR_NVRTC, "nvrtcGetCUBIN failed");
+        return err_fail(RNNC_ERR_NVRTC, "nvrtcGetCUBIN failed");
     }
     *cubin = buf;
     *size = n;
@@ -266,7 +266,7 @@ rnnc_status rt_nvrtc_compile(const char *src, const char *name, int sm,
                              size_t *size)
 {
     if (!src || !cubin || !size)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_nvrtc_compile: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_nvrtc_compile: NULL argument");
     rnnc_status s = nvrtc_load();
     if (s != RNNC_OK)
         return s;
@@ -281,13 +281,13 @@ rnnc_status rt_nvrtc_compile(const char *src, const char *name, int sm,
     nv_program prog = NULL;
     nv_result r = g_nv.CreateProgram(&prog, src, name, 0, NULL, NULL);
     if (r != 0)
-        return rnnc_fail(RNNC_ERR_NVRTC, "nvrtcCreateProgram(%s): %s", name,
-                         g_nv.GetErrorString(r));
+        return err_fail(RNNC_ERR_NVRTC, "nvrtcCreateProgram(%s): %s", name,
+                        g_nv.GetErrorString(r));
     r = g_nv.CompileProgram(prog, n_opts, opts);
     keep_log(prog);
     if (r != 0) {
-        s = rnnc_fail(RNNC_ERR_NVRTC, "NVRTC failed to compile %s for sm_%d (%s):\n%s", name, sm,
-                      g_nv.GetErrorString(r), rt_nvrtc_last_log());
+        s = err_fail(RNNC_ERR_NVRTC, "NVRTC failed to compile %s for sm_%d (%s):\n%s", name, sm,
+                     g_nv.GetErrorString(r), rt_nvrtc_last_log());
         goto destroy;
     }
     report_warnings(name);

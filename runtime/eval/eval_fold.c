@@ -41,7 +41,7 @@ rnnc_status rt_eval_weights(const rt_spec *s, const ir_fn *f0, ir_sizes sz0,
     size_t n = (size_t)(p1 - p0) * (size_t)w->n_params;
     double **d = calloc(n ? n : 1, sizeof *d);
     if (!d)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for weights");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for weights");
     for (int p = p0; p < p1; p++) {
         const ir_fn *f = s ? rt_spec_fn(s, p / s->dirs) : f0;
         ir_sizes sz = s ? rt_spec_sizes(s, p / s->dirs) : sz0;
@@ -53,7 +53,7 @@ rnnc_status rt_eval_weights(const rt_spec *s, const ir_fn *f0, ir_sizes sz0,
             *slot = rt_eval_to_f64(src, param_numel(f, sz, i));
             if (!*slot) {
                 rt_eval_weights_free(d, (int)n);
-                return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for weights");
+                return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for weights");
             }
         }
     }
@@ -72,11 +72,11 @@ rnnc_status rt_eval_fold(const ir_fn *f, ir_sizes sz, const rt_weights *w, int p
 {
     if (!f || !w || !out || node < 0 || node >= f->n || pseudo < 0 ||
         pseudo >= w->pseudo_layers || w->n_params != f->n_params)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: fold of node %d, pseudo-layer %d", node,
-                         pseudo);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: fold of node %d, pseudo-layer %d", node,
+                        pseudo);
     if (f->nodes[node].kind != IR_VEC && f->nodes[node].kind != IR_SCALAR)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: fold of node %d, which is not a vector",
-                         node);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: fold of node %d, which is not a vector",
+                        node);
     double **d;
     rnnc_status st = rt_eval_weights(NULL, f, sz, w, pseudo, pseudo + 1, &d);
     if (st != RNNC_OK)
@@ -87,7 +87,7 @@ rnnc_status rt_eval_fold(const ir_fn *f, ir_sizes sz, const rt_weights *w, int p
         goto free_d;
     st = rt_frame_eval_fixed(&fr);
     if (st == RNNC_OK && !fr.val[node])
-        st = rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: fold of node %d: an absent parameter", node);
+        st = err_fail(RNNC_ERR_UNSUPPORTED, "interp: fold of node %d: an absent parameter", node);
     if (st == RNNC_OK)
         rt_eval_to_f32(out, fr.val[node], fr.cols[node]);
     rt_frame_free(&fr);

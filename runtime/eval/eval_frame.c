@@ -29,16 +29,16 @@ static rnnc_status node_width(const ir_fn *f, ir_sizes sz, int32_t i, int64_t *o
     case IR_MAT: {
         int64_t r = ir_dim_eval(n->rows, sz), c = ir_dim_eval(n->cols, sz);
         if (r <= 0 || c <= 0 || r > INT32_MAX || c > INT32_MAX)
-            return rnnc_fail(RNNC_ERR_SHAPE, "interp: node %d: matrix of %lld x %lld", i,
-                             (long long)r, (long long)c);
+            return err_fail(RNNC_ERR_SHAPE, "interp: node %d: matrix of %lld x %lld", i,
+                            (long long)r, (long long)c);
         w = r * c;
         break;
     }
     default:
         w = ir_dim_eval(n->cols, sz);
         if (w <= 0 || w > INT32_MAX)
-            return rnnc_fail(RNNC_ERR_SHAPE, "interp: node %d: feature size %lld", i,
-                             (long long)w);
+            return err_fail(RNNC_ERR_SHAPE, "interp: node %d: feature size %lld", i,
+                            (long long)w);
     }
     *out = w;
     return RNNC_OK;
@@ -48,11 +48,11 @@ static rnnc_status bind_param(rt_frame *fr, int32_t i)
 {
     const ir_node *n = &fr->f->nodes[i];
     if (n->i0 < 0 || n->i0 >= fr->f->n_params)
-        return rnnc_fail(RNNC_ERR_INTERNAL, "interp: node %d: param slot %d", i, n->i0);
+        return err_fail(RNNC_ERR_INTERNAL, "interp: node %d: param slot %d", i, n->i0);
     const ir_param *p = &fr->f->params[n->i0];
     fr->val[i] = fr->w ? fr->w[n->i0] : NULL;
     if (!fr->val[i] && !p->optional)
-        return rnnc_fail(RNNC_ERR_NOT_FOUND, "interp: no weight for parameter '%s'", p->name);
+        return err_fail(RNNC_ERR_NOT_FOUND, "interp: no weight for parameter '%s'", p->name);
     return RNNC_OK;
 }
 
@@ -61,8 +61,8 @@ rnnc_status rt_frame_init(rt_frame *fr, const ir_fn *f, ir_sizes sz, int64_t bat
 {
     memset(fr, 0, sizeof *fr);
     if (!f || batch <= 0 || f->n <= 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: empty cell or batch %lld",
-                         (long long)batch);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: empty cell or batch %lld",
+                        (long long)batch);
     fr->f = f;
     fr->sz = sz;
     fr->batch = batch;
@@ -99,7 +99,7 @@ rnnc_status rt_frame_init(rt_frame *fr, const ir_fn *f, ir_sizes sz, int64_t bat
     return RNNC_OK;
 fail_oom:
     rt_frame_free(fr);
-    return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the step's values");
+    return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the step's values");
 }
 
 void rt_frame_free(rt_frame *fr)
@@ -121,8 +121,8 @@ void rt_frame_free(rt_frame *fr)
 static rnnc_status alias(rt_frame *fr, int32_t i, int32_t src)
 {
     if (fr->val[src] && (fr->cols[src] != fr->cols[i] || node_rows(fr, src) != node_rows(fr, i)))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "interp: node %d: identity of an absent parameter changes the shape", i);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "interp: node %d: identity of an absent parameter changes the shape", i);
     fr->val[i] = fr->val[src];
     return RNNC_OK;
 }
@@ -155,8 +155,8 @@ static double binary(int op, double a, double b)
 static rnnc_status bcast(const rt_frame *fr, int32_t i, int32_t a, int64_t *rs, int64_t *cs)
 {
     if (fr->cols[a] != fr->cols[i] && fr->cols[a] != 1)
-        return rnnc_fail(RNNC_ERR_SHAPE, "interp: node %d: operand %d has %lld features, not %lld",
-                         i, a, (long long)fr->cols[a], (long long)fr->cols[i]);
+        return err_fail(RNNC_ERR_SHAPE, "interp: node %d: operand %d has %lld features, not %lld",
+                        i, a, (long long)fr->cols[a], (long long)fr->cols[i]);
     *cs = fr->cols[a] == 1 ? 0 : 1;
     *rs = fr->f->nodes[a].kind == IR_ROW ? fr->cols[a] : 0;
     return RNNC_OK;
@@ -167,8 +167,8 @@ static rnnc_status eval_unary(rt_frame *fr, int32_t i)
     const ir_node *n = &fr->f->nodes[i];
     const double *a = fr->val[n->a[0]];
     if (!a)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: %s of an absent parameter", i,
-                         ir_ops[n->op].name);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: %s of an absent parameter", i,
+                        ir_ops[n->op].name);
     int64_t m = node_rows(fr, i) * fr->cols[i];
     for (int64_t k = 0; k < m; k++)
         fr->buf[i][k] = unary(n->op, a[k]);
@@ -184,8 +184,8 @@ static rnnc_status eval_binary(rt_frame *fr, int32_t i)
         return alias(fr, i, ia);
     if (!fr->val[ia]) {
         if (n->op == IR_SUB || n->op == IR_DIV)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: absent left operand of %s",
-                             i, ir_ops[n->op].name);
+            return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: absent left operand of %s",
+                            i, ir_ops[n->op].name);
         return alias(fr, i, ib);
     }
     int64_t ars = 0, acs = 0, brs = 0, bcs = 0; /* set by bcast on success */
@@ -210,12 +210,12 @@ static rnnc_status eval_linear(rt_frame *fr, int32_t i)
     if (!fr->val[iw])
         return alias(fr, i, ix);
     if (!fr->val[ix])
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: linear of an absent value", i);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: linear of an absent value", i);
     const ir_node *wn = &fr->f->nodes[iw];
     int64_t nout = ir_dim_eval(wn->rows, fr->sz), k = ir_dim_eval(wn->cols, fr->sz);
     if (k != fr->cols[ix] || nout != fr->cols[i])
-        return rnnc_fail(RNNC_ERR_SHAPE, "interp: node %d: linear of %lld features by [%lld, %lld]",
-                         i, (long long)fr->cols[ix], (long long)nout, (long long)k);
+        return err_fail(RNNC_ERR_SHAPE, "interp: node %d: linear of %lld features by [%lld, %lld]",
+                        i, (long long)fr->cols[ix], (long long)nout, (long long)k);
     const double *x = fr->val[ix], *w = fr->val[iw];
     int64_t rows = node_rows(fr, i), xrs = fr->f->nodes[ix].kind == IR_ROW ? k : 0;
     for (int64_t r = 0; r < rows; r++)
@@ -237,8 +237,8 @@ static rnnc_status eval_chunk(rt_frame *fr, int32_t i)
         return alias(fr, i, ia);
     int64_t src = fr->cols[ia], m = fr->cols[i];
     if (n->i0 <= 0 || n->i1 < 0 || n->i1 >= n->i0 || m * n->i0 != src)
-        return rnnc_fail(RNNC_ERR_SHAPE, "interp: node %d: chunk %d of %d of %lld features", i,
-                         n->i1, n->i0, (long long)src);
+        return err_fail(RNNC_ERR_SHAPE, "interp: node %d: chunk %d of %d of %lld features", i,
+                        n->i1, n->i0, (long long)src);
     int64_t rows = node_rows(fr, i);
     for (int64_t r = 0; r < rows; r++)
         memcpy(fr->buf[i] + r * m, fr->val[ia] + r * src + (int64_t)n->i1 * m,
@@ -252,11 +252,11 @@ static rnnc_status eval_concat(rt_frame *fr, int32_t i)
     const ir_node *n = &fr->f->nodes[i];
     int32_t ia = n->a[0], ib = n->a[1];
     if (!fr->val[ia] || !fr->val[ib])
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: concat of an absent value", i);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: concat of an absent value", i);
     int64_t ca = fr->cols[ia], cb = fr->cols[ib], m = fr->cols[i];
     if (ca + cb != m)
-        return rnnc_fail(RNNC_ERR_SHAPE, "interp: node %d: concat of %lld and %lld features", i,
-                         (long long)ca, (long long)cb);
+        return err_fail(RNNC_ERR_SHAPE, "interp: node %d: concat of %lld and %lld features", i,
+                        (long long)ca, (long long)cb);
     int64_t ars = fr->f->nodes[ia].kind == IR_ROW ? ca : 0;
     int64_t brs = fr->f->nodes[ib].kind == IR_ROW ? cb : 0;
     for (int64_t r = 0; r < node_rows(fr, i); r++) {
@@ -283,7 +283,7 @@ static rnnc_status eval_layernorm(rt_frame *fr, int32_t i)
     const double *x = fr->val[n->a[0]], *g, *b;
     int64_t grs = 0, gcs = 0, brs = 0, bcs = 0;
     if (!x)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: layernorm of an absent value", i);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: layernorm of an absent value", i);
     rnnc_status st = ln_operand(fr, i, n->a[1], &g, &grs, &gcs);
     if (st == RNNC_OK)
         st = ln_operand(fr, i, n->a[2], &b, &brs, &bcs);
@@ -318,8 +318,8 @@ static rnnc_status eval_reduce(rt_frame *fr, int32_t i)
     const ir_node *n = &fr->f->nodes[i];
     int32_t ia = n->a[0];
     if (!fr->val[ia])
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: %s of an absent value", i,
-                         ir_ops[n->op].name);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: %s of an absent value", i,
+                        ir_ops[n->op].name);
     int64_t m = fr->cols[ia], ars = fr->f->nodes[ia].kind == IR_ROW ? m : 0;
     for (int64_t r = 0; r < node_rows(fr, i); r++) {
         double acc = 0.0;
@@ -340,10 +340,10 @@ static rnnc_status eval_dropout(rt_frame *fr, int32_t i, int64_t t)
     if (!fr->training || n->f <= 0.0 || !fr->val[ia])
         return alias(fr, i, ia);
     if (n->kind != IR_ROW)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: dropout of a parameter", i);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: dropout of a parameter", i);
     if (n->i1 < 0 || n->i1 > 255)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: dropout site %d past 255", i,
-                         n->i1);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: dropout site %d past 255", i,
+                        n->i1);
     uint64_t site = rt_dropout_site_cell(fr->pseudo, n->i1);
     double scale = cm_dropout_scale(n->f);
     int64_t m = fr->cols[i], rows = fr->batch;
@@ -381,7 +381,7 @@ static rnnc_status eval_node(rt_frame *fr, int32_t i, int64_t t)
     case IR_MEAN: return eval_reduce(fr, i);
     case IR_DROPOUT: return eval_dropout(fr, i, t);
     default:
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: op %d", i, n->op);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: op %d", i, n->op);
     }
 }
 

@@ -20,14 +20,14 @@
 static rnnc_status check_spec(const rt_spec *s)
 {
     if (s->dtype != RNNC_F32)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "fused backend: %s models are not generated yet (fp32 with --math "
-                         "ffma, tf32 or 3xtf32; cudnn runs f16, the cpu and interp backends "
-                         "f16 and bf16)",
-                         rnnc_dtype_name(s->dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "fused backend: %s models are not generated yet (fp32 with --math "
+                        "ffma, tf32 or 3xtf32; cudnn runs f16, the cpu and interp backends "
+                        "f16 and bf16)",
+                        rnnc_dtype_name(s->dtype));
     if (s->layers < 1 || (s->dirs != 1 && s->dirs != 2))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused backend: %d layers, %d directions",
-                         s->layers, s->dirs);
+        return err_fail(RNNC_ERR_INVALID_ARG, "fused backend: %d layers, %d directions",
+                        s->layers, s->dirs);
     return RNNC_OK;
 }
 
@@ -107,7 +107,7 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
     m->share = rt_fused_share(s);
     m->arena = ir_arena_create();
     if (!m->arena)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
     if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)) || (st = hash_cell(m)) ||
         (st = trial(m, 0, &m->sched, &m->plan)))
         return st;
@@ -132,28 +132,28 @@ static rnnc_status check_bundles(const rt_fused *m)
     rt_bundle_registered_archs(archs, sizeof archs);
     snprintf(prefix, sizeof prefix, "%s ", model);
     if (rt_bundle_has_tuning_prefix(prefix))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "fused backend: the loaded bundle holds this model for %s, but this "
-                         "device is sm_%d with %d SMs and NVRTC is not available to compile "
-                         "for it; rebuild the bundle with `rnnc compile --arch sm_%d "
-                         "--sm-count %d`",
-                         archs, m->sm, m->sm_count, m->sm, m->sm_count);
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                     "fused backend: no loaded bundle (%s) holds this model (%s), and NVRTC "
-                     "is not available to compile it",
-                     archs, model);
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "fused backend: the loaded bundle holds this model for %s, but this "
+                        "device is sm_%d with %d SMs and NVRTC is not available to compile "
+                        "for it; rebuild the bundle with `rnnc compile --arch sm_%d "
+                        "--sm-count %d`",
+                        archs, m->sm, m->sm_count, m->sm, m->sm_count);
+    return err_fail(RNNC_ERR_UNSUPPORTED,
+                    "fused backend: no loaded bundle (%s) holds this model (%s), and NVRTC "
+                    "is not available to compile it",
+                    archs, model);
 }
 
 rnnc_status rt_fused_create(const rt_spec *s, void **state)
 {
     if (!s || !state || !s->fn[0])
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused: NULL spec");
+        return err_fail(RNNC_ERR_INVALID_ARG, "fused: NULL spec");
     rnnc_status st = check_spec(s);
     if (st)
         return st;
     rt_fused *m = calloc(1, sizeof *m);
     if (!m)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
     m->spec = *s;
     int sm = 0, sm_count = 0;
     if ((st = rt_cuda_context(s->device)) || (st = rt_cuda_arch(s->device, &sm)) ||
@@ -197,10 +197,10 @@ static rnnc_status fill_pseudo(rt_fused *m, const rt_weights *w, int p, float *w
     for (int i = 0; i < pl->n_wts; i++) {
         const float *src = rt_weight(w, p, pl->wts[i].id);
         if (!src)
-            return rnnc_fail(RNNC_ERR_STATE, "fused: weight '%s' of pseudo-layer %d missing",
-                             m->spec.fn[k]->params[pl->wts[i].id].name, p);
+            return err_fail(RNNC_ERR_STATE, "fused: weight '%s' of pseudo-layer %d missing",
+                            m->spec.fn[k]->params[pl->wts[i].id].name, p);
         if (param_numel(m, k, pl->wts[i].id) != pl->wts[i].count)
-            return rnnc_fail(RNNC_ERR_INTERNAL, "fused: weight size mismatch");
+            return err_fail(RNNC_ERR_INTERNAL, "fused: weight size mismatch");
         memcpy(wts + pl->wts[i].offset, src, (size_t)pl->wts[i].count * sizeof(float));
     }
     for (int i = 0; i < pl->n_fold; i++) {
@@ -215,15 +215,15 @@ static rnnc_status fill_pseudo(rt_fused *m, const rt_weights *w, int p, float *w
 rnnc_status rt_fused_bind(rt_fused *m, const rt_weights *w)
 {
     if (!m || !w)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused: NULL weights");
+        return err_fail(RNNC_ERR_INVALID_ARG, "fused: NULL weights");
     int np = m->spec.layers * m->spec.dirs;
     if (w->pseudo_layers < np)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused: weights for %d pseudo-layers (want %d)",
-                         w->pseudo_layers, np);
+        return err_fail(RNNC_ERR_INVALID_ARG, "fused: weights for %d pseudo-layers (want %d)",
+                        w->pseudo_layers, np);
     int64_t nw = rt_fused_wts_at(m, np), nf = rt_fused_fold_at(m, np);
     float *wts = calloc((size_t)nw, sizeof(float)), *fold = calloc((size_t)nf, sizeof(float));
     rnnc_status st = wts && fold ? RNNC_OK
-                                 : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for weights");
+                                 : err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for weights");
     for (int p = 0; st == RNNC_OK && p < np; p++)
         st = fill_pseudo(m, w, p, wts + rt_fused_wts_at(m, p), fold + rt_fused_fold_at(m, p));
     if (st == RNNC_OK)

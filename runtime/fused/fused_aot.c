@@ -43,10 +43,10 @@ rnnc_status rt_fused_aot_add(const rt_spec *s, int64_t batch, int sm, int sm_cou
                              rt_bundle *b, const char **from)
 {
     if (!s || !b || batch < 1 || sm < 1 || sm_count < 1)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_fused_aot_add: bad argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_fused_aot_add: bad argument");
     rt_fused *m = calloc(1, sizeof *m);
     if (!m)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
     rnnc_status st = rt_fused_init(m, s, sm, sm_count);
     if (st == RNNC_OK)
         st = rt_fused_prepare(m, batch);

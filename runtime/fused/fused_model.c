@@ -164,7 +164,7 @@ static rnnc_status make_events(rt_fused *m, int n)
         return RNNC_OK;
     CUevent *e = realloc(m->ev, (size_t)n * sizeof *e);
     if (!e)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for events");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for events");
     m->ev = e;
     const rt_cuda_api *cu = rt_cu();
     for (; m->ev_n < n; m->ev_n++) {
@@ -224,7 +224,7 @@ static rnnc_status upload_lengths(rt_fused *m, const rnnc_forward_args *a, int C
     if (m->hlen_n < n) {
         int *h = realloc(m->hlen, (size_t)n * sizeof *h);
         if (!h)
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for lengths");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for lengths");
         m->hlen = h;
         m->hlen_n = n;
     }

@@ -128,7 +128,7 @@ static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
                             (size_t)max64(p->part_floats, q->part_floats) * 4)))
         return st;
     if (bar_bytes(p) > BAR_BYTES || bar_bytes(q) > BAR_BYTES)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
+        return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
     return sl->bar ? RNNC_OK : rt_dev_alloc(&sl->bar, BAR_BYTES);
 }
 
@@ -210,12 +210,12 @@ static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
     if (st)
         return st;
     if (!call_supported(&m->spec, a))
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "fused backend: training with in-cell dropout is not supported yet");
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "fused backend: training with in-cell dropout is not supported yet");
     if (!m->bound)
-        return rnnc_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
+        return err_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
     if (a->seq_len > (int64_t)1 << 30)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backend: T too large");
+        return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: T too large");
     return RNNC_OK;
 }
 

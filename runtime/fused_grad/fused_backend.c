@@ -58,7 +58,7 @@ static rnnc_status fused_absent(const rt_spec *s, void **state)
 {
     (void)s;
     (void)state;
-    return rnnc_fail(RNNC_ERR_NOT_BUILT, "fused backend: rnnc was built without CUDA");
+    return err_fail(RNNC_ERR_NOT_BUILT, "fused backend: rnnc was built without CUDA");
 }
 
 const rt_backend rt_backend_fused = {.name = "fused", .create = fused_absent};

@@ -35,7 +35,7 @@ rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdevic
     int r = rev;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r};
     if (bar_bytes(pl) > BAR_BYTES)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backward: persistent grid too large");
+        return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: persistent grid too large");
     rnnc_status e = pl->xb_zero_floats > 0 ? rt_dev_zero(g->xb.p, (size_t)pl->xb_zero_floats * 4, s)
                                            : rt_dev_zero(g->bar.p, bar_bytes(pl), s);
     size_t TB = (size_t)T * (size_t)g->B;
@@ -227,7 +227,7 @@ static rnnc_status lengths_in(rt_fgrad *g, const rnnc_forward_args *a, CUstream 
         return RNNC_OK;
     int *h = realloc(g->hlen, sizeof(int) * (size_t)a->batch);
     if (!h)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
     g->hlen = h;
     for (int64_t b = 0; b < a->batch; b++)
         h[b] = (int)a->lengths[b];

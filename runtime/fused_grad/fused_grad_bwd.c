@@ -92,12 +92,12 @@ rnnc_status rt_fgrad_backward(void *state, const rnnc_backward_args *b)
     rt_fused *m = state;
     rt_fgrad *g = m->grad;
     if (!b)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused backward: NULL arguments");
+        return err_fail(RNNC_ERR_INVALID_ARG, "fused backward: NULL arguments");
     if (g && g->checked && g->status != RNNC_OK)
-        return rnnc_fail(g->status, "%s", g->why);
+        return err_fail(g->status, "%s", g->why);
     if (!g || !g->valid)
-        return rnnc_fail(RNNC_ERR_STATE, "backward needs a training forward first (the last "
-                                         "forward was inference, or was already differentiated)");
+        return err_fail(RNNC_ERR_STATE, "backward needs a training forward first (the last "
+                                        "forward was inference, or was already differentiated)");
     CUstream s = g->stream;
     int W = (int)(m->spec.dirs * m->spec.hout);
     g->valid = false;
@@ -131,15 +131,15 @@ rnnc_status rt_fgrad_weight_grad(void *state, int pseudo, int param, float *out,
     rt_fused *m = state;
     rt_fgrad *g = m->grad;
     if (!g || !g->have_grad)
-        return rnnc_fail(RNNC_ERR_STATE, "no weight gradients yet: call backward after a "
-                                         "training forward");
+        return err_fail(RNNC_ERR_STATE, "no weight gradients yet: call backward after a "
+                                        "training forward");
     if (pseudo < 0 || pseudo >= g->np || param < 0 || param >= g->npar ||
         count != g->hw_cnt[pseudo * g->npar + param])
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "fused weight_grad: bad weight or count");
+        return err_fail(RNNC_ERR_INVALID_ARG, "fused weight_grad: bad weight or count");
     if (!g->dw_host_valid) {
         float *h = realloc(g->dw_host, sizeof(float) * (size_t)(g->hw_floats + 4));
         if (!h)
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
         g->dw_host = h;
         rnnc_status st = rt_cuda_context(m->spec.device);
         if (st == RNNC_OK)

@@ -13,7 +13,7 @@
 
 static rnnc_status unsupported(const char *what, const char *cell)
 {
-    return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backward: %s (cell '%s')", what, cell);
+    return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: %s (cell '%s')", what, cell);
 }
 
 rnnc_status fg_model_supported(const rt_spec *s)
@@ -282,7 +282,7 @@ static rnnc_status emit_body(split *p, ir_fn *dst, const uint8_t *live, int32_t 
             continue;
         }
         if (n.op == IR_INPUT || n.op == IR_STATE || n.op == IR_PARAM)
-            return rnnc_fail(RNNC_ERR_INTERNAL, "fused backward: undeclared leaf %d", i);
+            return err_fail(RNNC_ERR_INTERNAL, "fused backward: undeclared leaf %d", i);
         if ((st = ir_emit_node(dst, &n, &map[i])))
             return st;
     }
@@ -332,7 +332,7 @@ static rnnc_status build_bwd(const ir_fn *f, ir_sizes s, fg_kind *k)
     int32_t *map = malloc(n * sizeof *map);
     rnnc_status st = RNNC_OK;
     if (!p.piece || !p.export_ || !p.off || !live || !map) {
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
         goto free_all;
     }
     for (size_t i = 0; i < n; i++)

@@ -41,7 +41,7 @@ static rnnc_status new_state(rt_fused *m)
     rt_fgrad *g = calloc(1, sizeof *g);
     if (!g || !(g->arena = ir_arena_create())) {
         free(g);
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
     }
     g->np = m->spec.layers * m->spec.dirs;
     g->npar = m->spec.fn[0]->n_params;
@@ -90,7 +90,7 @@ rnnc_status rt_fgrad_check(rt_fused *m)
         g->checked = true;
     }
     if (g->status != RNNC_OK)
-        return rnnc_fail(g->status, "%s", g->why);
+        return err_fail(g->status, "%s", g->why);
     return RNNC_OK;
 }
 
@@ -119,7 +119,7 @@ rnnc_status rt_fgrad_bind(rt_fused *m, const rt_weights *w)
     size_t n = (size_t)(g->np * g->npar) + 1;
     if (!g->hw_off && (!(g->hw_off = calloc(n, sizeof *g->hw_off)) ||
                        !(g->hw_cnt = calloc(n, sizeof *g->hw_cnt))))
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
     int64_t at = 0;
     for (int p = 0; p < g->np; p++)
         for (int i = 0; i < g->npar; i++) {
@@ -129,7 +129,7 @@ rnnc_status rt_fgrad_bind(rt_fused *m, const rt_weights *w)
         }
     float *hw = realloc(g->hw, sizeof(float) * (size_t)(at + 4));
     if (!hw)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory for weights");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory for weights");
     g->hw = hw;
     g->hw_floats = at;
     for (int p = 0; p < g->np; p++)
@@ -161,7 +161,7 @@ static rnnc_status bwd_weights(rt_fused *m, rt_fgrad *g, int k, int p, float **t
         int64_t r = ir_dim_eval(n->rows, sz), c = ir_dim_eval(n->cols, sz);
         float *t = malloc(sizeof(float) * (size_t)(r * c));
         if (!t)
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
         const float *w = g->hw + g->hw_off[p * g->npar + q];
         for (int64_t a = 0; a < r; a++)
             for (int64_t b = 0; b < c; b++)
@@ -203,7 +203,7 @@ static rnnc_status fill_pseudo(rt_fused *m, rt_fgrad *g, int p, float *rw, float
     const float *ptr[2 * FG_MAX + 8];
     float *tbuf[FG_MAX] = {0};
     if (g->npar + kd->n_t > 2 * FG_MAX + 8)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "fused backward: too many parameters");
+        return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: too many parameters");
     rnnc_status st = bwd_weights(m, g, k, p, tbuf, ptr);
     if (st == RNNC_OK)
         st = fill(kd->rec, m->spec.sizes[k], &g->rec[k].plan, ptr, g->npar, rw, rf);
@@ -227,7 +227,7 @@ static rnnc_status fill_arenas(rt_fused *m, rt_fgrad *g)
     float *bw = calloc((size_t)nbw, 4), *bf = calloc((size_t)nbf, 4);
     rnnc_status st = rw && rf && bw && bf
                          ? RNNC_OK
-                         : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+                         : err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
     for (int p = 0; st == RNNC_OK && p < g->np; p++)
         st = fill_pseudo(m, g, p, rw + fg_at(g, d, p, g->rec_w), rf + fg_at(g, d, p, g->rec_f),
                          bw + fg_at(g, d, p, g->bwd_w), bf + fg_at(g, d, p, g->bwd_f));
@@ -286,7 +286,7 @@ static rnnc_status make_desc(rt_fgrad *g, int k)
     free(g->desc[k]);
     g->desc[k] = malloc(sizeof(int) * (size_t)(5 * kd->n_pieces + 5));
     if (!g->desc[k])
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
     for (int i = 0; i < kd->n_pieces; i++) {
         const fg_piece *pc = &kd->piece[i];
         int *d = g->desc[k] + 5 * i;
@@ -302,7 +302,7 @@ rnnc_status fg_prepare(rt_fused *m, int64_t batch)
     rt_fgrad *g = m->grad;
     rnnc_status st = RNNC_OK;
     if (!g->bound)
-        return rnnc_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
+        return err_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
     if (g->batch != batch) {
         g->batch = 0;
         for (int k = 0; st == RNNC_OK && k < g->n_kinds; k++)

@@ -19,10 +19,10 @@ typedef struct interp_model {
 static rnnc_status interp_create(const rt_spec *s, void **state)
 {
     if (!s || !state || !s->fn[0])
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: NULL spec");
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: NULL spec");
     interp_model *m = calloc(1, sizeof *m);
     if (!m)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
     m->spec = *s;
     *state = m;
     return RNNC_OK;
@@ -33,7 +33,7 @@ static rnnc_status interp_bind(void *state, const rt_weights *w)
     interp_model *m = state;
     if (!w || w->pseudo_layers != m->spec.layers * m->spec.dirs ||
         w->n_params != m->spec.fn[0]->n_params)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: weights do not match the model");
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: weights do not match the model");
     double **d;
     rnnc_status st = rt_eval_weights(&m->spec, NULL, m->spec.sizes[0], w, 0, w->pseudo_layers, &d);
     if (st != RNNC_OK)
@@ -79,7 +79,7 @@ static rnnc_status io_sizes(const rt_spec *s, const rnnc_forward_args *a, interp
     io->init = calloc((size_t)f->n_states + 1, sizeof(double *));
     io->final = calloc((size_t)f->n_states + 1, sizeof(double *));
     if (!io->state_n || !io->init || !io->final)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
     for (int k = 0; k < f->n_states; k++)
         io->state_n[k] = (int64_t)s->layers * s->dirs * B *
                          ir_dim_eval(f->nodes[f->states[k].node].cols, s->sizes[0]);
@@ -94,13 +94,13 @@ static rnnc_status io_in(const rt_spec *s, const rnnc_forward_args *a, interp_io
     io->x = rt_eval_to_f64(a->x, io->in_n);
     io->y = malloc((size_t)io->y_n * sizeof(double));
     if (!io->x || !io->y)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
     for (int k = 0; k < io->n_states; k++) {
         if (a->init && a->init[k] && !(io->init[k] = rt_eval_to_f64(a->init[k], io->state_n[k])))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
         if (a->final && a->final[k] &&
             !(io->final[k] = malloc((size_t)io->state_n[k] * sizeof(double))))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
     }
     io->q = (rt_seq_f64){a->seq_len, a->batch, io->x, (const double *const *)io->init,
                          a->lengths, io->y, io->final, a->training};
@@ -114,9 +114,9 @@ static rnnc_status interp_forward_f32(void *state, const rnnc_forward_args *a)
     if (st != RNNC_OK)
         return st;
     if (a->device_pointers)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: runs on host pointers only");
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: runs on host pointers only");
     if (!m->w)
-        return rnnc_fail(RNNC_ERR_STATE, "interp: forward before weights were bound");
+        return err_fail(RNNC_ERR_STATE, "interp: forward before weights were bound");
     interp_io io = {0};
     st = io_in(&m->spec, a, &io);
     if (st != RNNC_OK)

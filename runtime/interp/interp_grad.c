@@ -106,15 +106,15 @@ static rnnc_status rec_alloc(gctx *c, layer_rec *r, const rt_frame *fr, const ir
     r->leave = gc_alloc(c, sizeof(double *) * ((size_t)f->n_states + 1));
     r->saved = gc_alloc(c, sizeof(double *) * ((size_t)gr->n_saved + 1));
     if (!r->enter || !r->leave || !r->saved)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the recording");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the recording");
     for (int k = 0; k < f->n_states; k++) {
         int64_t n = c->T * c->B * width_of(fr, f->states[k].node);
         if (!(r->enter[k] = gc_doubles(c, n)) || !(r->leave[k] = gc_doubles(c, n)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the recording");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the recording");
     }
     for (int j = 0; j < gr->n_saved; j++)
         if (!(r->saved[j] = gc_doubles(c, c->T * c->B * width_of(fr, gr->saved[j]))))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the recording");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the recording");
     return RNNC_OK;
 }
 
@@ -143,8 +143,8 @@ static rnnc_status fwd_commit(const gctx *c, rt_frame *fr, int l, int d, int64_t
         int32_t next = f->states[k].next;
         int64_t n = fr->cols[f->states[k].node];
         if (f->nodes[next].kind != IR_ROW)
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: state '%s' is not a row value",
-                             f->states[k].name);
+            return err_fail(RNNC_ERR_UNSUPPORTED, "interp: state '%s' is not a row value",
+                            f->states[k].name);
         memcpy(sp, fr->val[next], (size_t)(B * n) * sizeof(double));
         sp += B * n;
     }
@@ -222,7 +222,7 @@ static rnnc_status fwd_direction(gctx *c, int l, int d)
         stage_n += c->B * fr.cols[fr.f->states[k].node];
     double *stage = gc_doubles(c, stage_n);
     st = stage ? rec_alloc(c, &c->rec[p], &fr, grad_of(c, l))
-               : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the states");
+               : err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the states");
     if (st == RNNC_OK)
         st = rt_frame_eval_fixed(&fr);
     if (st == RNNC_OK) {
@@ -254,7 +254,7 @@ static rnnc_status forward(gctx *c)
     int64_t n = c->T * c->B * c->width;
     for (int l = 0; l < c->s->layers; l++) {
         if (!(c->raw[l] = gc_doubles(c, n)) || !(c->in[l + 1] = gc_doubles(c, n)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for layer outputs");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for layer outputs");
         for (int d = 0; d < c->s->dirs; d++) {
             rnnc_status st = fwd_direction(c, l, d);
             if (st != RNNC_OK)
@@ -317,8 +317,8 @@ static rnnc_status bwd_fill(bwd_dir *k, const double *dout, int64_t t)
         }
         const double *src = source_rows(k, &k->gr->in[j], t, B * n);
         if (!src)
-            return rnnc_fail(RNNC_ERR_INTERNAL, "interp: backward input '%s' has no source",
-                             bf->inputs[j].name);
+            return err_fail(RNNC_ERR_INTERNAL, "interp: backward input '%s' has no source",
+                            bf->inputs[j].name);
         memcpy(dst, src, (size_t)(B * n) * sizeof(double));
     }
     for (int s = 0; s < bf->n_states; s++) {
@@ -399,7 +399,7 @@ static rnnc_status bwd_direction(gctx *c, int l, int d, const double *dout, doub
                    (size_t)m * sizeof(double));
     }
     st = k.dstate ? bwd_walk(&k, dout, din)
-                  : rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+                  : err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
     for (int q = 0; st == RNNC_OK && q < bf->n_states; q++) {
         int64_t m = c->B * k.fr.cols[bf->states[q].node];
         if (c->g->dinit && c->g->dinit[q])
@@ -415,13 +415,13 @@ static rnnc_status backward(gctx *c)
     const rt_spec *s = c->s;
     double *dout = gc_doubles(c, c->T * c->B * c->width);
     if (!dout)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
     relayout(c, dout, c->g->dy, c->width, true);
     for (int l = s->layers - 1; l >= 0; l--) {
         int64_t iw = l == 0 ? s->sizes[0].I : c->width;
         double *din = gc_doubles(c, c->T * c->B * iw);
         if (!din)
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
         for (int d = 0; d < s->dirs; d++) {
             rnnc_status st = bwd_direction(c, l, d, dout, din);
             if (st != RNNC_OK)
@@ -449,7 +449,7 @@ static rnnc_status prepare(gctx *c)
         if (st != RNNC_OK)
             return st;
         if (!(c->dep[k] = malloc((size_t)c->grad[k].fn->n + 1)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
         ir_compute_deps(c->grad[k].fn, c->dep[k]);
     }
     int L = s->layers, P = L * s->dirs;
@@ -457,7 +457,7 @@ static rnnc_status prepare(gctx *c)
     c->raw = gc_alloc(c, sizeof(double *) * (size_t)L);
     c->rec = gc_alloc(c, sizeof(layer_rec) * (size_t)P);
     if (!c->in || !c->raw || !c->rec || !(c->in[0] = gc_doubles(c, c->T * c->B * s->sizes[0].I)))
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
     relayout(c, c->in[0], c->q->x, s->sizes[0].I, true);
     int np = c->w->n_params;
     for (int p = 0; c->g->dw && p < P; p++)
@@ -477,14 +477,14 @@ rnnc_status rt_interp_grad(const rt_spec *s, const rt_weights_f64 *w, const rt_s
                            const rt_grad_f64 *g)
 {
     if (!s || !w || !q || !g || !q->x || !g->dy || !s->fn[0])
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: NULL spec, weights, x or dy");
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: NULL spec, weights, x or dy");
     if (q->seq_len < 1 || q->batch < 1 || w->n_params != s->fn[0]->n_params ||
         w->pseudo_layers < s->layers * s->dirs)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: bad shapes for the backward");
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: bad shapes for the backward");
     for (int64_t b = 0; q->lengths && b < q->batch; b++)
         if (q->lengths[b] < 1 || q->lengths[b] > q->seq_len)
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: lengths[%lld] = %lld not in [1, %lld]",
-                             (long long)b, (long long)q->lengths[b], (long long)q->seq_len);
+            return err_fail(RNNC_ERR_INVALID_ARG, "interp: lengths[%lld] = %lld not in [1, %lld]",
+                            (long long)b, (long long)q->lengths[b], (long long)q->seq_len);
     gctx c = {.s = s, .w = w, .q = q, .g = g, .T = q->seq_len, .B = q->batch,
               .width = s->dirs * s->hout};
     rnnc_status st = prepare(&c);

@@ -97,8 +97,8 @@ static rnnc_status eval_grad_node(rt_frame *fr, int32_t i, int64_t t)
         return rt_frame_eval_node(fr, i, t);
     for (int k = 0; k < ir_ops[n->op].arity; k++)
         if (!fr->val[n->a[k]])
-            return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: %s of an absent value", i,
-                             ir_ops[n->op].name);
+            return err_fail(RNNC_ERR_UNSUPPORTED, "interp: node %d: %s of an absent value", i,
+                            ir_ops[n->op].name);
     switch (n->op) {
     case IR_LINEAR_T: eval_linear_t(fr, i); break;
     case IR_OUTER: eval_outer(fr, i); break;

@@ -48,42 +48,42 @@ static rnnc_status check_fn(const rt_spec *s, int layer, int64_t in_width, int n
 {
     const ir_fn *f = rt_spec_fn(s, layer);
     if (!f)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: no cell for layer %d", layer);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: no cell for layer %d", layer);
     if (f->n_inputs != 1 || f->output < 0)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: cell '%s' needs one input and an output "
-                         "(has %d inputs)", f->name, f->n_inputs);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: cell '%s' needs one input and an output "
+                        "(has %d inputs)", f->name, f->n_inputs);
     if (f->n_params != n_params || f->n_states != s->fn[0]->n_states)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: the cells of layer 0 and %d differ", layer);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: the cells of layer 0 and %d differ", layer);
     int64_t iw = fn_width(s, layer, f->inputs[0].node), ow = fn_width(s, layer, f->output);
     if (iw != in_width || ow != s->hout)
-        return rnnc_fail(RNNC_ERR_SHAPE, "interp: layer %d takes %lld features (want %lld) and "
-                         "gives %lld (want %lld)", layer, (long long)iw, (long long)in_width,
-                         (long long)ow, (long long)s->hout);
+        return err_fail(RNNC_ERR_SHAPE, "interp: layer %d takes %lld features (want %lld) and "
+                        "gives %lld (want %lld)", layer, (long long)iw, (long long)in_width,
+                        (long long)ow, (long long)s->hout);
     for (int k = 0; k < f->n_states; k++)
         if (fn_width(s, layer, f->states[k].node) != fn_width(s, 0, s->fn[0]->states[k].node))
-            return rnnc_fail(RNNC_ERR_SHAPE, "interp: state '%s' changes size across layers",
-                             f->states[k].name);
+            return err_fail(RNNC_ERR_SHAPE, "interp: state '%s' changes size across layers",
+                            f->states[k].name);
     return RNNC_OK;
 }
 
 static rnnc_status check_run(const rt_spec *s, const rt_weights_f64 *w, const rt_seq_f64 *q)
 {
     if (!s || !w || !q || !q->x || !q->y || !s->fn[0])
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: NULL spec, weights, cell, x or y");
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: NULL spec, weights, cell, x or y");
     if (s->layers < 1 || (s->dirs != 1 && s->dirs != 2) || s->hout <= 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: %d layers, %d directions, Hout %lld",
-                         s->layers, s->dirs, (long long)s->hout);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: %d layers, %d directions, Hout %lld",
+                        s->layers, s->dirs, (long long)s->hout);
     if (q->seq_len < 1 || q->batch < 1)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: T=%lld B=%lld", (long long)q->seq_len,
-                         (long long)q->batch);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: T=%lld B=%lld", (long long)q->seq_len,
+                        (long long)q->batch);
     if (w->pseudo_layers < s->layers * s->dirs || w->n_params != s->fn[0]->n_params)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: weights for %d pseudo-layers of %d params "
-                         "(want %d of %d)", w->pseudo_layers, w->n_params, s->layers * s->dirs,
-                         s->fn[0]->n_params);
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp: weights for %d pseudo-layers of %d params "
+                        "(want %d of %d)", w->pseudo_layers, w->n_params, s->layers * s->dirs,
+                        s->fn[0]->n_params);
     for (int64_t b = 0; q->lengths && b < q->batch; b++)
         if (q->lengths[b] < 1 || q->lengths[b] > q->seq_len)
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: lengths[%lld] = %lld not in [1, %lld]",
-                             (long long)b, (long long)q->lengths[b], (long long)q->seq_len);
+            return err_fail(RNNC_ERR_INVALID_ARG, "interp: lengths[%lld] = %lld not in [1, %lld]",
+                            (long long)b, (long long)q->lengths[b], (long long)q->seq_len);
     for (int l = 0; l < s->layers && l < 2; l++) {
         int64_t in_width = l == 0 ? s->sizes[0].I : s->dirs * s->hout;
         rnnc_status st = check_fn(s, l, in_width, w->n_params);
@@ -144,7 +144,7 @@ static rnnc_status commit_step(const run_ctx *c, rt_frame *fr, int64_t t, int di
     int64_t hout = c->s->hout;
     const double *y = fr->val[f->output];
     if (!y)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "interp: the output is an absent parameter");
+        return err_fail(RNNC_ERR_UNSUPPORTED, "interp: the output is an absent parameter");
     int64_t yrs = f->nodes[f->output].kind == IR_ROW ? hout : 0;
     for (int64_t b = 0; b < c->nb; b++)
         if (t < seq_len_of(c, b))
@@ -154,8 +154,8 @@ static rnnc_status commit_step(const run_ctx *c, rt_frame *fr, int64_t t, int di
     for (int k = 0; k < f->n_states; k++) {
         int32_t next = f->states[k].next;
         if (next < 0 || !fr->val[next])
-            return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp: state '%s' has no next value",
-                             f->states[k].name);
+            return err_fail(RNNC_ERR_INVALID_ARG, "interp: state '%s' has no next value",
+                            f->states[k].name);
         int64_t n = fr->cols[f->states[k].node];
         int64_t nrs = f->nodes[next].kind == IR_ROW ? n : 0;
         for (int64_t b = 0; b < c->nb; b++)
@@ -215,7 +215,7 @@ static rnnc_status run_rows(const run_ctx *c, int layer, int dir, const double *
         stage_n += c->nb * fr.cols[fr.f->states[k].node];
     double *stage = malloc((size_t)(stage_n > 0 ? stage_n : 1) * sizeof(double));
     if (!stage) {
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the states");
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the states");
         goto free_frame;
     }
     st = rt_frame_eval_fixed(&fr);
@@ -283,7 +283,7 @@ static rnnc_status run_direction(const run_ctx *c, int layer, int dir, const dou
             pthread_join(tid[k], NULL);
     for (int k = 0; k < n; k++)
         if (jobs[k].st != RNNC_OK)
-            return rnnc_fail(jobs[k].st, "%s", jobs[k].err);
+            return err_fail(jobs[k].st, "%s", jobs[k].err);
     return RNNC_OK;
 }
 
@@ -336,11 +336,11 @@ rnnc_status rt_interp_run(const rt_spec *s, const rt_weights_f64 *w, const rt_se
         return st;
     run_ctx c = {s, w, q, q->seq_len, q->batch, s->dirs * s->hout, 0, q->batch};
     if (c.width > (INT64_MAX / 8) / c.T / c.B)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: output too large");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: output too large");
     size_t n = (size_t)(c.T * c.B * c.width);
     double *bufs[2] = {malloc(n * sizeof(double)), malloc(n * sizeof(double))};
     if (!bufs[0] || !bufs[1]) {
-        st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for layer outputs");
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for layer outputs");
         goto free_bufs;
     }
     st = run_layers(&c, bufs);

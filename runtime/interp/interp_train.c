@@ -68,14 +68,14 @@ static rnnc_status keep_inputs(rt_interp_train *t, const rt_spec *s, const rnnc_
     t->x = dup_f64(a->x, a->seq_len * a->batch * s->sizes[0].I);
     t->init = calloc((size_t)t->n_states + 1, sizeof *t->init);
     if (!t->x || !t->init)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory keeping the forward");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory keeping the forward");
     for (int k = 0; k < t->n_states; k++)
         if (a->init && a->init[k] &&
             !(t->init[k] = dup_f64(a->init[k], state_numel(s, k, a->batch))))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory keeping the forward");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory keeping the forward");
     if (a->lengths) {
         if (!(t->lengths = malloc(sizeof(int64_t) * (size_t)a->batch)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory keeping the forward");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory keeping the forward");
         memcpy(t->lengths, a->lengths, sizeof(int64_t) * (size_t)a->batch);
     }
     t->valid = true;
@@ -86,7 +86,7 @@ rnnc_status rt_interp_train_keep(rt_interp_train **tp, const rt_spec *s,
                                  const rnnc_forward_args *a)
 {
     if (!*tp && !(*tp = calloc(1, sizeof **tp)))
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
     rt_interp_train *t = *tp;
     forget_inputs(t);
     if (!a->training)
@@ -111,7 +111,7 @@ static rnnc_status grad_arrays(rt_interp_train *t, const rt_spec *s, const rt_we
     int n = w->pseudo_layers * w->n_params;
     if (!t->dw) {
         if (!(t->dw = calloc((size_t)n + 1, sizeof *t->dw)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
         t->n_dw = n;
         t->n_params = w->n_params;
     }
@@ -120,7 +120,7 @@ static rnnc_status grad_arrays(rt_interp_train *t, const rt_spec *s, const rt_we
             int64_t m = param_numel(s, p, k);
             double **slot = &t->dw[p * w->n_params + k];
             if (!*slot && !(*slot = malloc(sizeof(double) * (size_t)m)))
-                return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+                return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
         }
     return RNNC_OK;
 }
@@ -151,13 +151,13 @@ static rnnc_status grad_io_in(grad_io *g, const rt_interp_train *t, const rt_spe
     g->dinit = calloc((size_t)g->n + 1, sizeof *g->dinit);
     g->dx = a->dx ? malloc(sizeof(double) * (size_t)(t->T * t->B * s->sizes[0].I)) : NULL;
     if (!g->dy || !g->dfinal || !g->dinit || (a->dx && !g->dx))
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
     for (int k = 0; k < g->n; k++) {
         int64_t m = state_numel(s, k, t->B);
         if (a->dfinal && a->dfinal[k] && !(g->dfinal[k] = dup_f64(a->dfinal[k], m)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
         if (a->dinit && a->dinit[k] && !(g->dinit[k] = malloc(sizeof(double) * (size_t)m)))
-            return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for gradients");
     }
     return RNNC_OK;
 }
@@ -172,11 +172,11 @@ rnnc_status rt_interp_train_backward(rt_interp_train *t, const rt_spec *s,
                                      const rt_weights_f64 *w, const rnnc_backward_args *a)
 {
     if (!t || !t->valid)
-        return rnnc_fail(RNNC_ERR_STATE, "backward needs a training forward first%s",
-                         t ? " (the last forward was inference, or was already differentiated)"
-                           : "");
+        return err_fail(RNNC_ERR_STATE, "backward needs a training forward first%s",
+                        t ? " (the last forward was inference, or was already differentiated)"
+                          : "");
     if (!a->dy)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "interp backward needs dy");
+        return err_fail(RNNC_ERR_INVALID_ARG, "interp backward needs dy");
     grad_io g = {0};
     t->have_grad = false;
     rnnc_status st = grad_arrays(t, s, w);
@@ -205,14 +205,14 @@ rnnc_status rt_interp_train_weight_grad(const rt_interp_train *t, const rt_spec 
                                         int param, float *out, int64_t count)
 {
     if (!t || !t->have_grad)
-        return rnnc_fail(RNNC_ERR_STATE,
-                         "no weight gradients yet: call backward after a training forward");
+        return err_fail(RNNC_ERR_STATE,
+                        "no weight gradients yet: call backward after a training forward");
     if (pseudo < 0 || param < 0 || param >= t->n_params || pseudo * t->n_params >= t->n_dw)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "weight (%d, %d) out of range", pseudo, param);
+        return err_fail(RNNC_ERR_INVALID_ARG, "weight (%d, %d) out of range", pseudo, param);
     int64_t numel = param_numel(s, pseudo, param);
     if (count != numel)
-        return rnnc_fail(RNNC_ERR_SHAPE, "weight gradient: %lld elements asked, it has %lld",
-                         (long long)count, (long long)numel);
+        return err_fail(RNNC_ERR_SHAPE, "weight gradient: %lld elements asked, it has %lld",
+                        (long long)count, (long long)numel);
     to_f32(out, t->dw[pseudo * t->n_params + param], count);
     return RNNC_OK;
 }

@@ -23,8 +23,8 @@ rnnc_status rnnc_cudnn_algo_from_name(const char *name, rnnc_cudnn_algo *out)
             *out = (rnnc_cudnn_algo)i;
             return RNNC_OK;
         }
-    return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                     "unknown cuDNN algorithm '%s' (auto, standard, persist_static, "
-                     "persist_static_small_h, persist_dynamic)",
-                     name ? name : "(null)");
+    return err_fail(RNNC_ERR_INVALID_ARG,
+                    "unknown cuDNN algorithm '%s' (auto, standard, persist_static, "
+                    "persist_static_small_h, persist_dynamic)",
+                    name ? name : "(null)");
 }

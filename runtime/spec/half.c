@@ -94,8 +94,8 @@ rnnc_status rnnc_convert(void *dst, rnnc_dtype dst_type, const void *src, rnnc_d
                          int64_t n)
 {
     if (!is_float(dst_type) || !is_float(src_type) || n < 0 || (n > 0 && (!dst || !src)))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_convert: %s to %s of %lld values",
-                         rnnc_dtype_name(src_type), rnnc_dtype_name(dst_type), (long long)n);
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_convert: %s to %s of %lld values",
+                        rnnc_dtype_name(src_type), rnnc_dtype_name(dst_type), (long long)n);
     /* through fp32 in blocks (an F64 value rounds twice only on its way to a half) */
     float buf[1024];
     const unsigned char *s = src;
@@ -143,12 +143,12 @@ rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
 {
     const ir_fn *f = s->fn[0];
     if (a->device_pointers || a->batch_sizes)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED,
-                         "%s models run on this backend from padded host buffers only",
-                         rnnc_dtype_name(s->dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "%s models run on this backend from padded host buffers only",
+                        rnnc_dtype_name(s->dtype));
     if (f->n_states > HALF_MAX_STATES)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "%s models: at most %d states",
-                         rnnc_dtype_name(s->dtype), HALF_MAX_STATES);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "%s models: at most %d states",
+                        rnnc_dtype_name(s->dtype), HALF_MAX_STATES);
     size_t TB = (size_t)a->seq_len * (size_t)a->batch, ns[HALF_MAX_STATES];
     size_t nx = TB * (size_t)s->sizes[0].I, ny = TB * (size_t)(s->dirs * s->hout);
     half_bufs b = {0};
@@ -183,7 +183,7 @@ rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
             f32_to_half(s->dtype, b.final[k], a->final[k], ns[k]);
     goto free_bufs;
 oom:
-    st = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s forward: out of memory", rnnc_dtype_name(s->dtype));
+    st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s forward: out of memory", rnnc_dtype_name(s->dtype));
 free_bufs:
     free_bufs(&b);
     return st;

@@ -65,7 +65,7 @@ static rnnc_status read_exact(st_file *sf, void *p, size_t n)
 {
     cm_why why;
     rnnc_status s = cm_in_read(&sf->in, p, n, sf->path, &why);
-    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
+    return s == RNNC_OK ? RNNC_OK : err_fail(s, "%s", why.text);
 }
 
 /* ---------------------------------------------------------------- the header */
@@ -75,7 +75,7 @@ static rnnc_status open_file(st_file *sf)
     cm_why why;
     rnnc_status s = cm_in_open(&sf->in, sf->path, 0, &why);
     if (s != RNNC_OK)
-        return rnnc_fail(s == RNNC_ERR_NOT_FOUND ? RNNC_ERR_IO : s, "%s", why.text);
+        return err_fail(s == RNNC_ERR_NOT_FOUND ? RNNC_ERR_IO : s, "%s", why.text);
     sf->size = sf->in.size;
     return RNNC_OK;
 }
@@ -103,19 +103,19 @@ static rnnc_status parse_json(st_file *sf, uint64_t n)
 {
     const char *end = NULL;
     if (has_control_byte(sf->header, (size_t)n))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: header holds a control byte", sf->path);
+        return err_fail(RNNC_ERR_FORMAT, "%s: header holds a control byte", sf->path);
     sf->json = cJSON_ParseWithLengthOpts(sf->header, (size_t)n, &end, false);
     if (!sf->json && rt_json_parses(sf->header, (size_t)n))
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: out of memory for the header", sf->path);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: out of memory for the header", sf->path);
     if (!sf->json) {
         long at = end ? (long)(end - sf->header) : -1;
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: header is not valid JSON (near byte %ld)",
-                         sf->path, at);
+        return err_fail(RNNC_ERR_FORMAT, "%s: header is not valid JSON (near byte %ld)",
+                        sf->path, at);
     }
     if (!end || !all_space(end, sf->header + n))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: text after the header's JSON object", sf->path);
+        return err_fail(RNNC_ERR_FORMAT, "%s: text after the header's JSON object", sf->path);
     if (!cJSON_IsObject(sf->json))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: header is not a JSON object", sf->path);
+        return err_fail(RNNC_ERR_FORMAT, "%s: header is not a JSON object", sf->path);
     return RNNC_OK;
 }
 
@@ -125,24 +125,24 @@ static rnnc_status read_header(st_file *sf)
     uint64_t n = 0;
     rnnc_status s;
     if (sf->size < 8)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: truncated: %" PRIu64 " bytes, no header length",
-                         sf->path, sf->size);
+        return err_fail(RNNC_ERR_FORMAT, "%s: truncated: %" PRIu64 " bytes, no header length",
+                        sf->path, sf->size);
     if ((s = read_exact(sf, len8, 8)) != RNNC_OK)
         return s;
     for (int i = 7; i >= 0; i--)
         n = n << 8 | len8[i];
     if (n > sf->size - 8)
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: header length %" PRIu64 " past the end of the file (%" PRIu64
-                         " bytes): truncated or not safetensors",
-                         sf->path, n, sf->size);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: header length %" PRIu64 " past the end of the file (%" PRIu64
+                        " bytes): truncated or not safetensors",
+                        sf->path, n, sf->size);
     if (n > ST_MAX_HEADER || n < 2)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: absurd header length %" PRIu64, sf->path, n);
+        return err_fail(RNNC_ERR_FORMAT, "%s: absurd header length %" PRIu64, sf->path, n);
     sf->data_size = sf->size - 8 - n;
     /* NUL-terminated too: older cJSON may read past a length-limited buffer. */
     sf->header = malloc((size_t)n + 1);
     if (!sf->header)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory for the header", sf->path);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory for the header", sf->path);
     if ((s = read_exact(sf, sf->header, (size_t)n)) != RNNC_OK)
         return s;
     sf->header[n] = '\0';
@@ -165,19 +165,19 @@ static bool json_uint(const cJSON *v, uint64_t *out)
 static rnnc_status parse_shape(const st_file *sf, const cJSON *v, st_info *info)
 {
     if (!cJSON_IsArray(v))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': shape is not an array", sf->path,
-                         info->name);
+        return err_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': shape is not an array", sf->path,
+                        info->name);
     int rank = cJSON_GetArraySize(v);
     if (rank > RNNC_MAX_RANK)
-        return rnnc_fail(RNNC_ERR_UNSUPPORTED, "%s: tensor '%s': rank %d is over %d", sf->path,
-                         info->name, rank, RNNC_MAX_RANK);
+        return err_fail(RNNC_ERR_UNSUPPORTED, "%s: tensor '%s': rank %d is over %d", sf->path,
+                        info->name, rank, RNNC_MAX_RANK);
     int i = 0;
     for (const cJSON *d = v->child; d; d = d->next, i++) {
         uint64_t dim;
         if (!json_uint(d, &dim))
-            return rnnc_fail(RNNC_ERR_FORMAT,
-                             "%s: tensor '%s': dim %d is not an integer in [0, 2^53]", sf->path,
-                             info->name, i);
+            return err_fail(RNNC_ERR_FORMAT,
+                            "%s: tensor '%s': dim %d is not an integer in [0, 2^53]", sf->path,
+                            info->name, i);
         info->shape[i] = (int64_t)dim;
     }
     info->rank = rank;
@@ -188,14 +188,14 @@ static rnnc_status parse_offsets(const st_file *sf, const cJSON *v, st_info *inf
 {
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || !json_uint(v->child, &info->begin) ||
         !json_uint(v->child->next, &info->end) || info->begin > info->end)
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: tensor '%s': data_offsets is not [begin, end] with 0 <= begin <= end",
-                         sf->path, info->name);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: tensor '%s': data_offsets is not [begin, end] with 0 <= begin <= end",
+                        sf->path, info->name);
     if (info->end > sf->data_size)
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
-                         "] past the end of the data (%" PRIu64 " bytes): truncated file?",
-                         sf->path, info->name, info->begin, info->end, sf->data_size);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
+                        "] past the end of the data (%" PRIu64 " bytes): truncated file?",
+                        sf->path, info->name, info->begin, info->end, sf->data_size);
     return RNNC_OK;
 }
 
@@ -206,19 +206,19 @@ static rnnc_status parse_field(const st_file *sf, const cJSON *v, st_info *info,
                    : strcmp(key, "shape") == 0 ? 2u
                    : strcmp(key, "data_offsets") == 0 ? 4u : 0u;
     if (bit == 0 || (*seen & bit))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': %s field '%s'", sf->path, info->name,
-                         bit ? "repeated" : "unknown", key);
+        return err_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': %s field '%s'", sf->path, info->name,
+                        bit ? "repeated" : "unknown", key);
     *seen |= bit;
     if (bit == 2)
         return parse_shape(sf, v, info);
     if (bit == 4)
         return parse_offsets(sf, v, info);
     if (!cJSON_IsString(v) || !rt_dtype_from_name(v->valuestring, &info->dtype))
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: tensor '%s': dtype %s%s%s is not one of F32 F16 BF16 F64 I64 I32",
-                         sf->path, info->name, cJSON_IsString(v) ? "'" : "",
-                         cJSON_IsString(v) ? v->valuestring : "(not a string)",
-                         cJSON_IsString(v) ? "'" : "");
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: tensor '%s': dtype %s%s%s is not one of F32 F16 BF16 F64 I64 I32",
+                        sf->path, info->name, cJSON_IsString(v) ? "'" : "",
+                        cJSON_IsString(v) ? v->valuestring : "(not a string)",
+                        cJSON_IsString(v) ? "'" : "");
     return RNNC_OK;
 }
 
@@ -229,26 +229,26 @@ static rnnc_status parse_info(const st_file *sf, const cJSON *item, st_info *inf
     rnnc_status s;
     info->name = item->string;
     if (info->name[0] == '\0')
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: a tensor has an empty name", sf->path);
+        return err_fail(RNNC_ERR_FORMAT, "%s: a tensor has an empty name", sf->path);
     if (!cJSON_IsObject(item))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': entry is not an object", sf->path,
-                         info->name);
+        return err_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': entry is not an object", sf->path,
+                        info->name);
     for (const cJSON *v = item->child; v; v = v->next)
         if ((s = parse_field(sf, v, info, &seen)) != RNNC_OK)
             return s;
     if (seen != 7u)
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': missing %s", sf->path, info->name,
-                         !(seen & 1u) ? "dtype" : !(seen & 2u) ? "shape" : "data_offsets");
+        return err_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': missing %s", sf->path, info->name,
+                        !(seen & 1u) ? "dtype" : !(seen & 2u) ? "shape" : "data_offsets");
     if (!rt_tensor_bytes(info->dtype, info->rank, info->shape, &bytes))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': the product of its dims overflows",
-                         sf->path, info->name);
+        return err_fail(RNNC_ERR_FORMAT, "%s: tensor '%s': the product of its dims overflows",
+                        sf->path, info->name);
     if (bytes != info->end - info->begin) {
         char shape[160];
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: tensor '%s': %s %s is %zu bytes but data_offsets span %" PRIu64,
-                         sf->path, info->name, rnnc_dtype_name(info->dtype),
-                         rt_format_shape(shape, sizeof shape, info->rank, info->shape), bytes,
-                         info->end - info->begin);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: tensor '%s': %s %s is %zu bytes but data_offsets span %" PRIu64,
+                        sf->path, info->name, rnnc_dtype_name(info->dtype),
+                        rt_format_shape(shape, sizeof shape, info->rank, info->shape), bytes,
+                        info->end - info->begin);
     }
     return RNNC_OK;
 }
@@ -256,11 +256,11 @@ static rnnc_status parse_info(const st_file *sf, const cJSON *item, st_info *inf
 static rnnc_status check_metadata(const st_file *sf, const cJSON *meta)
 {
     if (!cJSON_IsObject(meta))
-        return rnnc_fail(RNNC_ERR_FORMAT, "%s: __metadata__ is not an object", sf->path);
+        return err_fail(RNNC_ERR_FORMAT, "%s: __metadata__ is not an object", sf->path);
     for (const cJSON *v = meta->child; v; v = v->next)
         if (!cJSON_IsString(v))
-            return rnnc_fail(RNNC_ERR_FORMAT, "%s: __metadata__ '%s' is not a string", sf->path,
-                             v->string);
+            return err_fail(RNNC_ERR_FORMAT, "%s: __metadata__ '%s' is not a string", sf->path,
+                            v->string);
     return RNNC_OK;
 }
 
@@ -273,11 +273,11 @@ static rnnc_status parse_infos(st_file *sf)
     sf->infos = calloc((size_t)n + 1, sizeof *sf->infos);
     sf->order = calloc((size_t)n + 1, sizeof *sf->order);
     if (!sf->infos || !sf->order)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory for %d tensors", sf->path, n);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory for %d tensors", sf->path, n);
     for (const cJSON *it = sf->json->child; it; it = it->next) {
         if (strcmp(it->string, "__metadata__") == 0) {
             if (metas++ > 0)
-                return rnnc_fail(RNNC_ERR_FORMAT, "%s: __metadata__ given twice", sf->path);
+                return err_fail(RNNC_ERR_FORMAT, "%s: __metadata__ given twice", sf->path);
             if ((s = check_metadata(sf, it)) != RNNC_OK)
                 return s;
             continue;
@@ -310,8 +310,8 @@ static rnnc_status check_names(st_file *sf)
     qsort(sf->order, (size_t)sf->n, sizeof *sf->order, by_name);
     for (int i = 1; i < sf->n; i++)
         if (strcmp(sf->order[i - 1]->name, sf->order[i]->name) == 0)
-            return rnnc_fail(RNNC_ERR_FORMAT, "%s: duplicate tensor name '%s'", sf->path,
-                             sf->order[i]->name);
+            return err_fail(RNNC_ERR_FORMAT, "%s: duplicate tensor name '%s'", sf->path,
+                            sf->order[i]->name);
     return RNNC_OK;
 }
 
@@ -323,18 +323,18 @@ static rnnc_status check_layout(st_file *sf)
     for (int i = 0; i < sf->n; i++) {
         const st_info *t = sf->order[i];
         if (t->begin < at)
-            return rnnc_fail(RNNC_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap", sf->path,
-                             sf->order[i - 1]->name, t->name);
+            return err_fail(RNNC_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap", sf->path,
+                            sf->order[i - 1]->name, t->name);
         if (t->begin > at)
-            return rnnc_fail(RNNC_ERR_FORMAT,
-                             "%s: tensor '%s': a hole of %" PRIu64 " bytes before it", sf->path,
-                             t->name, t->begin - at);
+            return err_fail(RNNC_ERR_FORMAT,
+                            "%s: tensor '%s': a hole of %" PRIu64 " bytes before it", sf->path,
+                            t->name, t->begin - at);
         at = t->end;
     }
     if (at != sf->data_size)
-        return rnnc_fail(RNNC_ERR_FORMAT,
-                         "%s: %" PRIu64 " bytes of data after the last tensor (the data is %"
-                         PRIu64 " bytes)", sf->path, sf->data_size - at, sf->data_size);
+        return err_fail(RNNC_ERR_FORMAT,
+                        "%s: %" PRIu64 " bytes of data after the last tensor (the data is %"
+                        PRIu64 " bytes)", sf->path, sf->data_size - at, sf->data_size);
     return RNNC_OK;
 }
 
@@ -345,7 +345,7 @@ static rnnc_status read_data(st_file *sf, rnnc_tensors *ts)
     void **data = calloc((size_t)sf->n + 1, sizeof *data);
     rnnc_status s = RNNC_OK;
     if (!data)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory", sf->path);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory", sf->path);
     for (int i = 0; i < sf->n && s == RNNC_OK; i++) {
         const st_info *t = &sf->infos[i];
         s = rt_tensors_add_empty(ts, t->name, t->dtype, t->rank, t->shape, &data[i]);
@@ -364,7 +364,7 @@ rnnc_status rnnc_tensors_load(rnnc_tensors **out, const char *path)
     rnnc_tensors *ts = NULL;
     rnnc_status s;
     if (!out || !path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_load: NULL argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_load: NULL argument");
     *out = NULL;
     if ((s = open_file(&sf)) != RNNC_OK || (s = read_header(&sf)) != RNNC_OK ||
         (s = parse_infos(&sf)) != RNNC_OK || (s = check_names(&sf)) != RNNC_OK ||
@@ -443,7 +443,7 @@ static rnnc_status build_header(const rnnc_tensors *ts, const char *path, char *
     goto done;
 
 no_memory:
-    s = rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory for the header", path);
+    s = err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s: no memory for the header", path);
 done:
     free(text);
     cJSON_Delete(root);
@@ -468,7 +468,7 @@ rnnc_status rt_tensors_stage(const rnnc_tensors *ts, const char *path, cm_out *o
     cm_why why;
     *o = (cm_out){.fd = -1};
     if (!ts || !path || !*path)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_save: NULL or empty argument");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_save: NULL or empty argument");
     rnnc_status s = build_header(ts, path, &header, &len);
     if (s != RNNC_OK)
         return s;
@@ -476,14 +476,14 @@ rnnc_status rt_tensors_stage(const rnnc_tensors *ts, const char *path, cm_out *o
         (s = write_tensors(o, ts, header, len, &why)) != RNNC_OK)
         cm_out_abort(o);
     free(header);
-    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
+    return s == RNNC_OK ? RNNC_OK : err_fail(s, "%s", why.text);
 }
 
 rnnc_status rt_tensors_commit(cm_out *o)
 {
     cm_why why;
     rnnc_status s = cm_out_commit(o, &why);
-    return s == RNNC_OK ? RNNC_OK : rnnc_fail(s, "%s", why.text);
+    return s == RNNC_OK ? RNNC_OK : err_fail(s, "%s", why.text);
 }
 
 rnnc_status rnnc_tensors_save(const rnnc_tensors *ts, const char *path)

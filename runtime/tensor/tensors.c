@@ -151,7 +151,7 @@ static rnnc_status grow_slots(rnnc_tensors *ts)
     size_t n = ts->slot_count ? ts->slot_count * 2 : 16;
     int *slots = malloc(n * sizeof *slots);
     if (!slots)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "tensors: no memory for the name index");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "tensors: no memory for the name index");
     free(ts->slots);
     ts->slots = slots;
     ts->slot_count = n;
@@ -165,11 +165,11 @@ static rnnc_status grow_slots(rnnc_tensors *ts)
 static rnnc_status grow_items(rnnc_tensors *ts)
 {
     if (ts->cap >= INT_MAX / 4)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "tensors: too many tensors");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "tensors: too many tensors");
     int cap = ts->cap ? ts->cap * 2 : 8;
     rt_entry *items = realloc(ts->items, (size_t)cap * sizeof *items);
     if (!items)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "tensors: no memory for %d tensors", cap);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "tensors: no memory for %d tensors", cap);
     ts->items = items;
     ts->cap = cap;
     return RNNC_OK;
@@ -180,10 +180,10 @@ static rnnc_status grow_items(rnnc_tensors *ts)
 rnnc_status rnnc_tensors_create(rnnc_tensors **out)
 {
     if (!out)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_create: out is NULL");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_create: out is NULL");
     *out = calloc(1, sizeof **out);
     if (!*out)
-        return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_tensors_create: no memory");
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_tensors_create: no memory");
     return RNNC_OK;
 }
 
@@ -204,20 +204,20 @@ static rnnc_status check_new(const rnnc_tensors *ts, const char *name, rnnc_dtyp
                              const int64_t *shape, size_t *bytes)
 {
     if (!ts || !name)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: NULL tensors or name");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: NULL tensors or name");
     if (name[0] == '\0' || strcmp(name, "__metadata__") == 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s' cannot name a tensor", name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s' cannot name a tensor", name);
     if (rnnc_dtype_size(dtype) == 0)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s': bad dtype %d", name,
-                         (int)dtype);
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s': bad dtype %d", name,
+                        (int)dtype);
     if (rank < 0 || rank > RNNC_MAX_RANK || (rank > 0 && !shape))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s': bad rank %d (0..%d)", name,
-                         rank, RNNC_MAX_RANK);
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s': bad rank %d (0..%d)", name,
+                        rank, RNNC_MAX_RANK);
     if (!rt_tensor_bytes(dtype, rank, shape, bytes))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG,
-                         "rnnc_tensors_add: '%s': a dim is negative or the size overflows", name);
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "rnnc_tensors_add: '%s': a dim is negative or the size overflows", name);
     if (rnnc_tensors_get(ts, name))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: duplicate name '%s'", name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: duplicate name '%s'", name);
     return RNNC_OK;
 }
 
@@ -252,8 +252,8 @@ rnnc_status rt_tensors_add_empty(rnnc_tensors *ts, const char *name, rnnc_dtype 
 fail_data:
     free(e->name);
 fail_name:
-    return rnnc_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_tensors_add: no memory for '%s' (%zu bytes)",
-                     name, bytes);
+    return err_fail(RNNC_ERR_OUT_OF_MEMORY, "rnnc_tensors_add: no memory for '%s' (%zu bytes)",
+                    name, bytes);
 }
 
 rnnc_status rnnc_tensors_add(rnnc_tensors *ts, const char *name, rnnc_dtype dtype, int rank,
@@ -265,7 +265,7 @@ rnnc_status rnnc_tensors_add(rnnc_tensors *ts, const char *name, rnnc_dtype dtyp
     if (s != RNNC_OK)
         return s;
     if (bytes > 0 && !data)
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s': data is NULL", name);
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_tensors_add: '%s': data is NULL", name);
     if ((s = rt_tensors_add_empty(ts, name, dtype, rank, shape, &dst)) != RNNC_OK)
         return s;
     if (bytes > 0)
@@ -299,18 +299,18 @@ rnnc_status rt_tensor_expect(const rnnc_tensors *ts, const char *name, rnnc_dtyp
     char want[160], got[160];
     const rnnc_tensor *t = rnnc_tensors_get(ts, name);
     if (!t)
-        return rnnc_fail(RNNC_ERR_NOT_FOUND, "tensor '%s' is missing", name ? name : "(null)");
+        return err_fail(RNNC_ERR_NOT_FOUND, "tensor '%s' is missing", name ? name : "(null)");
     bool dtype_ok = dt == RT_DTYPE_ANY_FLOAT ? dtype_is_float(t->dtype) : t->dtype == dt;
     if (!dtype_ok)
-        return rnnc_fail(RNNC_ERR_FORMAT, "tensor '%s': expected dtype %s got %s", name,
-                         dt == RT_DTYPE_ANY_FLOAT ? "F32/F16/BF16/F64" : rnnc_dtype_name(dt),
-                         rnnc_dtype_name(t->dtype));
+        return err_fail(RNNC_ERR_FORMAT, "tensor '%s': expected dtype %s got %s", name,
+                        dt == RT_DTYPE_ANY_FLOAT ? "F32/F16/BF16/F64" : rnnc_dtype_name(dt),
+                        rnnc_dtype_name(t->dtype));
     bool shape_ok = rank < 0 || (t->rank == rank && (rank == 0 || (shape &&
                                  memcmp(t->shape, shape, (size_t)rank * sizeof *shape) == 0)));
     if (!shape_ok)
-        return rnnc_fail(RNNC_ERR_SHAPE, "tensor '%s': expected %s got %s", name,
-                         rt_format_shape(want, sizeof want, shape ? rank : 0, shape),
-                         rt_format_shape(got, sizeof got, t->rank, t->shape));
+        return err_fail(RNNC_ERR_SHAPE, "tensor '%s': expected %s got %s", name,
+                        rt_format_shape(want, sizeof want, shape ? rank : 0, shape),
+                        rt_format_shape(got, sizeof got, t->rank, t->shape));
     if (out)
         *out = t;
     return RNNC_OK;
@@ -348,10 +348,10 @@ rnnc_status rt_tensor_to_f32(const rnnc_tensor *t, float *out)
 {
     int64_t n = rnnc_tensor_numel(t);
     if (n < 0 || !out || (n > 0 && !t->data))
-        return rnnc_fail(RNNC_ERR_INVALID_ARG, "rt_tensor_to_f32: bad tensor or output");
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_tensor_to_f32: bad tensor or output");
     if (!dtype_is_float(t->dtype))
-        return rnnc_fail(RNNC_ERR_FORMAT, "a tensor of dtype %s is not floating point",
-                         rnnc_dtype_name(t->dtype));
+        return err_fail(RNNC_ERR_FORMAT, "a tensor of dtype %s is not floating point",
+                        rnnc_dtype_name(t->dtype));
     /* memcpy per element: a caller's rnnc_tensor may point at unaligned bytes. */
     const unsigned char *p = t->data;
     uint16_t h;
