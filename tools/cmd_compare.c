@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "tools/cli.h"
+#include "tools/cmd_compare.h"
 
 static const char compare_help[] =
     "Usage: rnnc compare --cell lstm --seq T --batch B --input-size I --hidden-size H\n"

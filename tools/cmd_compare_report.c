@@ -12,7 +12,7 @@
 #include <cJSON.h>
 
 #include "runtime/device/device.h"
-#include "tools/cli.h"
+#include "tools/cmd_compare.h"
 
 /* "NVIDIA H100 ..., sm_90, ..." or "" when no GPU is usable. */
 static void gpu_name(int device, char *buf, size_t n)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/cli.h"
+#include "tools/cmd_compare.h"
 
 void cli_grads_free(cli_grads *g)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "tools/cli.h"
+#include "tools/cmd_conv.h"
 
 static const char conv_help[] =
     "Usage: rnnc conv --in FILE.safetensors [--in FILE ...] [--out Y.safetensors] [options]\n"

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "tools/cli.h"
+#include "tools/cmd_conv.h"
 
 /* The descriptor's sizes lifted to 3 spatial dims (leading 1s). */
 typedef struct dims3 {

@@ -9,7 +9,7 @@
 #include <cJSON.h>
 
 #include "common/common.h"
-#include "tools/cli.h"
+#include "tools/cmd_conv.h"
 
 void cli_conv_print_table(const rnnc_conv_algo_perf *p, int n)
 {
