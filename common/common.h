@@ -41,6 +41,11 @@ void err_clear(void);
 typedef struct cm_why {
     char text[512];
 } cm_why;
+/* Writes the detail into why and returns s (file_in.c, for both file modules). */
+rnnc_status cm_why_fail(cm_why *why, rnnc_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* What a path that is not a regular file is, for messages ("a FIFO"); m is st_mode. */
+const char *cm_file_kind(unsigned m);
 
 /* ---------------------------------------------------------------- writing (file_out.c) */
 

@@ -17,10 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static rnnc_status fail(cm_why *why, rnnc_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static rnnc_status fail(cm_why *why, rnnc_status s, const char *fmt, ...)
+rnnc_status cm_why_fail(cm_why *why, rnnc_status s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -29,13 +26,14 @@ static rnnc_status fail(cm_why *why, rnnc_status s, const char *fmt, ...)
     return s;
 }
 
-static const char *kind_name(mode_t m)
+const char *cm_file_kind(unsigned m)
 {
     return S_ISDIR(m)    ? "a directory"
            : S_ISFIFO(m) ? "a FIFO"
            : S_ISCHR(m)  ? "a character device"
            : S_ISBLK(m)  ? "a block device"
            : S_ISSOCK(m) ? "a socket"
+           : S_ISLNK(m)  ? "a symbolic link"
                          : "not a regular file";
 }
 
@@ -45,24 +43,24 @@ rnnc_status cm_in_open(cm_in *in, const char *path, unsigned flags, cm_why *why)
     int oflags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (flags & CM_IN_NOFOLLOW ? O_NOFOLLOW : 0);
     *in = (cm_in){.fd = -1};
     if (!path || !*path)
-        return fail(why, RNNC_ERR_INVALID_ARG, "no input path given");
+        return cm_why_fail(why, RNNC_ERR_INVALID_ARG, "no input path given");
     int fd = open(path, oflags);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP && (flags & CM_IN_NOFOLLOW))
-            return fail(why, RNNC_ERR_IO, "'%s' is a symbolic link; not followed here", path);
-        return fail(why, e == ENOENT ? RNNC_ERR_NOT_FOUND : RNNC_ERR_IO, "cannot open '%s': %s",
+            return cm_why_fail(why, RNNC_ERR_IO, "'%s' is a symbolic link; not followed here", path);
+        return cm_why_fail(why, e == ENOENT ? RNNC_ERR_NOT_FOUND : RNNC_ERR_IO, "cannot open '%s': %s",
                     path, strerror(e));
     }
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail(why, RNNC_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
+        return cm_why_fail(why, RNNC_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(why, RNNC_ERR_IO, "'%s' is %s, not a regular file", path,
-                    kind_name(st.st_mode));
+        return cm_why_fail(why, RNNC_ERR_IO, "'%s' is %s, not a regular file", path,
+                    cm_file_kind(st.st_mode));
     }
     /* A regular file never blocks; reads then behave as usual. */
     (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -79,7 +77,7 @@ rnnc_status cm_in_read(cm_in *in, void *p, size_t n, const char *path, cm_why *w
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return fail(why, RNNC_ERR_IO, "cannot read '%s': %s", path,
+            return cm_why_fail(why, RNNC_ERR_IO, "cannot read '%s': %s", path,
                         r < 0 ? strerror(errno) : "it ends early (changed while read?)");
         c += r;
         n -= (size_t)r;
@@ -105,13 +103,13 @@ rnnc_status cm_read_file(const char *path, unsigned flags, uint64_t max, char **
     if (s != RNNC_OK)
         return s;
     if (in.size > max || in.size > SIZE_MAX - 1) {
-        s = fail(why, RNNC_ERR_FORMAT, "'%s' is %llu bytes, over the limit of %llu", path,
+        s = cm_why_fail(why, RNNC_ERR_FORMAT, "'%s' is %llu bytes, over the limit of %llu", path,
                  (unsigned long long)in.size, (unsigned long long)max);
         goto close_in;
     }
     char *b = malloc((size_t)in.size + 1);
     if (!b) {
-        s = fail(why, RNNC_ERR_OUT_OF_MEMORY, "reading '%s': out of memory", path);
+        s = cm_why_fail(why, RNNC_ERR_OUT_OF_MEMORY, "reading '%s': out of memory", path);
         goto close_in;
     }
     if ((s = cm_in_read(&in, b, (size_t)in.size, path, why)) != RNNC_OK) {

@@ -28,29 +28,6 @@
 
 static atomic_uint_fast64_t g_counter;
 
-static rnnc_status fail(cm_why *why, rnnc_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static rnnc_status fail(cm_why *why, rnnc_status s, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why->text, sizeof why->text, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-static const char *kind_name(mode_t m)
-{
-    return S_ISDIR(m)    ? "a directory"
-           : S_ISFIFO(m) ? "a FIFO"
-           : S_ISCHR(m)  ? "a character device"
-           : S_ISBLK(m)  ? "a block device"
-           : S_ISSOCK(m) ? "a socket"
-           : S_ISLNK(m)  ? "a symbolic link"
-                         : "not a regular file";
-}
-
 bool cm_is_discard(const char *path)
 {
     struct stat a, b;
@@ -100,12 +77,12 @@ static rnnc_status check_target(const char *path, cm_why *why)
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT)
             return RNNC_OK;
-        return fail(why, RNNC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        return cm_why_fail(why, RNNC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     }
     if (!S_ISREG(st.st_mode))
-        return fail(why, RNNC_ERR_IO,
+        return cm_why_fail(why, RNNC_ERR_IO,
                     "will not write '%s': it is %s, and only a regular file is replaced", path,
-                    kind_name(st.st_mode));
+                    cm_file_kind(st.st_mode));
     return RNNC_OK;
 }
 
@@ -137,7 +114,7 @@ static rnnc_status create_tmp(cm_out *o, cm_why *why)
     const char *base = slash ? slash + 1 : o->path;
     size_t cap = strlen(o->path) + sizeof CM_TMP_PREFIX + 8;
     if (!(o->tmp = malloc(cap)))
-        return fail(why, RNNC_ERR_OUT_OF_MEMORY, "writing '%s': out of memory", o->path);
+        return cm_why_fail(why, RNNC_ERR_OUT_OF_MEMORY, "writing '%s': out of memory", o->path);
     for (int i = 0; i < TMP_TRIES; i++) {
         char suffix[7];
         random_suffix(suffix);
@@ -152,14 +129,14 @@ static rnnc_status create_tmp(cm_out *o, cm_why *why)
     int e = errno;
     free(o->tmp);
     o->tmp = NULL;
-    return fail(why, RNNC_ERR_IO, "cannot create a file beside '%s': %s", o->path, strerror(e));
+    return cm_why_fail(why, RNNC_ERR_IO, "cannot create a file beside '%s': %s", o->path, strerror(e));
 }
 
 rnnc_status cm_out_open(cm_out *o, const char *path, unsigned flags, cm_why *why)
 {
     *o = (cm_out){.fd = -1};
     if (!path || !*path)
-        return fail(why, RNNC_ERR_INVALID_ARG, "no output path given");
+        return cm_why_fail(why, RNNC_ERR_INVALID_ARG, "no output path given");
     if ((flags & CM_OUT_DISCARD) && cm_is_discard(path)) {
         o->discard = true;
         return RNNC_OK;
@@ -168,7 +145,7 @@ rnnc_status cm_out_open(cm_out *o, const char *path, unsigned flags, cm_why *why
     if (s != RNNC_OK)
         return s;
     if (!(o->path = strdup(path)))
-        return fail(why, RNNC_ERR_OUT_OF_MEMORY, "writing '%s': out of memory", path);
+        return cm_why_fail(why, RNNC_ERR_OUT_OF_MEMORY, "writing '%s': out of memory", path);
     if ((s = create_tmp(o, why)) != RNNC_OK) {
         free(o->path);
         o->path = NULL;
@@ -186,7 +163,7 @@ rnnc_status cm_out_write(cm_out *o, const void *p, size_t n, cm_why *why)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return fail(why, RNNC_ERR_IO, "cannot write '%s': %s", o->path,
+            return cm_why_fail(why, RNNC_ERR_IO, "cannot write '%s': %s", o->path,
                         w < 0 ? strerror(errno) : "no progress");
         c += w;
         n -= (size_t)w;
@@ -230,16 +207,16 @@ rnnc_status cm_out_commit(cm_out *o, cm_why *why)
     int fd = o->fd;
     o->fd = -1;
     if (fsync(fd) != 0) {
-        s = fail(why, RNNC_ERR_IO, "cannot write '%s': %s", o->path, strerror(errno));
+        s = cm_why_fail(why, RNNC_ERR_IO, "cannot write '%s': %s", o->path, strerror(errno));
         close(fd);
     } else if (close(fd) != 0) {
-        s = fail(why, RNNC_ERR_IO, "cannot write '%s': %s", o->path, strerror(errno));
+        s = cm_why_fail(why, RNNC_ERR_IO, "cannot write '%s': %s", o->path, strerror(errno));
     }
     /* Something may have appeared at the path since cm_out_open. */
     if (s == RNNC_OK)
         s = check_target(o->path, why);
     if (s == RNNC_OK && rename(o->tmp, o->path) != 0)
-        s = fail(why, RNNC_ERR_IO, "cannot replace '%s': %s", o->path, strerror(errno));
+        s = cm_why_fail(why, RNNC_ERR_IO, "cannot replace '%s': %s", o->path, strerror(errno));
     if (s == RNNC_OK) {
         sync_dir(o->path);
         free(o->tmp);

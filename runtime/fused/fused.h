@@ -140,6 +140,12 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count);
 void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *plan,
                       int64_t batch, const char **names, char *label, rt_kernel_req *req);
 
+/* The step kernels' barrier: one arrival flag (u32) per block of a
+ * cooperative launch, zeroed before every run; RT_FUSED_BAR_BYTES is what
+ * a model allocates, rt_fused_bar_bytes what plan p uses of it. */
+#define RT_FUSED_BAR_BYTES 16384
+size_t rt_fused_bar_bytes(const cg_cuda_plan *p);
+
 /* ---- tuning (fused_tune.c) */
 /* "fused <cell>#<hash> I= H= P= hoist= bf= math= f32 cg=<version>": the
  * model part of a tuning key; + " sm_XX sms=N" the target; + " B=b". */

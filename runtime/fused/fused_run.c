@@ -61,11 +61,7 @@ static rnnc_status load_kind(rt_fused *m, int k)
     return st;
 }
 
-/* The step kernel's barrier: one arrival flag (u32) per block of the
- * persistent grid, zeroed before every forward. */
-#define BAR_BYTES 16384
-
-static size_t bar_bytes(const cg_cuda_plan *p)
+size_t rt_fused_bar_bytes(const cg_cuda_plan *p)
 {
     size_t n = 64;
     for (int i = 0; i < p->n_launch; i++)
@@ -127,9 +123,9 @@ static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
         (st = rt_fused_grow(&sl->part, &sl->part_n,
                             (size_t)max64(p->part_floats, q->part_floats) * 4)))
         return st;
-    if (bar_bytes(p) > BAR_BYTES || bar_bytes(q) > BAR_BYTES)
+    if (rt_fused_bar_bytes(p) > RT_FUSED_BAR_BYTES || rt_fused_bar_bytes(q) > RT_FUSED_BAR_BYTES)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
-    return sl->bar ? RNNC_OK : rt_dev_alloc(&sl->bar, BAR_BYTES);
+    return sl->bar ? RNNC_OK : rt_dev_alloc(&sl->bar, RT_FUSED_BAR_BYTES);
 }
 
 /* Scratch for every kernel set of the model: the largest need of each;
@@ -187,7 +183,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
         /* the barrier's flags, or the tagged exchange words (a tag left by
          * the last launch must not match this one's) */
         e = pl->xb_zero_floats > 0 ? rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s)
-                                   : rt_dev_zero(sl->bar, bar_bytes(pl), s);
+                                   : rt_dev_zero(sl->bar, rt_fused_bar_bytes(pl), s);
         /* a kernel sized for a share of the SMs may run beside another */
         if (e == RNNC_OK)
             e = m->share > 1 ? rt_launch_resident(kern->fn[i], grid, block, l->smem, s, args)

@@ -15,17 +15,6 @@
 
 #ifdef RT_HAVE_CUDA_H
 
-#define BAR_BYTES 16384
-
-static size_t bar_bytes(const cg_cuda_plan *p)
-{
-    size_t n = 64;
-    for (int i = 0; i < p->n_launch; i++)
-        if (p->launch[i].cooperative && (size_t)p->launch[i].grid * 4 > n)
-            n = (size_t)p->launch[i].grid * 4;
-    return n;
-}
-
 rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdeviceptr y,
                           CUdeviceptr wts, CUdeviceptr fold, int T, int rev, CUstream s)
 {
@@ -34,10 +23,10 @@ rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdevic
     CUdeviceptr bar = g->bar.p, len = g->has_len ? g->dlen.p : 0;
     int r = rev;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r};
-    if (bar_bytes(pl) > BAR_BYTES)
+    if (rt_fused_bar_bytes(pl) > RT_FUSED_BAR_BYTES)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: persistent grid too large");
     rnnc_status e = pl->xb_zero_floats > 0 ? rt_dev_zero(g->xb.p, (size_t)pl->xb_zero_floats * 4, s)
-                                           : rt_dev_zero(g->bar.p, bar_bytes(pl), s);
+                                           : rt_dev_zero(g->bar.p, rt_fused_bar_bytes(pl), s);
     size_t TB = (size_t)T * (size_t)g->B;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
@@ -133,7 +122,7 @@ static rnnc_status scratch(rt_fused *m, rt_fgrad *g)
     rnnc_status st;
     if ((st = fg_grow(&g->st, (size_t)stf * 12)) || (st = fg_grow(&g->hz, TB * (size_t)hz * 4)) ||
         (st = fg_grow(&g->xb, (size_t)xb * 4)) || (st = fg_grow(&g->part, (size_t)part * 4)) ||
-        (st = fg_grow(&g->bar, BAR_BYTES)) || (st = fg_grow(&g->dlen, B * 4)) ||
+        (st = fg_grow(&g->bar, RT_FUSED_BAR_BYTES)) || (st = fg_grow(&g->dlen, B * 4)) ||
         (st = fg_grow(&g->xt, TB * (size_t)m->spec.sizes[0].I * 4)) ||
         (st = fg_grow(&g->tmp, TB * (size_t)wide * 4)) ||
         (st = fg_grow(&g->recb, TB * (size_t)(rec * g->np) * 4)) ||
