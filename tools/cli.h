@@ -194,6 +194,9 @@ void cli_fill(cli_rng *r, float *p, int64_t n, double lo, double hi);
 /* Random weights for every weight `m` expects, uniform(-1/sqrt(H), 1/sqrt(H))
  * as PyTorch initialises nn.LSTM, added to `ts` by state_dict name. */
 rnnc_status cli_random_weights(const rnnc_model *m, int64_t hidden, cli_rng *r, rnnc_tensors *ts);
+/* Weight i of m: its name, shape (rank 1 or 2; shape[1] = 1 for rank 1) and element count. */
+rnnc_status cli_weight_shape(const rnnc_model *m, int i, const char **name, int64_t shape[2],
+                             int *rank, int64_t *numel);
 
 #define CLI_MAX_STATES 16
 

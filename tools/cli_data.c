@@ -25,17 +25,26 @@ void cli_fill(cli_rng *r, float *p, int64_t n, double lo, double hi)
         p[i] = (float)cli_uniform(r, lo, hi);
 }
 
+rnnc_status cli_weight_shape(const rnnc_model *m, int i, const char **name, int64_t shape[2],
+                             int *rank, int64_t *numel)
+{
+    shape[0] = shape[1] = 1;
+    rnnc_status s = rnnc_model_weight_info(m, i, name, 2, shape, rank);
+    if (s == RNNC_OK)
+        *numel = shape[0] * (*rank == 2 ? shape[1] : 1);
+    return s;
+}
+
 rnnc_status cli_random_weights(const rnnc_model *m, int64_t hidden, cli_rng *r, rnnc_tensors *ts)
 {
     double k = 1.0 / sqrt((double)hidden);
     for (int i = 0; i < rnnc_model_weight_count(m); i++) {
         const char *name;
-        int64_t shape[2] = {1, 1};
+        int64_t shape[2], n;
         int rank;
-        rnnc_status s = rnnc_model_weight_info(m, i, &name, 2, shape, &rank);
+        rnnc_status s = cli_weight_shape(m, i, &name, shape, &rank, &n);
         if (s != RNNC_OK)
             return s;
-        int64_t n = shape[0] * (rank == 2 ? shape[1] : 1);
         float *w = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
         if (!w)
             return cli_error(RNNC_ERR_OUT_OF_MEMORY, "out of memory for weight '%s'", name);

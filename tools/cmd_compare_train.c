@@ -60,12 +60,11 @@ static rnnc_status alloc_outputs(const rnnc_model *m, const cli_io *io, cli_grad
     g->n_dw = 0;
     for (int i = 0; i < g->n_weights; i++) {
         const char *name;
-        int64_t shape[2] = {1, 1};
+        int64_t shape[2];
         int rank;
-        rnnc_status s = rnnc_model_weight_info(m, i, &name, 2, shape, &rank);
+        rnnc_status s = cli_weight_shape(m, i, &name, shape, &rank, &g->w_count[i]);
         if (s != RNNC_OK)
             return s;
-        g->w_count[i] = shape[0] * (rank == 2 ? shape[1] : 1);
         g->n_dw += g->w_count[i];
     }
     if (!(g->dw = alloc_f32(g->n_dw)))

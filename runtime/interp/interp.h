@@ -29,6 +29,12 @@ typedef struct rt_seq_f64 {
 
 /* The oracle: runs the whole model in double precision (docs/interpreter.md). */
 rnnc_status rt_interp_run(const rt_spec *s, const rt_weights_f64 *w, const rt_seq_f64 *q);
+/* The frame of pseudo-layer (layer, dir) over `rows` rows, with its
+ * dropout stream (training, the model's seed, the pseudo-layer), and in
+ * *state_n the doubles its states take; the forward and the backward open
+ * their frames this way so that both draw the same masks. */
+rnnc_status rt_interp_frame(rt_frame *fr, const rt_spec *s, const rt_weights_f64 *w, int layer,
+                            int dir, int64_t rows, bool training, int64_t *state_n);
 /*
  * Backward (interp_grad*.c): the gradients of a whole model in double, by
  * the backward step of ir_autodiff run in reverse time; the forward is run

@@ -207,19 +207,12 @@ static void states_out(const gctx *c, const rt_frame *fr, int p)
 
 static rnnc_status fwd_direction(gctx *c, int l, int d)
 {
-    const rt_spec *s = c->s;
-    int p = l * s->dirs + d;
+    int p = l * c->s->dirs + d;
     rt_frame fr;
-    rnnc_status st = rt_frame_init(&fr, rt_spec_fn(s, l), rt_spec_sizes(s, l), c->B,
-                                   c->w->w + (size_t)p * (size_t)c->w->n_params);
+    int64_t stage_n;
+    rnnc_status st = rt_interp_frame(&fr, c->s, c->w, l, d, c->B, c->q->training, &stage_n);
     if (st != RNNC_OK)
         return st;
-    fr.training = c->q->training;
-    fr.seed = s->seed;
-    fr.pseudo = p;
-    int64_t stage_n = 0;
-    for (int k = 0; k < fr.f->n_states; k++)
-        stage_n += c->B * fr.cols[fr.f->states[k].node];
     double *stage = gc_doubles(c, stage_n);
     st = stage ? rec_alloc(c, &c->rec[p], &fr, grad_of(c, l))
                : err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the states");

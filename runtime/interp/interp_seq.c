@@ -193,26 +193,36 @@ static rnnc_status walk_time(const run_ctx *c, rt_frame *fr, int dir, const doub
     return RNNC_OK;
 }
 
+rnnc_status rt_interp_frame(rt_frame *fr, const rt_spec *s, const rt_weights_f64 *w, int layer,
+                            int dir, int64_t rows, bool training, int64_t *state_n)
+{
+    int p = layer * s->dirs + dir;
+    rnnc_status st = rt_frame_init(fr, rt_spec_fn(s, layer), rt_spec_sizes(s, layer), rows,
+                                   w->w + (size_t)p * (size_t)w->n_params);
+    if (st != RNNC_OK)
+        return st;
+    fr->training = training;
+    fr->seed = s->seed;
+    fr->pseudo = p;
+    *state_n = 0;
+    for (int k = 0; k < fr->f->n_states; k++)
+        *state_n += rows * fr->cols[fr->f->states[k].node];
+    return RNNC_OK;
+}
+
 /* One direction of one layer over the context's rows: reads `in`, writes
  * their columns of `out` [T, B, width]. */
 static rnnc_status run_rows(const run_ctx *c, int layer, int dir, const double *in, bool in_bf,
                             double *out)
 {
-    const rt_spec *s = c->s;
-    int p = layer * s->dirs + dir;
+    int p = layer * c->s->dirs + dir;
     rt_frame fr;
-    rnnc_status st = rt_frame_init(&fr, rt_spec_fn(s, layer), rt_spec_sizes(s, layer), c->nb,
-                                   c->w->w + (size_t)p * (size_t)c->w->n_params);
+    int64_t stage_n;
+    rnnc_status st = rt_interp_frame(&fr, c->s, c->w, layer, dir, c->nb, c->q->training, &stage_n);
     if (st != RNNC_OK)
         return st;
-    fr.training = c->q->training;
-    fr.seed = s->seed;
-    fr.pseudo = p;
     fr.row0 = c->b0;
     fr.rows_total = c->B;
-    int64_t stage_n = 0;
-    for (int k = 0; k < fr.f->n_states; k++)
-        stage_n += c->nb * fr.cols[fr.f->states[k].node];
     double *stage = malloc((size_t)(stage_n > 0 ? stage_n : 1) * sizeof(double));
     if (!stage) {
         st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for the states");
