@@ -71,6 +71,14 @@ if [ "${BENCH:-1}" != 0 ]; then
       --json "$OUT/python_overhead.json" > "$OUT/python_overhead.txt" 2>&1
     echo "== python_overhead rc=$?"; tail -5 "$OUT/python_overhead.txt"
   fi
+  # Where one call's device time goes, kernel by kernel (torch.profiler over the package).
+  if [[ profile_kernels =~ ${BENCHES:-.} ]]; then
+    mkdir -p "$OUT/traces"
+    PYTHONPATH=build-gpu/python timeout 300 python3 bench/profile_kernels.py --trace "$OUT/traces" \
+      ${PROFILE_CASES:+--cases $PROFILE_CASES} ${PROFILE_MATH:+--math $PROFILE_MATH} \
+      > "$OUT/profile_kernels.txt" 2>&1
+    echo "== profile_kernels rc=$?"; cat "$OUT/profile_kernels.txt"
+  fi
 fi
 
 # ---- convolution (issue 13): its gpu tests (library, `rnnc conv`, the CRNN example), the
