@@ -46,6 +46,7 @@ enum {
 typedef struct cu_tile {
     int32_t lin;  /* the hoisted linear, -1 for a launch that is no GEMM */
     bool small;   /* the small-tile GEMM run for few rows (name suffix "s") */
+    bool skinny;  /* the K-split GEMM for very few rows (suffix "k", cuda_skinny.c) */
     int bm, bn, bk, tm, tn;
 } cu_tile;
 
@@ -110,6 +111,16 @@ rnnc_status cu_place_hoist(cu_ctx *c);
 void cu_place_regs(cu_ctx *c);
 /* The emitters: text from the analysis, nothing else written. */
 rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
+/* The epilogue of hoisted linear lin's GEMM: every hoisted buffer made from
+ * it, stored to hz (acc, m, col, TB in scope; cuda_hoist.c). */
+bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t);
+/* The GEMM for very few rows (cuda_skinny.c): whether linear lin can take
+ * it, the row count below which it runs, its shared memory (bytes), and
+ * the kernel of launch i. */
+bool cu_skinny_fits(const cu_ctx *c, int32_t lin);
+unsigned cu_skinny_rows(const cu_ctx *c, int32_t lin);
+unsigned cu_skinny_smem(const cu_ctx *c);
+bool cu_emit_skinny(const cu_ctx *c, int i, cu_text *t);
 rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t);
 /* The operands slice sl of step element v reads, by operand position
  * (ops[k] = -1: none), and their slices: the one walk of a slice's reads

@@ -30,6 +30,9 @@ rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdevic
     size_t TB = (size_t)T * (size_t)g->B;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
+        /* one GEMM per hoisted linear: the one for this row count */
+        if (TB < l->min_rows || (l->max_rows && TB >= l->max_rows))
+            continue;
         unsigned grid[3] = {l->rows_per_block
                                 ? (unsigned)((TB + l->rows_per_block - 1) / l->rows_per_block)
                                 : l->grid,
