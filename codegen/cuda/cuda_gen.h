@@ -118,6 +118,9 @@ bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t);
  * it, the row count below which it runs, its shared memory (bytes), and
  * the kernel of launch i. */
 bool cu_skinny_fits(const cu_ctx *c, int32_t lin);
+/* The cp.async helpers (rnnc_cp16, rnnc_cp_wait) on sm_80 and later:
+ * the skinny GEMM's slices and the step kernel's weight slices. */
+void cu_emit_cp_helpers(const cu_ctx *c, cu_text *t);
 unsigned cu_skinny_rows(const cu_ctx *c, int32_t lin);
 unsigned cu_skinny_smem(const cu_ctx *c);
 bool cu_emit_skinny(const cu_ctx *c, int i, cu_text *t);

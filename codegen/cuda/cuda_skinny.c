@@ -36,6 +36,26 @@ static int row_pad(const cu_ctx *c)
     return slice_k(c) + 4;
 }
 
+void cu_emit_cp_helpers(const cu_ctx *c, cu_text *t)
+{
+    if (c->cfg.sm < 80)
+        return;
+    cu_printf(t, "/* cp.async (sm_80+): 16-byte copies global -> shared, zero-filled where !ok */\n");
+    cu_printf(t,
+              "__device__ __forceinline__ void rnnc_cp16(float *dst, const float *src, bool ok)\n{\n"
+              "    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
+              "    asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16, %%2;\" : : \"r\"(d), "
+              "\"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n}\n"
+              "/* cp.async.wait_group takes a constant: n is one once the loop is unrolled */\n"
+              "__device__ __forceinline__ void rnnc_cp_wait(int n)\n{\n"
+              "    switch (n) {\n"
+              "    case 0: asm volatile(\"cp.async.wait_group 0;\" : : : \"memory\"); break;\n"
+              "    case 1: asm volatile(\"cp.async.wait_group 1;\" : : : \"memory\"); break;\n"
+              "    case 2: asm volatile(\"cp.async.wait_group 2;\" : : : \"memory\"); break;\n"
+              "    default: asm volatile(\"cp.async.wait_group 3;\" : : : \"memory\"); break;\n"
+              "    }\n}\n");
+}
+
 bool cu_skinny_fits(const cu_ctx *c, int32_t lin)
 {
     const ir_node *nd = &c->f->nodes[lin];
@@ -117,20 +137,6 @@ bool cu_emit_skinny(const cu_ctx *c, int i, cu_text *t)
     cu_printf(t, "/* %s over few rows of T*B: tiles of %d x %d, K split over %d warps (%d columns "
                  "each per pass), partial tiles summed in shared memory */\n",
               cu_describe(c, lin, e, sizeof e), SK_BM, SK_BN, SK_WARPS, kw);
-    cu_printf(t,
-              "#ifndef RNNC_CP16\n#define RNNC_CP16\n"
-              "__device__ __forceinline__ void rnnc_cp16(float *dst, const float *src, bool ok)\n{\n"
-              "    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
-              "    asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16, %%2;\" : : \"r\"(d), "
-              "\"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n}\n"
-              "/* cp.async.wait_group takes a constant: n is one once the loop is unrolled */\n"
-              "__device__ __forceinline__ void rnnc_cp_wait(int n)\n{\n"
-              "    switch (n) {\n"
-              "    case 0: asm volatile(\"cp.async.wait_group 0;\" : : : \"memory\"); break;\n"
-              "    case 1: asm volatile(\"cp.async.wait_group 1;\" : : : \"memory\"); break;\n"
-              "    case 2: asm volatile(\"cp.async.wait_group 2;\" : : : \"memory\"); break;\n"
-              "    default: asm volatile(\"cp.async.wait_group 3;\" : : : \"memory\"); break;\n"
-              "    }\n}\n#endif\n");
     cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%dk(" CG_CUDA_ARGS ")\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
