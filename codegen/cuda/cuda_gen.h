@@ -147,6 +147,9 @@ bool cu_in_regs(const cu_ctx *c, int32_t v);
  * loads before the time loop, and the prefetch of step t+1's values. */
 void cu_emit_reg_decls(const cu_ctx *c, cu_text *t);
 void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first);
+/* Where each state enters step 0 (si<k>_) and where the final state goes
+ * (so<k>_): the caller's buffers (the io argument) or copies 0 and 2 of st. */
+void cu_emit_state_io(const cu_ctx *c, cu_text *t);
 /* The tagged exchange (cuda_ll.c): whether the step uses it (c->ll), and
  * then the words of the states read whole. */
 void cu_ll_choose(cu_ctx *c);

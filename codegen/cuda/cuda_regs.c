@@ -106,6 +106,28 @@ void cu_emit_reg_decls(const cu_ctx *c, cu_text *t)
     }
 }
 
+/* Where each state enters step 0 (si<k>_) and where the final state goes
+ * (so<k>_): the caller's buffers of io where given, else copies 0 and 2 of
+ * st (cg_cuda_io). */
+void cu_emit_state_io(const cu_ctx *c, cu_text *t)
+{
+    const ir_fn *f = c->f;
+    for (int s = 0; s < f->n_states; s++) {
+        long long at = (long long)c->plan->state[s].offset;
+        if (s < CG_CUDA_IO)
+            cu_printf(t,
+                      "    const float *const si%d_ = io.in[%d] ? io.in[%d] : st + %lld; /* state %s */\n"
+                      "    float *const so%d_ = io.out[%d] ? io.out[%d] : FIN + %lld;\n",
+                      s, s, s, at, f->states[s].name, s, s, s, at);
+        else
+            cu_printf(t,
+                      "    const float *const si%d_ = st + %lld; /* state %s */\n"
+                      "    float *const so%d_ = FIN + %lld;\n",
+                      s, at, f->states[s].name, s, at);
+        cu_printf(t, "    (void)si%d_; (void)so%d_;\n", s, s);
+    }
+}
+
 /* first: every register at t = 0 (states from copy 0); else the hoisted
  * values and x of step t + 1. */
 void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)

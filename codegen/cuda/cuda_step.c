@@ -543,28 +543,6 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
     return RNNC_OK;
 }
 
-/* Where each state enters step 0 (si<k>_) and where the final state goes
- * (so<k>_): the caller's buffers of io where given, else copies 0 and 2 of
- * st (cg_cuda_io). */
-static void emit_state_io(const cu_ctx *c, cu_text *t)
-{
-    const ir_fn *f = c->f;
-    for (int s = 0; s < f->n_states; s++) {
-        long long at = (long long)c->plan->state[s].offset;
-        if (s < CG_CUDA_IO)
-            cu_printf(t,
-                      "    const float *const si%d_ = io.in[%d] ? io.in[%d] : st + %lld; /* state %s */\n"
-                      "    float *const so%d_ = io.out[%d] ? io.out[%d] : FIN + %lld;\n",
-                      s, s, s, at, f->states[s].name, s, s, s, at);
-        else
-            cu_printf(t,
-                      "    const float *const si%d_ = st + %lld; /* state %s */\n"
-                      "    float *const so%d_ = FIN + %lld;\n",
-                      s, at, f->states[s].name, s, at);
-        cu_printf(t, "    (void)si%d_; (void)so%d_;\n", s, s);
-    }
-}
-
 static rnnc_status emit_steps(const cu_ctx *c, cu_text *t)
 {
     for (int p = 0; p < c->s->n_phases; p++) {
@@ -595,7 +573,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
               "(void)TB; (void)ub; (void)len; (void)rev;\n");
-    emit_state_io(c, t);
+    cu_emit_state_io(c, t);
     cu_emit_reg_decls(c, t);
     cu_emit_reg_loads(c, t, true);
     cu_emit_weights(c, t);
