@@ -71,12 +71,13 @@ unsigned cu_skinny_smem(const cu_ctx *c)
 }
 
 /* Row count below which the skinny GEMM runs: while its grid stays within
- * about two waves of one block per SM. */
+ * about two waves of one block per SM, and at least 4 row tiles (128 rows:
+ * T = 1 at B = 64 also where kernels are sized for half the SMs). */
 unsigned cu_skinny_rows(const cu_ctx *c, int32_t lin)
 {
     int sms = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
     long long cb = (c->cols[lin] + SK_BN - 1) / SK_BN, tiles = 2LL * sms / cb;
-    return (unsigned)(SK_BM * (tiles < 1 ? 1 : tiles));
+    return (unsigned)(SK_BM * (tiles < 4 ? 4 : tiles));
 }
 
 /* The copies of the warp's slice (64 rows: 32 of x, 32 of W) in four

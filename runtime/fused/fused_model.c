@@ -145,8 +145,9 @@ static rnnc_status zeros(rt_fused *m, size_t n)
  * layer runs once over the whole sequence (no wavefront) and the buffers
  * are device memory aligned to 16 bytes (the kernel stages states with
  * 16-byte loads).  A final state that overlaps an initial one at T = 1
- * still goes through the third copy: blocks read step 0's states while
- * others write the final ones.  What io leaves 0 is copied as before. */
+ * (or with lengths: a batch group may stop after one step) still goes
+ * through the third copy: blocks read step 0's states while others write
+ * the final ones.  What io leaves 0 is copied as before. */
 static rnnc_status state_io(rt_fused *m, const rnnc_forward_args *a, int p, cg_cuda_io *io)
 {
     const cg_cuda_plan *pl = plan_of(m, p);
@@ -165,8 +166,10 @@ static rnnc_status state_io(rt_fused *m, const rnnc_forward_args *a, int p, cg_c
         io->in[i] = in ? (ip % 16 ? 0 : ip) : 1; /* 1: zeros, below */
         io->out[i] = op % 16 ? 0 : op;
     }
-    /* against the whole init buffers of every pseudo-layer (conservative) */
-    for (int i = 0; i < pl->n_states && a->seq_len == 1 && a->init; i++)
+    /* against the whole init buffers of every pseudo-layer (conservative);
+     * with lengths a batch group may run a single step too */
+    bool one = a->seq_len == 1 || a->lengths;
+    for (int i = 0; i < pl->n_states && one && a->init; i++)
         for (int k = 0; k < pl->n_states; k++) {
             size_t n = (size_t)(a->batch * pl->state[i].count) * 4,
                    nk = (size_t)(np * a->batch * pl->state[k].count) * 4;

@@ -2,8 +2,10 @@
  * fused_run.c: one forward of the fused backend: the kernel set for the
  * batch size (generated, then from the kernel cache), scratch buffers grown
  * to the sequence, initial states in, the launches in plan order (the step
- * kernel cooperative, after its barrier counter is zeroed), final states and
- * y out.  Host pointers are staged through device scratch.
+ * kernel cooperative; its barrier flags zero themselves at its end), final
+ * states and y out (device buffers the step kernel reads and writes itself
+ * where it can: fused_model.c).  Host pointers are staged through device
+ * scratch.
  */
 #include <stdlib.h>
 #include <string.h>
