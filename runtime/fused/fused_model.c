@@ -111,9 +111,10 @@ static CUdeviceptr st_of(const rt_fused *m, int p)
 
 /* ---------------------------------------------------------------- direct states */
 
-static bool overlap(uint64_t a, uint64_t b, size_t n)
+/* Whether [a, a + na) and [b, b + nb) share a byte (0: no buffer). */
+static bool overlap(uint64_t a, size_t na, uint64_t b, size_t nb)
 {
-    return a && b && a < b + n && b < a + n;
+    return a && b && a < b + nb && b < a + na;
 }
 
 static rnnc_status grow_io(rt_fused *m, int np)
@@ -173,8 +174,7 @@ static rnnc_status state_io(rt_fused *m, const rnnc_forward_args *a, int p, cg_c
         for (int k = 0; k < pl->n_states; k++) {
             size_t n = (size_t)(a->batch * pl->state[i].count) * 4,
                    nk = (size_t)(np * a->batch * pl->state[k].count) * 4;
-            uint64_t ik = (uint64_t)(uintptr_t)a->init[k];
-            if (overlap(io->out[i], ik, n > nk ? n : nk))
+            if (overlap(io->out[i], n, (uint64_t)(uintptr_t)a->init[k], nk))
                 io->out[i] = 0;
         }
     rnnc_status st = zeros(m, most);
