@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/device/device.h"
 #include "runtime/spec/spec.h"
 #include "testutil.h"
 
@@ -156,11 +155,11 @@ static void free_bufs(bufs *b)
     }
 }
 
-static CUdeviceptr dev_copy(const float *h, size_t n)
+static void *dev_copy(const float *h, size_t n)
 {
-    CUdeviceptr d = 0;
-    assert_ok(rt_dev_alloc(&d, n * 4));
-    assert_ok(rt_dev_upload(d, h, n * 4, NULL));
+    void *d = NULL;
+    assert_ok(rnnc_device_alloc(0, n * 4, &d));
+    assert_ok(rnnc_device_upload(d, h, n * 4));
     return d;
 }
 
@@ -169,34 +168,30 @@ static CUdeviceptr dev_copy(const float *h, size_t n)
  * b->y and b->fin. */
 static rnnc_status forward_dev(rnnc_model *f, const rnnc_forward_args *a, bufs *b, int dev)
 {
-    CUdeviceptr dx = dev_copy(b->x, b->nx), dy = dev_copy(b->y, b->ny), di[MAX_STATES],
-                df[MAX_STATES];
+    void *dx = dev_copy(b->x, b->nx), *dy = dev_copy(b->y, b->ny), *out[MAX_STATES];
     const void *in[MAX_STATES];
-    void *out[MAX_STATES];
     for (int s = 0; s < b->ns; s++) {
-        di[s] = dev_copy(b->init[s], b->nst[s]);
-        df[s] = dev == 2 ? di[s] : dev_copy(b->fin[s], b->nst[s]);
-        in[s] = (const void *)(uintptr_t)di[s];
-        out[s] = (void *)(uintptr_t)df[s];
+        in[s] = dev_copy(b->init[s], b->nst[s]);
+        out[s] = dev == 2 ? (void *)in[s] : dev_copy(b->fin[s], b->nst[s]);
     }
     rnnc_forward_args d = *a;
-    d.x = (const void *)(uintptr_t)dx;
-    d.y = (void *)(uintptr_t)dy;
+    d.x = dx;
+    d.y = dy;
     d.init = in;
     d.final = out;
     d.device_pointers = true;
     rnnc_status st = rnnc_model_forward(f, &d);
+    assert_ok(rnnc_device_sync(NULL));
     if (st == RNNC_OK)
-        assert_ok(rt_dev_download(b->y, dy, b->ny * 4, NULL));
+        assert_ok(rnnc_device_download(b->y, dy, b->ny * 4));
     for (int s = 0; st == RNNC_OK && s < b->ns; s++)
-        assert_ok(rt_dev_download(b->fin[s], df[s], b->nst[s] * 4, NULL));
-    assert_ok(rt_dev_sync(NULL));
-    rt_dev_free(dx);
-    rt_dev_free(dy);
+        assert_ok(rnnc_device_download(b->fin[s], out[s], b->nst[s] * 4));
+    rnnc_device_free(dx);
+    rnnc_device_free(dy);
     for (int s = 0; s < b->ns; s++) {
-        rt_dev_free(di[s]);
+        rnnc_device_free((void *)in[s]);
         if (dev != 2)
-            rt_dev_free(df[s]);
+            rnnc_device_free(out[s]);
     }
     return st;
 }
