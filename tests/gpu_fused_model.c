@@ -312,6 +312,7 @@ static void test_device_states(void **state)
         {"lstm", 1, 64, 512, 512, 0, 1, false, false, false, 0.0},
         {"lstm", 1, 5, 12, 16, 8, 2, true, false, true, 0.0},
         {"gru", 4, 33, 64, 128, 0, 3, false, true, false, 0.0},
+        {"lstm", 20, 16, 32, 64, 0, 3, false, true, false, 0.0}, /* a wavefront: copies */
         {"cifg", 6, 17, 24, 32, 0, 1, true, true, true, 0.0},
         {"layernorm_lstm", 1, 64, 128, 128, 0, 2, false, false, false, 0.0},
     };

@@ -453,11 +453,13 @@ static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr
 }
 
 /* The wavefront needs time-major rows (a chunk is a block of rows), one
- * direction and no dropout between layers. */
+ * direction and no dropout between layers; with one chunk (a single step,
+ * a short sequence) no two layers could overlap, and the layers one by
+ * one read and write the caller's states directly. */
 static bool wave_fits(const rt_fused *m, const rnnc_forward_args *a)
 {
     return m->share > 1 && m->spec.dirs == 1 && m->spec.layers > 1 && !m->spec.batch_first &&
-           !(a->training && m->spec.dropout > 0);
+           !(a->training && m->spec.dropout > 0) && chunk_steps(a->seq_len) < a->seq_len;
 }
 
 rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
