@@ -17,6 +17,9 @@ import sys
 CASES = {
     # name: (cell, layers, bidirectional, T, B, H, training)
     "lstm_t1_b64": ("lstm", 1, False, 1, 64, 512, False),
+    "lstm_t1_b1": ("lstm", 1, False, 1, 1, 512, False),
+    "lstm_t8_b64": ("lstm", 1, False, 8, 64, 512, False),
+    "lstm_l2_t1_b64": ("lstm", 2, False, 1, 64, 512, False),
     "lstm_b64": ("lstm", 1, False, 100, 64, 512, False),
     "lstm_b64_train": ("lstm", 1, False, 100, 64, 512, True),
     "lnlstm_b64_train": ("layernorm_lstm", 1, False, 100, 64, 512, True),

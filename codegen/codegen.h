@@ -34,7 +34,19 @@
 #define CG_CUDA_ARGS                                                                           \
     "const float *__restrict__ x, float *__restrict__ y, float *st, float *hz, "              \
     "const float *__restrict__ fold, const float *__restrict__ wts, float *xb, float *part, " \
-    "unsigned *bar, int T, const int *__restrict__ len, int rev"
+    "unsigned *bar, int T, const int *__restrict__ len, int rev, const rnnc_io io"
+
+/* The step kernel's direct state buffers (the last kernel argument, by
+ * value; rnnc_io in the source): where in[k] is not 0, state k enters step
+ * 0 from in[k] ([B, cols]) instead of copy 0 of st; where out[k] is not 0,
+ * the final state k goes there instead of the third copy.  So a forward
+ * needs no state copies in or out.  States k >= CG_CUDA_IO always use st.
+ * An out buffer must not overlap an in buffer when T = 1 (blocks still
+ * read step 0's states while others write the final ones). */
+#define CG_CUDA_IO 4
+typedef struct cg_cuda_io {
+    uint64_t in[CG_CUDA_IO], out[CG_CUDA_IO]; /* device pointers */
+} cg_cuda_io;
 
 typedef struct cg_cuda_config {
     ir_sizes sizes;

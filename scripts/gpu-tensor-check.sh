@@ -2,8 +2,10 @@
 # gpu-tensor-check.sh: the tensor-core math modes and fast single steps on a
 # GPU machine in one go (issue 10): builds the CLI and the gpu_fused_math
 # test (Release, no LLVM), runs it (accuracy against the interpreter, CUDA
-# graph capture), then `rnnc compare` fused against cuDNN in the matching
-# math mode.  Logs and JSON go to $OUT/tensor.tgz.
+# graph capture), gpu_fused and gpu_fused_model (single steps, the K-split
+# GEMM, states read and written in the caller's buffers), then `rnnc
+# compare` fused against cuDNN in the matching math mode.  Logs and JSON
+# go to $OUT/tensor.tgz.
 #   TESTS=0 skip the tests   BENCH=0 skip the comparisons
 set -u
 cd "$(dirname "$0")/.."
@@ -21,15 +23,17 @@ cat "$OUT/machine.txt"
 t0=$(date +%s)
 cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
       -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
-cmake --build build-gpu -j 16 --target rnnc_cli gpu_fused_math gpu_fused >> "$OUT/build.log" 2>&1
+cmake --build build-gpu -j 16 --target rnnc_cli gpu_fused_math gpu_fused gpu_fused_model >> "$OUT/build.log" 2>&1
 rc=$?
 echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
 if [ $rc -ne 0 ]; then grep -E "error" -A3 "$OUT/build.log" | head -40; exit 1; fi
 if [ "${TESTS:-1}" != 0 ]; then
   (cd build-gpu && RNNC_SOURCE_DIR=$PWD/.. timeout 200 tests/gpu_fused_math) > "$OUT/gpu_fused_math.log" 2>&1
   echo "gpu_fused_math rc=$?"; grep -vE "^\s*$" "$OUT/gpu_fused_math.log" | tail -45
-  (cd build-gpu && RNNC_SOURCE_DIR=$PWD/.. timeout 150 tests/gpu_fused) > "$OUT/gpu_fused.log" 2>&1
-  echo "gpu_fused rc=$?"; grep -E "OK|FAIL|PASS|rel|error" "$OUT/gpu_fused.log" | tail -12
+  (cd build-gpu && RNNC_SOURCE_DIR=$PWD/.. timeout 300 tests/gpu_fused) > "$OUT/gpu_fused.log" 2>&1
+  echo "gpu_fused rc=$?"; grep -E "OK|FAIL|PASS|T=1 |T=3 .*in-place|error" "$OUT/gpu_fused.log" | tail -24
+  (cd build-gpu && RNNC_SOURCE_DIR=$PWD/.. timeout 300 tests/gpu_fused_model) > "$OUT/gpu_fused_model.log" 2>&1
+  echo "gpu_fused_model rc=$?"; grep -E "OK|FAIL|PASS|dev=[12]|error" "$OUT/gpu_fused_model.log" | tail -20
 fi
 if [ "${BENCH:-1}" != 0 ]; then
   cmp() { local name=$1; shift

@@ -155,7 +155,48 @@ static void free_bufs(bufs *b)
     }
 }
 
-static void run_case(const mcase *mc, uint64_t *rng)
+static void *dev_copy(const float *h, size_t n)
+{
+    void *d = NULL;
+    assert_ok(rnnc_device_alloc(0, n * 4, &d));
+    assert_ok(rnnc_device_upload(d, h, n * 4));
+    return d;
+}
+
+/* The fused forward of a on device copies of its buffers (dev = 1), the
+ * final states written over the initial ones (dev = 2); results back in
+ * b->y and b->fin. */
+static rnnc_status forward_dev(rnnc_model *f, const rnnc_forward_args *a, bufs *b, int dev)
+{
+    void *dx = dev_copy(b->x, b->nx), *dy = dev_copy(b->y, b->ny), *out[MAX_STATES];
+    const void *in[MAX_STATES];
+    for (int s = 0; s < b->ns; s++) {
+        in[s] = dev_copy(b->init[s], b->nst[s]);
+        out[s] = dev == 2 ? (void *)in[s] : dev_copy(b->fin[s], b->nst[s]);
+    }
+    rnnc_forward_args d = *a;
+    d.x = dx;
+    d.y = dy;
+    d.init = in;
+    d.final = out;
+    d.device_pointers = true;
+    rnnc_status st = rnnc_model_forward(f, &d);
+    assert_ok(rnnc_device_sync(NULL));
+    if (st == RNNC_OK)
+        assert_ok(rnnc_device_download(b->y, dy, b->ny * 4));
+    for (int s = 0; st == RNNC_OK && s < b->ns; s++)
+        assert_ok(rnnc_device_download(b->fin[s], out[s], b->nst[s] * 4));
+    rnnc_device_free(dx);
+    rnnc_device_free(dy);
+    for (int s = 0; s < b->ns; s++) {
+        rnnc_device_free((void *)in[s]);
+        if (dev != 2)
+            rnnc_device_free(out[s]);
+    }
+    return st;
+}
+
+static void run_mode(const mcase *mc, uint64_t *rng, int dev)
 {
     rnnc_model *f = make(mc, RNNC_BACKEND_FUSED), *r = make(mc, RNNC_BACKEND_INTERP);
     rnnc_model *both[2] = {f, r};
@@ -171,7 +212,7 @@ static void run_case(const mcase *mc, uint64_t *rng)
     assert_ok(rnnc_model_forward(r, &a));
     a.y = b.y;
     a.final = (void *const *)b.fin;
-    if (rnnc_model_forward(f, &a))
+    if (dev ? forward_dev(f, &a, &b, dev) : rnnc_model_forward(f, &a))
         fail_msg("%s L=%d bi=%d: fused forward: %s", mc->cell, mc->layers, mc->bi,
                  rnnc_last_error());
     double ey = rel_err(b.y, b.yr, b.ny), ef = 0;
@@ -179,9 +220,9 @@ static void run_case(const mcase *mc, uint64_t *rng)
         double e = rel_err(b.fin[s], b.finr[s], b.nst[s]);
         ef = e > ef || e != e ? e : ef;
     }
-    printf("  %-15s L=%d D=%d P=%-3lld len=%d bf=%d drop=%.1f  y %.2e  final %.2e\n", mc->cell,
-           mc->layers, mc->bi ? 2 : 1, (long long)mc->P, mc->lengths, mc->batch_first,
-           mc->dropout, ey, ef);
+    printf("  %-15s T=%lld L=%d D=%d P=%-3lld len=%d bf=%d drop=%.1f dev=%d  y %.2e  final %.2e\n",
+           mc->cell, (long long)mc->T, mc->layers, mc->bi ? 2 : 1, (long long)mc->P, mc->lengths,
+           mc->batch_first, mc->dropout, dev, ey, ef);
     fflush(stdout);
     if (!(ey <= TOL) || !(ef <= TOL))
         fail_msg("%s L=%d bi=%d P=%lld lengths=%d dropout=%.1f: rel err y %.3g final %.3g > %g",
@@ -190,6 +231,11 @@ static void run_case(const mcase *mc, uint64_t *rng)
     free_bufs(&b);
     rnnc_model_destroy(f);
     rnnc_model_destroy(r);
+}
+
+static void run_case(const mcase *mc, uint64_t *rng)
+{
+    run_mode(mc, rng, 0);
 }
 
 static bool has_proj(const char *cell)
@@ -252,12 +298,36 @@ static void test_model_shapes(void **state)
         run_case(&cases[i], &rng);
 }
 
+/* Device pointers: the step kernels read the initial states from the
+ * caller's buffers and write the final ones there (no copies; the
+ * wavefront of a unidirectional stack still copies), also when the final
+ * states overwrite the initial ones (T = 1 then goes through the third
+ * copy); single steps run the K-split GEMM. */
+static void test_device_states(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    static const mcase cases[] = {
+        {"lstm", 9, 5, 12, 16, 0, 2, true, true, false, 0.0},
+        {"lstm", 1, 64, 512, 512, 0, 1, false, false, false, 0.0},
+        {"lstm", 1, 5, 12, 16, 8, 2, true, false, true, 0.0},
+        {"gru", 4, 33, 64, 128, 0, 3, false, true, false, 0.0},
+        {"lstm", 20, 16, 32, 64, 0, 3, false, true, false, 0.0}, /* a wavefront: copies */
+        {"cifg", 6, 17, 24, 32, 0, 1, true, true, true, 0.0},
+        {"layernorm_lstm", 1, 64, 128, 128, 0, 2, false, false, false, 0.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int dev = 1; dev <= 2; dev++)
+            run_mode(&cases[i], &rng, dev);
+}
+
 int main(void)
 {
     tu_require_gpu();
     setenv("RNNC_AUTOTUNE", "0", 1); /* the heuristic tiles: no timing in a test */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_shapes),
+        cmocka_unit_test(test_device_states),
         cmocka_unit_test(test_builtin_grid),
         cmocka_unit_test(test_cell_files_grid),
     };

@@ -152,9 +152,57 @@ static void test_large_shapes_compile(void **state)
     rnnc_cell_destroy(cell);
 }
 
+/* The GEMM launches of a plan that run at T*B = rows, and the name of the last. */
+static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_launch; i++) {
+        const cg_cuda_launch *l = &p->launch[i];
+        if (strncmp(l->name, "rnnc_gemm", 9) != 0 || rows < l->min_rows ||
+            (l->max_rows && rows >= l->max_rows))
+            continue;
+        n++;
+        *name = l->name;
+    }
+    return n;
+}
+
+/* The hoisted GEMM's tiers split the row counts: exactly one GEMM runs at
+ * any T*B, the K-split one (suffix k) for a single step at B = 64 and for
+ * short sequences at B = 1, the large tiles for long sequences. */
+static void test_gemm_tiers(void **state)
+{
+    (void)state;
+    rnnc_cell *c = NULL;
+    assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+    assert_ok(ir_optimise(c, false));
+    static const shape sh[] = {{512, 512, 64, RNNC_HOIST_ALL, false},
+                               {512, 512, 1, RNNC_HOIST_ALL, false}};
+    static const unsigned rows[] = {1, 2, 31, 32, 64, 100, 127, 128, 129, 640, 1151, 1152, 6400,
+                                    100000};
+    for (size_t k = 0; k < 2; k++) {
+        char *src = NULL;
+        cg_cuda_plan plan;
+        assert_ok(generate(c, &sh[k], &src, &plan));
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            const char *name = "";
+            if (gemms_at(&plan, rows[i], &name) != 1)
+                fail_msg("B=%lld rows %u: not exactly one GEMM", (long long)sh[k].B, rows[i]);
+            if (rows[i] == (k == 0 ? 64u : 100u))
+                assert_string_equal(name, "rnnc_gemm7k");
+            if (rows[i] == 100000)
+                assert_string_equal(name, "rnnc_gemm7");
+        }
+        free(src);
+    }
+    rnnc_cell_destroy(c);
+}
+
 /* The hoisted GEMM epilogue takes the folded bias, so LSTM with hoist ALL has
  * no row kernel, and layernorm_lstm (layernorm over 4H of the hoisted
- * product) has one; MATMUL and NONE keep the bias in the step. */
+ * product) has one; MATMUL and NONE keep the bias in the step.  At B = 4 a
+ * hoisted linear has two GEMMs: 32 x 64 tiles, and the K-split one for
+ * few rows. */
 static void test_hoist_plan(void **state)
 {
     (void)state;
@@ -162,8 +210,8 @@ static void test_hoist_plan(void **state)
         const char *cell;
         rnnc_hoist hoist;
         int launches;
-    } want[] = {{"lstm", RNNC_HOIST_ALL, 2}, {"lstm", RNNC_HOIST_MATMUL, 2},
-                {"lstm", RNNC_HOIST_NONE, 1}, {"layernorm_lstm", RNNC_HOIST_ALL, 3}};
+    } want[] = {{"lstm", RNNC_HOIST_ALL, 3}, {"lstm", RNNC_HOIST_MATMUL, 3},
+                {"lstm", RNNC_HOIST_NONE, 1}, {"layernorm_lstm", RNNC_HOIST_ALL, 4}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         rnnc_cell *c = NULL;
         assert_ok(rnnc_cell_builtin(&c, want[i].cell, NULL));
@@ -222,6 +270,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hoist_plan),
+        cmocka_unit_test(test_gemm_tiers),
         cmocka_unit_test(test_unsupported_names_op),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_builtins_compile),

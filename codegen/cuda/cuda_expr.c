@@ -27,10 +27,10 @@ static void elem_col(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
         snprintf(buf, n, "%lld + gu", (long long)(sl * c->H));
 }
 
-static int64_t state_off(const cu_ctx *c, int32_t v)
+/* State leaf v is read through s<k>_: its copy of this step (cuda_step.c). */
+static int state_k(const cu_ctx *c, int32_t v)
 {
-    int s = ir_state_of(c->f, v);
-    return c->plan->state[s].offset;
+    return ir_state_of(c->f, v);
 }
 
 bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
@@ -48,8 +48,7 @@ bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
         snprintf(buf, n, "__ldg(x + row * %lld + %s)", cols, col);
         return true;
     case CU_LEAF_STATE:
-        snprintf(buf, n, "__ldcg(cur + %lld + gb * %lld + %s)", (long long)state_off(c, v), cols,
-                 col);
+        snprintf(buf, n, "__ldcg(s%d_ + gb * %lld + %s)", state_k(c, v), cols, col);
         return true;
     case CU_HOIST_BUF:
         snprintf(buf, n, "__ldg(hz + (size_t)%lld * TB + row * %lld + %s)", (long long)c->off[v],
@@ -118,8 +117,7 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
     char inner[1024], a[2048], b[2048];
     switch (c->role[v]) {
     case CU_LEAF_STATE:
-        snprintf(buf, n, "__ldcg(cur + %lld + gb * %lld + (%s))", (long long)state_off(c, v), cols,
-                 col);
+        snprintf(buf, n, "__ldcg(s%d_ + gb * %lld + (%s))", state_k(c, v), cols, col);
         return true;
     case CU_LEAF_INPUT:
         snprintf(buf, n, "__ldg(x + row * %lld + (%s))", cols, col);

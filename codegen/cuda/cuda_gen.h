@@ -46,6 +46,7 @@ enum {
 typedef struct cu_tile {
     int32_t lin;  /* the hoisted linear, -1 for a launch that is no GEMM */
     bool small;   /* the small-tile GEMM run for few rows (name suffix "s") */
+    bool skinny;  /* the K-split GEMM for very few rows (suffix "k", cuda_skinny.c) */
     int bm, bn, bk, tm, tn;
 } cu_tile;
 
@@ -116,6 +117,19 @@ void cu_mark_live(cu_ctx *c);
 bool cu_slice_live(const cu_ctx *c, int32_t v, int sl);
 /* The emitters: text from the analysis, nothing else written. */
 rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
+/* The epilogue of hoisted linear lin's GEMM: every hoisted buffer made from
+ * it, stored to hz (acc, m, col, TB in scope; cuda_hoist.c). */
+bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t);
+/* The GEMM for very few rows (cuda_skinny.c): whether linear lin can take
+ * it, the row count below which it runs, its shared memory (bytes), and
+ * the kernel of launch i. */
+bool cu_skinny_fits(const cu_ctx *c, int32_t lin);
+/* The cp.async helpers (rnnc_cp16, rnnc_cp_wait) on sm_80 and later:
+ * the skinny GEMM's slices and the step kernel's weight slices. */
+void cu_emit_cp_helpers(const cu_ctx *c, cu_text *t);
+unsigned cu_skinny_rows(const cu_ctx *c, int32_t lin);
+unsigned cu_skinny_smem(const cu_ctx *c);
+bool cu_emit_skinny(const cu_ctx *c, int i, cu_text *t);
 rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t);
 /* The operands slice sl of step element v reads, by operand position
  * (ops[k] = -1: none), and their slices: the one walk of a slice's reads
@@ -139,6 +153,9 @@ bool cu_in_regs(const cu_ctx *c, int32_t v);
  * loads before the time loop, and the prefetch of step t+1's values. */
 void cu_emit_reg_decls(const cu_ctx *c, cu_text *t);
 void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first);
+/* Where each state enters step 0 (si<k>_) and where the final state goes
+ * (so<k>_): the caller's buffers (the io argument) or copies 0 and 2 of st. */
+void cu_emit_state_io(const cu_ctx *c, cu_text *t);
 /* The tagged exchange (cuda_ll.c): whether the step uses it (c->ll), and
  * then the words of the states read whole. */
 void cu_ll_choose(cu_ctx *c);

@@ -60,7 +60,7 @@ static cu_tile choose_tile(const cu_ctx *c, int32_t lin)
     int r = c->cfg.gemm_rows;
     if (r != 32 && r != 64 && r != 128)
         r = c->B <= 4 ? 32 : c->B <= 16 ? 64 : 128;
-    cu_tile g = {lin, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0};
+    cu_tile g = {lin, false, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0};
     g.tm = g.bm / 16;
     g.tn = g.bn / 16;
     return g;
@@ -158,7 +158,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     int32_t lin = g.lin;
     const char *sfx = g.small ? "s" : "";
     const ir_node *nd = &c->f->nodes[lin];
-    long long K = (long long)c->cols[nd->a[0]], N = (long long)c->cols[lin];
+    long long K = (long long)c->cols[nd->a[0]];
     char wsrc[64], e[4096], ri[160], ci[160];
     /* tensor cores: the accumulators in mma fragment order, shared rows
      * padded to 8 mod 32 floats (conflict-free fragment loads) */
@@ -224,16 +224,23 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "            const float acc = c_[i][j];\n"
               "            (void)acc;\n",
               g.tm, ri, g.tn, ci);
+    if (!cu_emit_gemm_stores(c, lin, t))
+        return false;
+    cu_printf(t, "        }\n    }\n}\n");
+    return true;
+}
+
+bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    char e[4096], d[256];
     for (int32_t v = 0; v < c->f->n; v++) {
         if (c->role[v] != CU_HOIST_BUF || c->gemm[v] != lin)
             continue;
         if (!epi_expr(c, v, lin, e, sizeof e))
             return false;
-        char d[256];
         cu_printf(t, "            hz[(size_t)%lld * TB + (size_t)m * %lld + col] = %s; /* %s */\n",
-                  (long long)c->off[v], N, e, cu_describe(c, v, d, sizeof d));
+                  (long long)c->off[v], (long long)c->cols[lin], e, cu_describe(c, v, d, sizeof d));
     }
-    cu_printf(t, "        }\n    }\n}\n");
     return true;
 }
 
@@ -507,12 +514,14 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
     c->tile[p->n_launch] = g;
     cg_cuda_launch *l = &p->launch[p->n_launch++];
     memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)g.lin, g.small ? "s" : "");
+    snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)g.lin,
+             g.skinny ? "k" : g.small ? "s" : "");
     l->min_rows = min_rows;
     l->max_rows = max_rows;
     l->rows_per_block = (unsigned)g.bm;
     l->grid_y = (unsigned)((c->cols[g.lin] + g.bn - 1) / g.bn);
     l->threads = 256;
+    l->smem = g.skinny ? cu_skinny_smem(c) : 0;
     return RNNC_OK;
 }
 
@@ -528,16 +537,28 @@ rnnc_status cu_place_hoist(cu_ctx *c)
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!is_hoisted_gemm(c, v))
             continue;
-        cu_tile g = choose_tile(c, v), s = {v, true, 32, 64, 32, 2, 4};
+        cu_tile g = choose_tile(c, v), s = {v, true, false, 32, 64, 32, 2, 4},
+                k = {v, false, true, 32, 32, 0, 0, 0};
         /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
          * most SMs idle with large tiles (16 blocks of 128 x 128 took about
          * 37 us at T = 1, B = 64, I = H = 512): below the row count where
-         * the large tiles fill the SMs a second GEMM with small tiles runs. */
+         * the large tiles fill the SMs a second GEMM with small tiles runs,
+         * and below about two waves of 32 x 32 tiles the K-split GEMM
+         * (19.5 us for the small tiles at T = 1, B = 64: serial K). */
         int sms = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
         long long cb = (c->cols[v] + g.bn - 1) / g.bn;
         unsigned split = (unsigned)((sms + cb - 1) / cb * g.bm);
         bool two = g.bm > s.bm && c->cfg.gemm_rows == 0 && c->plan->n_launch + 4 <= CG_CUDA_MAX_LAUNCH;
-        if ((st = add_gemm(c, g, two ? split : 0, 0)) || (two && (st = add_gemm(c, s, 0, split))))
+        /* room for this linear's launches, the row kernel and the step */
+        unsigned lo = cu_skinny_fits(c, v) &&
+                              c->plan->n_launch + (two ? 5 : 4) <= CG_CUDA_MAX_LAUNCH
+                          ? cu_skinny_rows(c, v)
+                          : 0;
+        if (two && lo >= split)
+            lo = split, two = false;
+        if ((st = add_gemm(c, g, two ? split : lo, 0)) ||
+            (two && lo < split && (st = add_gemm(c, s, lo, split))) ||
+            (lo && (st = add_gemm(c, k, 0, lo))))
             return st;
     }
     return place_rows(c);
@@ -552,7 +573,7 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)
             continue;
         if (i == 0 || c->tile[i - 1].lin != lin)
             cu_printf(t, "#define N_ %lld\n", (long long)c->cols[lin]);
-        if (!emit_gemm(c, i, t))
+        if (!(c->tile[i].skinny ? cu_emit_skinny(c, i, t) : emit_gemm(c, i, t)))
             return RNNC_ERR_UNSUPPORTED;
         /* N_ is a macro so that the loads above read as plain code */
         if (i + 1 == p->n_launch || c->tile[i + 1].lin != lin)

@@ -89,7 +89,7 @@ void cu_emit_ll_prelude(cu_text *t)
 }
 
 /* Before the first step: each block publishes its elements of the initial
- * states (copy 0 of st) with tag 1. */
+ * states (si<k>_: the caller's buffer or copy 0 of st) with tag 1. */
 void cu_emit_ll_publish(const cu_ctx *c, cu_text *t)
 {
     const ir_fn *f = c->f;
@@ -105,9 +105,8 @@ void cu_emit_ll_publish(const cu_ctx *c, cu_text *t)
         for (int sl = 0; sl < slices(c, sv); sl++)
             cu_printf(t,
                       "        rnnc_ll_put(xb + %lld + ((size_t)gb * %lld + %lld + gu) * 2, "
-                      "__ldcg(st + %lld + (size_t)gb * %lld + %lld + gu), 1u);\n",
-                      (long long)c->xb[sv], C, (long long)sl * c->H,
-                      (long long)c->plan->state[s].offset, C, (long long)sl * c->H);
+                      "__ldcg(si%d_ + (size_t)gb * %lld + %lld + gu), 1u);\n",
+                      (long long)c->xb[sv], C, (long long)sl * c->H, s, C, (long long)sl * c->H);
     }
     cu_printf(t, "    }\n");
 }

@@ -154,6 +154,28 @@ void cu_emit_reg_decls(const cu_ctx *c, cu_text *t)
     }
 }
 
+/* Where each state enters step 0 (si<k>_) and where the final state goes
+ * (so<k>_): the caller's buffers of io where given, else copies 0 and 2 of
+ * st (cg_cuda_io). */
+void cu_emit_state_io(const cu_ctx *c, cu_text *t)
+{
+    const ir_fn *f = c->f;
+    for (int s = 0; s < f->n_states; s++) {
+        long long at = (long long)c->plan->state[s].offset;
+        if (s < CG_CUDA_IO)
+            cu_printf(t,
+                      "    const float *const si%d_ = io.in[%d] ? io.in[%d] : st + %lld; /* state %s */\n"
+                      "    float *const so%d_ = io.out[%d] ? io.out[%d] : FIN + %lld;\n",
+                      s, s, s, at, f->states[s].name, s, s, s, at);
+        else
+            cu_printf(t,
+                      "    const float *const si%d_ = st + %lld; /* state %s */\n"
+                      "    float *const so%d_ = FIN + %lld;\n",
+                      s, at, f->states[s].name, s, at);
+        cu_printf(t, "    (void)si%d_; (void)so%d_;\n", s, s);
+    }
+}
+
 /* first: every register at t = 0 (states from copy 0); else the hoisted
  * values and x of step t + 1. */
 void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
@@ -170,9 +192,10 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
               "        const int e = tid, u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b < BT && gu < H && gb < B) {\n"
               "            const size_t row = ROWT(gb, %s);\n"
-              "            %s\n"
               "            (void)row; (void)u;\n",
-              first ? "TR(gb, 0)" : "TR(gb, t + 1)", first && states ? "const float *cur = st;" : "");
+              first ? "TR(gb, 0)" : "TR(gb, t + 1)");
+    for (int s = 0; first && states && s < c->f->n_states; s++)
+        cu_printf(t, "            const float *const s%d_ = si%d_; (void)s%d_;\n", s, s, s);
     char ld[1024];
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!c->pfuse[v])
@@ -198,6 +221,20 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
         long long R = (long long)slices(c, i) * c->UT;
+        if (K % 4 == 0 && c->cfg.sm >= 80) {
+            /* every copy in flight at once (cp.async, no registers); the
+             * kernel waits for them before the barrier ahead of step 0 */
+            int q = c->kp[i] / 4;
+            cu_printf(t,
+                      "    for (int i = tid; i < %lld; i += NT) {\n"
+                      "        const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
+                      "        const bool ok = gu < H && k4 * 4 < %lld;\n"
+                      "        rnnc_cp16(&sm_[SM_W%d + r * %d + k4 * 4], ok ? wts + %lld + "
+                      "(size_t)(s * H + gu) * %lld + k4 * 4 : wts, ok);\n"
+                      "    }\n",
+                      R * q, q, q, K, (int)i, c->kp[i], (long long)c->off[w], K);
+            continue;
+        }
         if (K % 4 == 0) {
             int q = c->kp[i] / 4;
             snprintf(idx, sizeof idx,

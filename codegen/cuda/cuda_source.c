@@ -115,7 +115,10 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
               "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, hoist %s, %s */\n",
               c->f->name, (long long)c->B, (long long)c->I, (long long)cfg->sizes.H,
               (long long)cfg->sizes.P, cfg->sm, h < 3 ? hoists[h] : "?", c->plan->tuning);
+    cu_printf(t, "struct rnnc_io { const float *in[%d]; float *out[%d]; };\n", CG_CUDA_IO,
+              CG_CUDA_IO);
     cu_emit_mma_helpers(c, t);
+    cu_emit_cp_helpers(c, t);
     rnnc_status st = cu_emit_hoist(c, t);
     if (st || (st = cu_emit_step(c, t)))
         return st;

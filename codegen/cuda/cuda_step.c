@@ -109,8 +109,7 @@ static bool plain_base(const cu_ctx *c, int32_t v, char *buf, size_t n)
     long long K = (long long)c->cols[v];
     switch (c->role[v]) {
     case CU_LEAF_STATE:
-        snprintf(buf, n, "cur + %lld + (size_t)gb * %lld",
-                 (long long)c->plan->state[ir_state_of(c->f, v)].offset, K);
+        snprintf(buf, n, "s%d_ + (size_t)gb * %lld", ir_state_of(c->f, v), K);
         return true;
     case CU_LEAF_INPUT:
         snprintf(buf, n, "x + ROW(gb) * %lld", K);
@@ -440,8 +439,8 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
             if (whole)
                 cu_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
                           at, C, so, s, sl);
-            cu_printf(t, "        if (t == tend_ - 1) __stcg(FIN + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
-                      at, C, so, s, sl);
+            cu_printf(t, "        if (t == tend_ - 1) __stcg(so%d_ + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
+                      s, C, so, s, sl);
             if (reg && (c->pfuse[sv] & (1u << sl)))
                 cu_printf(t, "        r%d_%d = n%d_%d;\n", (int)sv, sl, s, sl);
         }
@@ -578,6 +577,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
               "(void)TB; (void)ub; (void)len; (void)rev;\n");
+    cu_emit_state_io(c, t);
     cu_emit_reg_decls(c, t);
     cu_emit_reg_loads(c, t, true);
     cu_emit_weights(c, t);
@@ -588,15 +588,34 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     cu_printf(t,
               "    int tend_ = 0;\n"
               "    for (int b = 0; b < BT && b0 + b < B; ++b) tend_ = max(tend_, LEN(b0 + b));\n"
+              "%s"
               "    __syncthreads();\n"
               "%s"
               "    for (int t = 0; t < tend_; ++t) {\n"
               "    const float *const cur = st + (size_t)(t & 1) * STF;\n"
               "    float *const nxt = st + (size_t)((t + 1) & 1) * STF;\n"
               "    (void)cur; (void)nxt;\n",
+              c->cfg.sm >= 80 ? "    asm volatile(\"cp.async.wait_all;\" : : : \"memory\"); /* the weights */\n" : "",
               c->ll ? "" : "    unsigned epoch = 0;\n");
+    for (int s = 0; s < c->f->n_states; s++)
+        cu_printf(t, "    const float *const s%d_ = t == 0 ? si%d_ : cur + %lld; (void)s%d_;\n", s,
+                  s, (long long)c->plan->state[s].offset, s);
     if ((st = emit_steps(c, t)))
         return st;
-    cu_printf(t, "    }\n}\n");
+    cu_printf(t, "    }\n");
+    /* The flags clean up after themselves, so no memset runs before the
+     * next launch (one node less in a captured graph): the last block to
+     * finish (a count in the word after the flags) zeroes them and the
+     * count; every other block has passed its last wait by then. */
+    if (!c->ll)
+        cu_printf(t, "    __syncthreads();\n"
+                     "    if (tid == 0) {\n"
+                     "        __threadfence();\n"
+                     "        if (atomicAdd(bar + gridDim.x, 1u) == gridDim.x - 1) {\n"
+                     "            __threadfence();\n"
+                     "            for (unsigned i = 0; i <= gridDim.x; ++i) bar[i] = 0u;\n"
+                     "        }\n"
+                     "    }\n");
+    cu_printf(t, "}\n");
     return RNNC_OK;
 }

@@ -91,6 +91,10 @@ struct rt_fused {
     int64_t wts_floats, fold_floats;
     CUdeviceptr st, dx, dy, dfin; /* st: 3 copies of the states per pseudo-layer */
     size_t st_n, dx_n, dy_n, dfin_n;
+    CUdeviceptr dzero; /* zeros: the initial states of a forward without init */
+    size_t dzero_n;
+    cg_cuda_io *io;    /* per pseudo-layer: the states the step kernel reads/writes directly */
+    int io_n;
     rt_fused_slot slot[2];        /* scratch of the two kernels that run at once */
     /* share > 1: kernels are sized for sm_count / share SMs, so that the
      * directions of a layer, or two layers of a wavefront, run at once on
@@ -141,8 +145,10 @@ void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *pl
                       int64_t batch, const char **names, char *label, rt_kernel_req *req);
 
 /* The step kernels' barrier: one arrival flag (u32) per block of a
- * cooperative launch, zeroed before every run; RT_FUSED_BAR_BYTES is what
- * a model allocates, rt_fused_bar_bytes what plan p uses of it. */
+ * cooperative launch and a count of finished blocks after them, zeroed once
+ * at allocation: the last block of a launch to finish zeroes them again;
+ * RT_FUSED_BAR_BYTES is what a model allocates, rt_fused_bar_bytes what
+ * plan p uses of it. */
 #define RT_FUSED_BAR_BYTES 16384
 size_t rt_fused_bar_bytes(const cg_cuda_plan *p);
 
@@ -183,6 +189,7 @@ typedef struct rt_fused_job {
     int k, p, T, slot;
     bool rev;
     CUdeviceptr x, y, st, hz, len;
+    cg_cuda_io io; /* states straight from / to the caller's buffers (0: st) */
 } rt_fused_job;
 #define RT_FUSED_HOIST 1 /* the launches before the step kernel */
 #define RT_FUSED_STEP 2  /* the persistent step kernel */

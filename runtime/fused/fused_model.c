@@ -109,11 +109,92 @@ static CUdeviceptr st_of(const rt_fused *m, int p)
     return m->st + (CUdeviceptr)(p * rt_fused_st_stride(m) * 4);
 }
 
-/* Pseudo-layer p's initial states into copy 0: init[k] is [L*D, B, n_k]. */
-static rnnc_status states_in(rt_fused *m, const rnnc_forward_args *a, int p, CUstream s)
+/* ---------------------------------------------------------------- direct states */
+
+/* Whether [a, a + na) and [b, b + nb) share a byte (0: no buffer). */
+static bool overlap(uint64_t a, size_t na, uint64_t b, size_t nb)
+{
+    return a && b && a < b + nb && b < a + na;
+}
+
+static rnnc_status grow_io(rt_fused *m, int np)
+{
+    if (m->io_n >= np)
+        return RNNC_OK;
+    cg_cuda_io *io = realloc(m->io, (size_t)np * sizeof *io);
+    if (!io)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for state buffers");
+    m->io = io;
+    m->io_n = np;
+    return RNNC_OK;
+}
+
+/* Zeros for the initial states of a forward without init (zeroed once,
+ * when the batch grows), so that no memset runs per forward. */
+static rnnc_status zeros(rt_fused *m, size_t n)
+{
+    if (m->dzero_n >= n)
+        return RNNC_OK;
+    rnnc_status st = rt_fused_grow(&m->dzero, &m->dzero_n, n);
+    if (st == RNNC_OK && (st = rt_dev_zero(m->dzero, n, NULL)) == RNNC_OK)
+        st = rt_dev_sync(NULL);
+    return st;
+}
+
+/* Pseudo-layer p's states straight from the caller's device buffers and
+ * zeros into step 0, and out to the caller's buffers at the end, when the
+ * layer runs once over the whole sequence (no wavefront) and the buffers
+ * are device memory aligned to 16 bytes (the kernel stages states with
+ * 16-byte loads).  A final state that overlaps an initial one at T = 1
+ * (or with lengths: a batch group may stop after one step) still goes
+ * through the third copy: blocks read step 0's states while others write
+ * the final ones.  What io leaves 0 is copied as before. */
+static rnnc_status state_io(rt_fused *m, const rnnc_forward_args *a, int p, cg_cuda_io *io)
+{
+    const cg_cuda_plan *pl = plan_of(m, p);
+    int np = m->spec.layers * m->spec.dirs;
+    memset(io, 0, sizeof *io);
+    if (!a->device_pointers || pl->n_states > CG_CUDA_IO)
+        return RNNC_OK;
+    size_t most = 0;
+    for (int i = 0; i < pl->n_states; i++) {
+        size_t n = (size_t)(a->batch * pl->state[i].count) * 4;
+        most = n > most ? n : most;
+        const void *in = a->init ? a->init[i] : NULL;
+        void *out = a->final ? a->final[i] : NULL;
+        uint64_t ip = in ? (uint64_t)(uintptr_t)in + (uint64_t)p * n : 0;
+        uint64_t op = out ? (uint64_t)(uintptr_t)out + (uint64_t)p * n : 0;
+        io->in[i] = in ? (ip % 16 ? 0 : ip) : 1; /* 1: zeros, below */
+        io->out[i] = op % 16 ? 0 : op;
+    }
+    /* against the whole init buffers of every pseudo-layer (conservative);
+     * with lengths a batch group may run a single step too */
+    bool one = a->seq_len == 1 || a->lengths;
+    for (int i = 0; i < pl->n_states && one && a->init; i++)
+        for (int k = 0; k < pl->n_states; k++) {
+            size_t n = (size_t)(a->batch * pl->state[i].count) * 4,
+                   nk = (size_t)(np * a->batch * pl->state[k].count) * 4;
+            if (overlap(io->out[i], n, (uint64_t)(uintptr_t)a->init[k], nk))
+                io->out[i] = 0;
+        }
+    rnnc_status st = zeros(m, most);
+    for (int i = 0; st == RNNC_OK && i < pl->n_states; i++)
+        if (io->in[i] == 1)
+            io->in[i] = (uint64_t)m->dzero;
+    if (st)
+        memset(io, 0, sizeof *io);
+    return st;
+}
+
+/* Pseudo-layer p's initial states into copy 0: init[k] is [L*D, B, n_k];
+ * those io reads directly are left alone. */
+static rnnc_status states_in(rt_fused *m, const rnnc_forward_args *a, int p, const cg_cuda_io *io,
+                             CUstream s)
 {
     const cg_cuda_plan *pl = plan_of(m, p);
     for (int i = 0; i < pl->n_states; i++) {
+        if (i < CG_CUDA_IO && io->in[i])
+            continue;
         CUdeviceptr dst = st_of(m, p) + (CUdeviceptr)pl->state[i].offset * 4;
         size_t n = (size_t)(a->batch * pl->state[i].count) * 4;
         const void *src = a->init ? a->init[i] : NULL;
@@ -126,13 +207,15 @@ static rnnc_status states_in(rt_fused *m, const rnnc_forward_args *a, int p, CUs
     return RNNC_OK;
 }
 
-/* Pseudo-layer p's final states, from the third copy (FIN). */
-static rnnc_status states_out(rt_fused *m, const rnnc_forward_args *a, int p, CUstream s)
+/* Pseudo-layer p's final states, from the third copy (FIN); those io
+ * wrote directly are left alone. */
+static rnnc_status states_out(rt_fused *m, const rnnc_forward_args *a, int p,
+                              const cg_cuda_io *io, CUstream s)
 {
     const cg_cuda_plan *pl = plan_of(m, p);
     CUdeviceptr fin = st_of(m, p) + (CUdeviceptr)(2 * pl->state_floats * 4);
     for (int i = 0; a->final && i < pl->n_states; i++) {
-        if (!a->final[i])
+        if (!a->final[i] || (i < CG_CUDA_IO && io->out[i]))
             continue;
         size_t n = (size_t)(a->batch * pl->state[i].count) * 4;
         rnnc_status st = move(fin + (CUdeviceptr)pl->state[i].offset * 4,
@@ -257,7 +340,7 @@ static rt_fused_job whole_job(const rt_fused *m, const rnnc_forward_args *a, int
     return (rt_fused_job){.k = l > 0, .p = p, .T = (int)a->seq_len, .slot = slot, .rev = d == 1,
                           .x = in, .y = out + (CUdeviceptr)(d * m->spec.hout * 4),
                           .st = st_of(m, p), .hz = m->slot[slot].hz,
-                          .len = len_of(m, a->batch, -1)};
+                          .len = len_of(m, a->batch, -1), .io = m->io[p]};
 }
 
 /* One layer: its directions one after the other, or (share > 1, two
@@ -370,11 +453,13 @@ static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr
 }
 
 /* The wavefront needs time-major rows (a chunk is a block of rows), one
- * direction and no dropout between layers. */
+ * direction and no dropout between layers; with one chunk (a single step,
+ * a short sequence) no two layers could overlap, and the layers one by
+ * one read and write the caller's states directly. */
 static bool wave_fits(const rt_fused *m, const rnnc_forward_args *a)
 {
     return m->share > 1 && m->spec.dirs == 1 && m->spec.layers > 1 && !m->spec.batch_first &&
-           !(a->training && m->spec.dropout > 0);
+           !(a->training && m->spec.dropout > 0) && chunk_steps(a->seq_len) < a->seq_len;
 }
 
 rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
@@ -388,12 +473,17 @@ rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdevice
         st = make_streams(m);
     if (st == RNNC_OK)
         st = make_events(m, 4 + 2 * m->spec.layers * chunks);
+    if (st == RNNC_OK)
+        st = grow_io(m, np);
+    /* the wavefront carries states between chunks in st: copies as before */
     for (int p = 0; st == RNNC_OK && p < np; p++)
-        st = states_in(m, a, p, s);
+        st = wf ? (memset(&m->io[p], 0, sizeof m->io[p]), RNNC_OK) : state_io(m, a, p, &m->io[p]);
+    for (int p = 0; st == RNNC_OK && p < np; p++)
+        st = states_in(m, a, p, &m->io[p], s);
     if (st == RNNC_OK)
         st = wf ? run_wave(m, a, x, y, s, C, chunks) : run_layers(m, a, x, y, s);
     for (int p = 0; st == RNNC_OK && p < np; p++)
-        st = states_out(m, a, p, s);
+        st = states_out(m, a, p, &m->io[p], s);
     return st;
 }
 

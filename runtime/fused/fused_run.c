@@ -2,8 +2,10 @@
  * fused_run.c: one forward of the fused backend: the kernel set for the
  * batch size (generated, then from the kernel cache), scratch buffers grown
  * to the sequence, initial states in, the launches in plan order (the step
- * kernel cooperative, after its barrier counter is zeroed), final states and
- * y out.  Host pointers are staged through device scratch.
+ * kernel cooperative; its barrier flags zero themselves at its end), final
+ * states and y out (device buffers the step kernel reads and writes itself
+ * where it can: fused_model.c).  Host pointers are staged through device
+ * scratch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,8 +67,8 @@ size_t rt_fused_bar_bytes(const cg_cuda_plan *p)
 {
     size_t n = 64;
     for (int i = 0; i < p->n_launch; i++)
-        if (p->launch[i].cooperative && (size_t)p->launch[i].grid * 4 > n)
-            n = (size_t)p->launch[i].grid * 4;
+        if (p->launch[i].cooperative && ((size_t)p->launch[i].grid + 1) * 4 > n)
+            n = ((size_t)p->launch[i].grid + 1) * 4;
     return n;
 }
 
@@ -125,7 +127,13 @@ static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
         return st;
     if (rt_fused_bar_bytes(p) > RT_FUSED_BAR_BYTES || rt_fused_bar_bytes(q) > RT_FUSED_BAR_BYTES)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
-    return sl->bar ? RNNC_OK : rt_dev_alloc(&sl->bar, RT_FUSED_BAR_BYTES);
+    if (sl->bar)
+        return RNNC_OK;
+    /* zero once: the step kernels leave the flags zero when they end */
+    if ((st = rt_dev_alloc(&sl->bar, RT_FUSED_BAR_BYTES)) ||
+        (st = rt_dev_zero(sl->bar, RT_FUSED_BAR_BYTES, NULL)))
+        return st;
+    return rt_dev_sync(NULL);
 }
 
 /* Scratch for every kernel set of the model: the largest need of each;
@@ -162,7 +170,8 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     CUdeviceptr fold = m->fold + (CUdeviceptr)rt_fused_fold_at(m, j->p) * 4;
     CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, j->p) * 4;
     int T = j->T, r = j->rev;
-    void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r};
+    cg_cuda_io io = j->io;
+    void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     size_t TB = (size_t)T * (size_t)m->batch;
     rnnc_status e = RNNC_OK;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
@@ -180,10 +189,10 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
             e = rt_launch(kern->fn[i], grid, block, l->smem, s, args, false);
             continue;
         }
-        /* the barrier's flags, or the tagged exchange words (a tag left by
-         * the last launch must not match this one's) */
-        e = pl->xb_zero_floats > 0 ? rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s)
-                                   : rt_dev_zero(sl->bar, rt_fused_bar_bytes(pl), s);
+        /* the tagged exchange words (a tag left by the last launch must
+         * not match this one's); the barrier's flags the kernel zeroes at its end */
+        if (pl->xb_zero_floats > 0)
+            e = rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s);
         /* a kernel sized for a share of the SMs may run beside another */
         if (e == RNNC_OK)
             e = m->share > 1 ? rt_launch_resident(kern->fn[i], grid, block, l->smem, s, args)
@@ -286,7 +295,7 @@ void rt_fused_free(rt_fused *m)
         return;
     if (m->wts || m->st) {
         CUdeviceptr *bufs[] = {&m->wts, &m->fold, &m->st, &m->dx, &m->dy, &m->dfin, &m->dlen,
-                               &m->lay[0], &m->lay[1]};
+                               &m->lay[0], &m->lay[1], &m->dzero};
         if (rt_cuda_context(m->spec.device) == RNNC_OK) {
             for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
                 rt_dev_free(*bufs[i]);
@@ -304,6 +313,7 @@ void rt_fused_free(rt_fused *m)
     free(m->src);
     free(m->up.src);
     free(m->hlen);
+    free(m->io);
     ir_arena_destroy(m->arena);
     free(m);
 }
