@@ -87,6 +87,8 @@ typedef struct cu_ctx {
     bool ll;
     /* The step's linears run on tensor cores (cuda_mma.c). */
     bool mma;
+    /* F16 or BF16 model: x, y and the weights are 16-bit (cuda_half.c). */
+    bool half;
     int64_t smem_floats, xs_floats;
     int64_t rows_floats; /* shared memory of the row kernel (0: no row kernel) */
     cu_tile tile[CG_CUDA_MAX_LAUNCH]; /* by launch */
@@ -161,6 +163,15 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
 bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);
 void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n);
 void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk);
+/* Half-precision models (cuda_half.c): the kernels' parameter list (x, y
+ * and wts typed by the dtype), the conversion helpers (nothing in fp32), a
+ * value of x or a weight read as fp32 (`rnnc_h2f(e)` or e), and a 4-wide
+ * fp32 load of 4 consecutive x or weight elements at pointer expression p
+ * (ld: "__ldg", "" for shared memory). */
+const char *cu_args(const cu_ctx *c);
+void cu_emit_half_helpers(const cu_ctx *c, cu_text *t);
+const char *cu_h2f(const cu_ctx *c, const char *e, char *buf, size_t n);
+const char *cu_ld4(const cu_ctx *c, const char *ld, const char *p, char *buf, size_t n);
 /* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
  * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
 const char *cu_unary_fmt(int op);

@@ -138,6 +138,35 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
     cu_printf(t, "        }\n    }\n");
 }
 
+static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                     const char *dst, bool cached, const char *vt, const char *zero);
+
+/* A half model's slice of linear i (weight w): 16-bit values, in units of
+ * 4 (8 bytes) when K allows. */
+static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K, long long R,
+                              cu_text *t)
+{
+    char idx[256], cond[64], src[128], dst[96];
+    if (K % 4 == 0) {
+        int q = c->kp[i] / 4;
+        snprintf(idx, sizeof idx,
+                 "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
+                 "(void)k4; (void)s; (void)gu;", q, q);
+        snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
+        snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
+                 (long long)c->off[w], K);
+        snprintf(dst, sizeof dst, "&smh_[2 * SM_W%d + r * %d + k4 * 4]", (int)i, c->kp[i]);
+        copy_vec(t, R * q, idx, cond, src, dst, true, "uint2", "make_uint2(0u, 0u)");
+        return;
+    }
+    cu_printf(t,
+              "    for (int i = tid; i < %lld; i += NT) {\n"
+              "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
+              "        smh_[2 * SM_W%d + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
+              "* %lld + kk] : (rnnc_h)0;\n    }\n",
+              R * c->kp[i], c->kp[i], c->kp[i], (int)i, K, (long long)c->off[w], K);
+}
+
 /* Each block's rows of every step linear's matrix into shared memory, once. */
 void cu_emit_weights(const cu_ctx *c, cu_text *t)
 {
@@ -150,6 +179,10 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
         long long R = (long long)slices(c, i) * c->UT;
+        if (c->half) {
+            emit_weights_half(c, i, w, K, R, t);
+            continue;
+        }
         if (K % 4 == 0) {
             int q = c->kp[i] / 4;
             snprintf(idx, sizeof idx,
@@ -173,22 +206,24 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
     }
 }
 
-void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
-                   const char *src, const char *dst, bool cached)
+/* Batched vector copies global -> shared of type vt (float4, or uint2: 4
+ * 16-bit values), zero: its zero value. */
+static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                     const char *dst, bool cached, const char *vt, const char *zero)
 {
     /* up to 8 loads in flight per thread; NT is a macro of the kernel */
     cu_printf(t,
               "    {\n"
               "        enum { N4_ = %lld, U_ = (N4_ + NT - 1) / NT < 8 ? (N4_ + NT - 1) / NT : 8 };\n"
               "        for (int i0_ = 0; i0_ < N4_; i0_ += U_ * NT) {\n"
-              "            float4 v_[U_];\n"
+              "            %s v_[U_];\n"
               "#pragma unroll\n"
               "            for (int j_ = 0; j_ < U_; ++j_) {\n"
               "                const int i = i0_ + j_ * NT + tid;\n"
-              "                v_[j_] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "                v_[j_] = %s;\n"
               "                if (i < N4_) {\n"
               "                    %s\n"
-              "                    if (%s) v_[j_] = %s((const float4 *)(%s));\n"
+              "                    if (%s) v_[j_] = %s((const %s *)(%s));\n"
               "                }\n"
               "            }\n"
               "#pragma unroll\n"
@@ -196,10 +231,16 @@ void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
               "                const int i = i0_ + j_ * NT + tid;\n"
               "                if (i < N4_) {\n"
               "                    %s\n"
-              "                    *(float4 *)(%s) = v_[j_];\n"
+              "                    *(%s *)(%s) = v_[j_];\n"
               "                }\n"
               "            }\n"
               "        }\n"
               "    }\n",
-              n4, idx, cond, cached ? "__ldg" : "__ldcg", src, idx, dst);
+              n4, vt, zero, idx, cond, cached ? "__ldg" : "__ldcg", vt, src, idx, vt, dst);
+}
+
+void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
+                   const char *src, const char *dst, bool cached)
+{
+    copy_vec(t, n4, idx, cond, src, dst, cached, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)");
 }

@@ -139,7 +139,9 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
         return RNNC_OK;
     }
     const char *c0 = chunked ? "ch_ * " : "0 * ";
-    if (K % 4 == 0 && plain_base(c, xv, base, sizeof base)) {
+    /* a half model's x is 16-bit: the gather loop below converts it */
+    bool conv = c->half && c->role[xv] == CU_LEAF_INPUT;
+    if (K % 4 == 0 && !conv && plain_base(c, xv, base, sizeof base)) {
         char idx[200], src[320], dst[64], cond[96];
         snprintf(idx, sizeof idx,
                  "const int b = i / %lld, c4 = i %% %lld, gb = b0 + b, cc = %s%lld + c4 * 4; "
@@ -176,16 +178,36 @@ static void emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
     int NTR = slices(c, lin) * c->UT / c->RR;
     for (int i = 0; i < c->RR; i++)
         cu_printf(t,
-                  "        const float *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
+                  "        const %s *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
                   "* H + min(u0 + (tr + %d) %% UT, H - 1)) * %lld;\n",
-                  i, (long long)c->off[w], i * NTR, i * NTR, K);
+                  c->half ? "rnnc_h" : "float", i, (long long)c->off[w], i * NTR, i * NTR, K);
+}
+
+/* A half model's weights: 4 16-bit values (8 bytes) widened to a float4. */
+static void emit_wload_half(const cu_ctx *c, int32_t lin, int i, cu_text *t)
+{
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    if (!c->stream)
+        cu_printf(t, "            const float4 w%d = rnnc_h4(*(const uint2 *)&smh_[2 * SM_W%d + (tr + %d) * %d + kk]);\n",
+                  i, (int)lin, i * NTR, c->kp[lin]);
+    else if (K % 4 == 0)
+        cu_printf(t, "            const float4 w%d = rnnc_h4(__ldg((const uint2 *)(wg%d + kk)));\n", i, i);
+    else
+        cu_printf(t,
+                  "            const float4 w%d = make_float4(kk < %lld ? rnnc_h2f(__ldg(wg%d + kk)) : 0.f, "
+                  "kk + 1 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 1)) : 0.f, kk + 2 < %lld ? "
+                  "rnnc_h2f(__ldg(wg%d + kk + 2)) : 0.f, kk + 3 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 3)) : 0.f);\n",
+                  i, K, i, K, i, K, i, K, i);
 }
 
 static void emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
     int NTR = slices(c, lin) * c->UT / c->RR;
-    if (!c->stream) {
+    if (c->half) {
+        emit_wload_half(c, lin, i, t);
+    } else if (!c->stream) {
         cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
                   i, (int)lin, i * NTR, c->kp[lin]);
     } else if (K % 4 == 0) {
@@ -449,7 +471,8 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
     for (int sl = 0; sl < slices(c, f->output); sl++) {
         if (!opnd(c, f->output, sl, p, v, sizeof v))
             return RNNC_ERR_UNSUPPORTED;
-        cu_printf(t, "        y[ROW(gb) * YLD + %lld + gu] = act_ ? (%s) : 0.f;\n",
+        cu_printf(t, c->half ? "        y[ROW(gb) * YLD + %lld + gu] = rnnc_f2h(act_ ? (%s) : 0.f);\n"
+                             : "        y[ROW(gb) * YLD + %lld + gu] = act_ ? (%s) : 0.f;\n",
                   (long long)(sl * c->H), v);
     }
     return RNNC_OK;
@@ -566,14 +589,17 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     if (c->ll)
         cu_emit_ll_prelude(t);
     cu_printf(t,
-              "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(" CG_CUDA_ARGS ")\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(%s)\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "    const int tid = threadIdx.x, ub = blockIdx.x %% NUB, bb = blockIdx.x / NUB;\n"
               "    const int u0 = ub * UT, b0 = bb * BT;\n"
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
-              "(void)TB; (void)ub; (void)len; (void)rev;\n");
+              "(void)TB; (void)ub; (void)len; (void)rev;\n", cu_args(c));
+    if (c->half)
+        cu_printf(t, "    rnnc_h *const smh_ = (rnnc_h *)smem4_; /* the 16-bit weight slices */\n"
+                     "    (void)smh_;\n");
     cu_emit_reg_decls(c, t);
     cu_emit_reg_loads(c, t, true);
     cu_emit_weights(c, t);

@@ -73,7 +73,7 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
 
 /* Shared memory in floats: xs (staged x), weight slices (unless streamed),
  * linear results, per-element values kept across phases, reduction row
- * stats. */
+ * stats.  A half model's weight slices are 16-bit. */
 static int64_t lay_smem(cu_ctx *c)
 {
     const ir_fn *f = c->f;
@@ -88,8 +88,9 @@ static int64_t lay_smem(cu_ctx *c)
             continue;
         int64_t R = (int64_t)slices(c, i) * c->UT;
         c->wsm[i] = at;
+        /* a half model's slice is 16-bit: half the floats */
         if (!c->stream)
-            at = up(at + R * c->kp[i], 4);
+            at = up(at + (c->half ? (R * c->kp[i] + 1) / 2 : R * c->kp[i]), 4);
         c->sm[i] = at;
         at = up(at + R * (c->BTP + 1), 4);
     }
