@@ -4,7 +4,8 @@
  * fused kernels keep x, y, weights and the outputs between layers in 16 bits
  * and compute in fp32), T = 100: every built-in cell and one .cell cell, 1
  * and 2 layers; bidirectional with lengths; device pointers (the states
- * converted on the device); the benchmark width.  max|out-ref|/max|ref| of
+ * converted on the device); B = 4; the benchmark width; the step linears
+ * on FFMA and on tensor cores (mma.sync m16n8k16).  max|out-ref|/max|ref| of
  * y and of the final states: bf16 <= 2e-2, f16 <= 5e-3.  Outputs start
  * poisoned (NaN).  Training a half model is refused.  Exits 77 without a
  * GPU. */
@@ -218,32 +219,42 @@ static void run_case(const hcase *hc, uint64_t *rng)
     rnnc_model_destroy(r);
 }
 
+/* Every cell, 1 and 2 layers, and the .cell cell, with the step's
+ * linears on FFMA (default tiles at H = 128: too few mma tiles), then on
+ * tensor cores (8 units x 16 rows, 4 warps: 2 to 4 tiles of 16 x 8 a
+ * linear); bidirectional, lengths, device pointers, B = 4 (the tagged
+ * exchange), and the benchmark width (default tiles, tensor cores). */
 static void each_case(rnnc_dtype dt)
 {
     uint64_t rng = tu_seed();
     const char *const *names = rnnc_cell_builtin_names();
-    for (int i = 0; names[i]; i++)
+    for (int tiles = 0; tiles < 2; tiles++) {
+        printf(" %s step linears\n", tiles ? "tensor-core (RNNC_FUSED_TILE=8,16,128)" : "FFMA");
+        if (tiles)
+            setenv("RNNC_FUSED_TILE", "8,16,128", 1);
+        for (int i = 0; names[i]; i++)
+            for (int layers = 1; layers <= 2; layers++) {
+                hcase hc = {names[i], 100, 32, 128, 128, layers, false, false, false, dt};
+                run_case(&hc, &rng);
+            }
         for (int layers = 1; layers <= 2; layers++) {
-            hcase hc = {names[i], 100, 32, 128, 128, layers, false, false, false, dt};
+            hcase hc = {"cifg", 100, 32, 128, 128, layers, false, false, false, dt};
             run_case(&hc, &rng);
         }
-    static const struct {
-        const char *cell;
-        int layers;
-        bool bi, lengths, dev;
-    } more[] = {
-        {"cifg", 1, false, false, false}, {"cifg", 2, false, false, false},
-        {"lstm", 2, true, true, false},   {"gru", 1, true, false, true},
-        {"lstm", 2, false, true, true},
+        unsetenv("RNNC_FUSED_TILE");
+    }
+    static const hcase more[] = {
+        {"lstm", 100, 32, 128, 128, 2, true, true, false, 0},
+        {"gru", 100, 32, 128, 128, 1, true, false, true, 0},
+        {"lstm", 100, 32, 128, 128, 2, false, true, true, 0},
+        {"lstm", 100, 4, 128, 128, 1, false, false, false, 0},
+        {"lstm", 20, 64, 512, 512, 1, false, false, true, 0},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
-        hcase hc = {more[i].cell, 100, 32, 128, 128, more[i].layers, more[i].bi,
-                    more[i].lengths, more[i].dev, dt};
+        hcase hc = more[i];
+        hc.dt = dt;
         run_case(&hc, &rng);
     }
-    /* the benchmark width, default tiles (16 units x 16 rows) */
-    hcase wide = {"lstm", 20, 64, 512, 512, 1, false, false, true, dt};
-    run_case(&wide, &rng);
 }
 
 static void test_f16(void **state)

@@ -2,7 +2,9 @@
  * the fused path: every built-in cell and one .cell file compile with
  * NVRTC for sm_80 and sm_90 with no error and no warning (NVRTC needs no
  * GPU); x, y and the weights are 16-bit and read through the conversions;
- * the step's weight slices take half the shared memory of fp32's. */
+ * the step's linears run on tensor cores (mma.sync m16n8k16) where the
+ * tiles allow, else FFMA; the step's weight slices take half the shared
+ * memory of fp32's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +17,16 @@
 typedef struct shape {
     int64_t I, H, B;
     int hoist;
+    bool step_mma; /* LSTM's step linear on tensor cores at this shape (sm_90) */
 } shape;
 
 /* The default shape; K = 37 (no 4-wide loads) at B = 3; an upper layer's
  * input (I = 2H); hoist none (x staged by the step, converted); H = 2048
  * at B = 256 (weights streamed or x in chunks). */
 static const shape k_shapes[] = {
-    {512, 512, 64, RNNC_HOIST_ALL}, {37, 48, 3, RNNC_HOIST_ALL},
-    {1024, 512, 64, RNNC_HOIST_ALL}, {64, 64, 4, RNNC_HOIST_NONE},
-    {2048, 2048, 256, RNNC_HOIST_ALL},
+    {512, 512, 64, RNNC_HOIST_ALL, true},   {37, 48, 3, RNNC_HOIST_ALL, false},
+    {1024, 512, 64, RNNC_HOIST_ALL, true},  {64, 64, 4, RNNC_HOIST_NONE, false},
+    {2048, 2048, 256, RNNC_HOIST_ALL, false}, {256, 256, 64, RNNC_HOIST_NONE, true},
 };
 
 static rnnc_status generate(rnnc_cell *c, const shape *sh, int dtype, int sm, char **src,
@@ -78,6 +81,10 @@ static void check_cell(rnnc_cell *c, const char *name, bool all_shapes)
                 assert_non_null(strstr(src, "const rnnc_h *__restrict__ wts"));
                 assert_non_null(strstr(src, "rnnc_f2h(act_ ?")); /* y rounded to the dtype */
                 assert_non_null(strstr(src, dtypes[d] == RNNC_BF16 ? "bf16 model" : "f16 model"));
+                bool mma = strstr(plan.tuning, " mma") != NULL;
+                assert_int_equal(mma, strstr(src, "mma.sync.aligned.m16n8k16") != NULL);
+                if (strcmp(name, "lstm") == 0 && sms[i] == 90)
+                    assert_int_equal(mma, sh->step_mma);
                 snprintf(label, sizeof label, "%s_%s_I%lld_H%lld_B%lld (%s)", name,
                          rnnc_dtype_name(dtypes[d]), (long long)sh->I, (long long)sh->H,
                          (long long)sh->B, plan.tuning);
@@ -114,8 +121,9 @@ static void test_half_compiles(void **state)
 }
 
 /* The step kernel (the cooperative launch) of an f16 LSTM at the same
- * tiles as fp32 takes less shared memory by half the weight slices; the
- * fp32 source names no 16-bit type. */
+ * tiles as fp32 takes less shared memory by at least half the weight
+ * slices (and half the staged x on tensor cores); the fp32 source names no
+ * 16-bit type. */
 static void test_half_smem(void **state)
 {
     (void)state;
@@ -127,7 +135,9 @@ static void test_half_smem(void **state)
     assert_ok(generate(c, &k_shapes[0], RNNC_F32, 90, &s32, &p32));
     assert_ok(generate(c, &k_shapes[0], RNNC_F16, 90, &s16, &p16));
     assert_null(strstr(s32, "rnnc_h"));
-    assert_string_equal(p32.tuning, p16.tuning);
+    char want[128];
+    snprintf(want, sizeof want, "%s mma", p32.tuning);
+    assert_string_equal(want, p16.tuning);
     unsigned m32 = 0, m16 = 0;
     for (int i = 0; i < p32.n_launch; i++)
         if (p32.launch[i].cooperative) {

@@ -146,6 +146,9 @@ void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
 void cu_emit_weights(const cu_ctx *c, cu_text *t);
+/* The same from fp32 to 16-bit values in shared memory (dst: 8-byte words). */
+void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                    const char *dst);
 const char *cu_float_lit(double v, char *buf, size_t n);
 /* A node for a comment: "%16 sigmoid(f)", "%21 c_next = add(%17, %20)";
  * a leaf as "state h", "input x", "param w" (cuda_text.c). */
@@ -164,14 +167,16 @@ bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);
 void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n);
 void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk);
 /* Half-precision models (cuda_half.c): the kernels' parameter list (x, y
- * and wts typed by the dtype), the conversion helpers (nothing in fp32), a
- * value of x or a weight read as fp32 (`rnnc_h2f(e)` or e), and a 4-wide
- * fp32 load of 4 consecutive x or weight elements at pointer expression p
- * (ld: "__ldg", "" for shared memory). */
+ * and wts typed by the dtype) and the conversion helpers (nothing in fp32):
+ * rnnc_h2f, rnnc_f2h, rnnc_h4 (8 bytes to a float4), rnnc_pack4 (a float4
+ * to 8 bytes) and, on tensor cores, rnnc_mma16. */
 const char *cu_args(const cu_ctx *c);
 void cu_emit_half_helpers(const cu_ctx *c, cu_text *t);
-const char *cu_h2f(const cu_ctx *c, const char *e, char *buf, size_t n);
-const char *cu_ld4(const cu_ctx *c, const char *ld, const char *p, char *buf, size_t n);
+/* A half model's step linear on tensor cores (mma.sync m16n8k16, 16-bit
+ * W and x, fp32 accumulators; cuda_mma_half.c): x is staged as 16-bit
+ * values (c->half && c->mma), the results land where FFMA puts them. */
+rnnc_status cu_emit_mma_linear_half(const cu_ctx *c, int32_t lin, cu_text *t,
+                                    rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
  * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
 const char *cu_unary_fmt(int op);

@@ -53,20 +53,18 @@ void cu_emit_half_helpers(const cu_ctx *c, cu_text *t)
                   "__device__ __forceinline__ float4 rnnc_h4(uint2 v) { return "
                   "make_float4(rnnc_h2f((rnnc_h)(v.x & 0xffffu)), rnnc_h2f((rnnc_h)(v.x >> 16)), "
                   "rnnc_h2f((rnnc_h)(v.y & 0xffffu)), rnnc_h2f((rnnc_h)(v.y >> 16))); }\n");
-}
-
-const char *cu_h2f(const cu_ctx *c, const char *e, char *buf, size_t n)
-{
-    snprintf(buf, n, c->half ? "rnnc_h2f(%s)" : "%s", e);
-    return buf;
-}
-
-const char *cu_ld4(const cu_ctx *c, const char *ld, const char *p, char *buf, size_t n)
-{
-    if (c->half)
-        snprintf(buf, n, ld[0] ? "rnnc_h4(%s((const uint2 *)(%s)))" : "rnnc_h4(*(const uint2 *)(%s%s))",
-                 ld, p);
-    else
-        snprintf(buf, n, ld[0] ? "%s((const float4 *)(%s))" : "*(const float4 *)(%s%s)", ld, p);
-    return buf;
+    cu_printf(t, "__device__ __forceinline__ uint2 rnnc_pack4(float4 v) { return "
+                 "make_uint2(rnnc_f2h(v.x) | ((unsigned)rnnc_f2h(v.y) << 16), "
+                 "rnnc_f2h(v.z) | ((unsigned)rnnc_f2h(v.w) << 16)); }\n");
+    if (!c->mma)
+        return;
+    /* d += a b: A 16 x 16 (row), B 16 x 8 (col), two 16-bit values a register */
+    cu_printf(t,
+              "__device__ __forceinline__ void rnnc_mma16(float &d0, float &d1, float &d2, float &d3, "
+              "unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)\n{\n"
+              "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 "
+              "{%%0, %%1, %%2, %%3}, {%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};\"\n"
+              "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
+              "                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n}\n",
+              bf ? "bf16" : "f16", bf ? "bf16" : "f16");
 }

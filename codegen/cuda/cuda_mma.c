@@ -81,14 +81,14 @@ static int64_t step_tiles(const cu_ctx *c, int32_t lin)
 }
 
 /* Whether linear lin of the step runs on tensor cores when x is staged
- * `chunk` columns at a time: a TF32 math mode, weights on chip, K and the
+ * `chunk` columns at a time: a TF32 math mode or a half model, weights on chip, K and the
  * chunk whole numbers of two k-steps, and enough tiles for at least half
  * the warps (at small batches the step is latency-bound and FFMA, more
  * accurate, is as fast). */
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
 {
     int64_t K = c->cols[c->f->nodes[lin].a[0]], tiles = step_tiles(c, lin), nw = c->NT / 32;
-    if (c->cfg.math == 0 || c->stream || K % 16 || chunk % 16)
+    if ((c->cfg.math == 0 && !c->half) || c->stream || K % 16 || chunk % 16)
         return false;
     return tiles * 2 >= nw && tiles <= nw * MMA_MAX_TILES_PER_WARP;
 }

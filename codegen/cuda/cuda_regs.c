@@ -139,7 +139,8 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
 }
 
 static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
-                     const char *dst, bool cached, const char *vt, const char *zero);
+                     const char *dst, bool cached, const char *vt, const char *zero,
+                     const char *svt);
 
 /* A half model's slice of linear i (weight w): 16-bit values, in units of
  * 4 (8 bytes) when K allows. */
@@ -156,7 +157,7 @@ static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K
         snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
                  (long long)c->off[w], K);
         snprintf(dst, sizeof dst, "&smh_[2 * SM_W%d + r * %d + k4 * 4]", (int)i, c->kp[i]);
-        copy_vec(t, R * q, idx, cond, src, dst, true, "uint2", "make_uint2(0u, 0u)");
+        copy_vec(t, R * q, idx, cond, src, dst, true, "uint2", "make_uint2(0u, 0u)", NULL);
         return;
     }
     cu_printf(t,
@@ -207,10 +208,16 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
 }
 
 /* Batched vector copies global -> shared of type vt (float4, or uint2: 4
- * 16-bit values), zero: its zero value. */
+ * 16-bit values), zero: its zero value; svt NULL, or "uint2": a float4
+ * stored as 4 16-bit values (rnnc_pack4, the tensor-core x of a half
+ * model). */
 static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
-                     const char *dst, bool cached, const char *vt, const char *zero)
+                     const char *dst, bool cached, const char *vt, const char *zero,
+                     const char *svt)
 {
+    char store[200];
+    snprintf(store, sizeof store, svt ? "*(%s *)(%s) = rnnc_pack4(v_[j_]);"
+                                      : "*(%s *)(%s) = v_[j_];", svt ? svt : vt, dst);
     /* up to 8 loads in flight per thread; NT is a macro of the kernel */
     cu_printf(t,
               "    {\n"
@@ -231,16 +238,23 @@ static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond
               "                const int i = i0_ + j_ * NT + tid;\n"
               "                if (i < N4_) {\n"
               "                    %s\n"
-              "                    *(%s *)(%s) = v_[j_];\n"
+              "                    %s\n"
               "                }\n"
               "            }\n"
               "        }\n"
               "    }\n",
-              n4, vt, zero, idx, cond, cached ? "__ldg" : "__ldcg", vt, src, idx, vt, dst);
+              n4, vt, zero, idx, cond, cached ? "__ldg" : "__ldcg", vt, src, idx, store);
 }
 
 void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached)
 {
-    copy_vec(t, n4, idx, cond, src, dst, cached, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)");
+    copy_vec(t, n4, idx, cond, src, dst, cached, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)", NULL);
+}
+
+void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                    const char *dst)
+{
+    copy_vec(t, n4, idx, cond, src, dst, false, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)",
+             "uint2");
 }

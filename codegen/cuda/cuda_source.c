@@ -42,8 +42,8 @@ static rnnc_status check_config(const ir_schedule *s, const cg_cuda_config *cfg)
         return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: P=%lld not in [1, H=%lld]",
                         (long long)cfg->sizes.P, (long long)cfg->sizes.H);
     if (cfg->dtype != RNNC_F32 && cfg->dtype != RNNC_F16 && cfg->dtype != RNNC_BF16)
-        return err_fail(RNNC_ERR_UNSUPPORTED, "cg_cuda: dtype %s (F32, F16 or BF16)",
-                        rnnc_dtype_name((rnnc_dtype)cfg->dtype));
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cg_cuda: rnnc_dtype %d (F32, F16 or BF16 only)",
+                        cfg->dtype);
     if (cfg->threads % 32 || cfg->threads > 1024 || cfg->unit_tile < 0 || cfg->batch_tile < 0)
         return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: bad tuning (threads %d, tiles %d x %d)",
                         cfg->threads, cfg->unit_tile, cfg->batch_tile);

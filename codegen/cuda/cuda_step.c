@@ -149,7 +149,13 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
         snprintf(src, sizeof src, "%s + cc", base);
         snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->xkp[lin]);
         snprintf(cond, sizeof cond, "b < BT && gb < B && cc < %lld", K);
-        cu_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
+        if (c->half && c->mma) {
+            /* 16-bit x for the tensor cores (cuda_mma_half.c) */
+            snprintf(dst, sizeof dst, "&smh_[b * %d + c4 * 4]", c->xkp[lin]);
+            cu_emit_copy4h(t, c->BTP * (KC / 4), idx, cond, src, dst);
+        } else {
+            cu_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
+        }
     } else {
         snprintf(col, sizeof col, "cc");
         if (!cu_gather_expr(c, xv, col, g, sizeof g))
@@ -160,8 +166,9 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
                   "        float v = 0.f;\n"
                   "        if (b < BT && gb < B && cc < %lld) { const size_t row = ROW(gb); "
                   "(void)row; v = %s; }\n"
-                  "        sm_[b * %d + cx] = v;\n    }\n",
-                  KC, KC, KC, c0, KC, K, g, c->xkp[lin]);
+                  "        %s[b * %d + cx] = %s;\n    }\n",
+                  KC, KC, KC, c0, KC, K, g, c->half && c->mma ? "smh_" : "sm_", c->xkp[lin],
+                  c->half && c->mma ? "rnnc_f2h(v)" : "v");
     }
     cu_printf(t, "    __syncthreads();\n");
     return RNNC_OK;
@@ -226,7 +233,8 @@ static void emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
 static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     if (c->mma)
-        return cu_emit_mma_linear(c, lin, t, emit_stage);
+        return c->half ? cu_emit_mma_linear_half(c, lin, t, emit_stage)
+                       : cu_emit_mma_linear(c, lin, t, emit_stage);
     long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
     int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
     bool chunked = KC < K4;
