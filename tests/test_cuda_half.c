@@ -3,8 +3,8 @@
  * NVRTC for sm_80 and sm_90 with no error and no warning (NVRTC needs no
  * GPU); x, y and the weights are 16-bit and read through the conversions;
  * the step's linears run on tensor cores (mma.sync m16n8k16) where the
- * tiles allow, else FFMA; the step's weight slices take half the shared
- * memory of fp32's. */
+ * tiles allow, else FFMA, and the hoisted GEMMs on m16n8k8; the step's
+ * weight slices take half the shared memory of fp32's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +85,9 @@ static void check_cell(rnnc_cell *c, const char *name, bool all_shapes)
                 assert_int_equal(mma, strstr(src, "mma.sync.aligned.m16n8k16") != NULL);
                 if (strcmp(name, "lstm") == 0 && sms[i] == 90)
                     assert_int_equal(mma, sh->step_mma);
+                /* the hoisted GEMM (hoist all: x W_ih^T) on tensor cores, m16n8k8 */
+                if (sh->hoist == RNNC_HOIST_ALL)
+                    assert_non_null(strstr(src, "rnnc_mma8h(c_"));
                 snprintf(label, sizeof label, "%s_%s_I%lld_H%lld_B%lld (%s)", name,
                          rnnc_dtype_name(dtypes[d]), (long long)sh->I, (long long)sh->H,
                          (long long)sh->B, plan.tuning);

@@ -154,7 +154,8 @@ const char *cu_float_lit(double v, char *buf, size_t n);
  * a leaf as "state h", "input x", "param w" (cuda_text.c). */
 const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
 const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
-/* Tensor cores for the TF32 math modes (cuda_mma.c): the device helpers
+/* Tensor cores for the TF32 math modes and half models (cuda_mma.c; a
+ * half model's hoisted GEMM takes m16n8k8 with 16-bit operands): the device helpers
  * (nothing in FFMA); whether a step linear fits with x staged `chunk`
  * columns at a time; the step linear (stage: the x staging of
  * cuda_step.c); whether a hoisted GEMM tile runs on them, its accumulator
@@ -165,7 +166,7 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);
 void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n);
-void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk);
+void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk, bool half);
 /* Half-precision models (cuda_half.c): the kernels' parameter list (x, y
  * and wts typed by the dtype) and the conversion helpers (nothing in fp32):
  * rnnc_h2f, rnnc_f2h, rnnc_h4 (8 bytes to a float4), rnnc_pack4 (a float4

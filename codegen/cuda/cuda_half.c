@@ -2,10 +2,11 @@
  * cuda_half.c: half-precision models (F16, BF16) in the generated kernels.
  * x, y and the weight arena hold 16-bit values (rnnc_h, the raw bits, so
  * no CUDA header is needed under NVRTC); every load converts to fp32 and
- * every computation (products, accumulation, the cell's element-wise
- * math, states, hoisted values, the exchange between blocks, folds) stays
- * fp32, as the interpreter computes on the rounded inputs and weights.  y
- * is rounded to the dtype (nearest even) when stored.  The step block's
+ * every computation (accumulation, the cell's element-wise math, states,
+ * hoisted values, the exchange between blocks, folds) stays fp32, as the
+ * interpreter computes on the rounded inputs and weights; only the step's
+ * tensor cores (cuda_mma_half.c) multiply h rounded to the dtype.  y is
+ * rounded to the dtype (nearest even) when stored.  The step block's
  * weight slices are kept in shared memory as 16-bit values: half the
  * bytes of fp32, which the tiling counts (cuda_tile.c).
  */
@@ -56,9 +57,26 @@ void cu_emit_half_helpers(const cu_ctx *c, cu_text *t)
     cu_printf(t, "__device__ __forceinline__ uint2 rnnc_pack4(float4 v) { return "
                  "make_uint2(rnnc_f2h(v.x) | ((unsigned)rnnc_f2h(v.y) << 16), "
                  "rnnc_f2h(v.z) | ((unsigned)rnnc_f2h(v.w) << 16)); }\n");
+    if (c->cfg.sm < 80)
+        return; /* 16-bit mma.sync and cvt to a pair need sm_80 */
+    const char *ty = bf ? "bf16" : "f16";
+    /* two fp32 values to a pair (lo in the low half), and the hoisted
+     * GEMM's d += a b: A 16 x 8 (row), B 8 x 8 (col) */
+    cu_printf(t,
+              "__device__ __forceinline__ unsigned rnnc_pk2(float lo, float hi)\n{\n"
+              "    unsigned r;\n"
+              "    asm(\"cvt.rn.%sx2.f32 %%0, %%1, %%2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n"
+              "    return r;\n}\n"
+              "__device__ __forceinline__ void rnnc_mma8h(float &d0, float &d1, float &d2, float &d3, "
+              "unsigned a0, unsigned a1, unsigned b0)\n{\n"
+              "    asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.%s.%s.f32 "
+              "{%%0, %%1, %%2, %%3}, {%%4, %%5}, {%%6}, {%%0, %%1, %%2, %%3};\"\n"
+              "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
+              "                 : \"r\"(a0), \"r\"(a1), \"r\"(b0));\n}\n",
+              ty, ty, ty);
     if (!c->mma)
         return;
-    /* d += a b: A 16 x 16 (row), B 16 x 8 (col), two 16-bit values a register */
+    /* the step's d += a b: A 16 x 16 (row), B 16 x 8 (col), two 16-bit values a register */
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_mma16(float &d0, float &d1, float &d2, float &d3, "
               "unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)\n{\n"
@@ -66,5 +84,5 @@ void cu_emit_half_helpers(const cu_ctx *c, cu_text *t)
               "{%%0, %%1, %%2, %%3}, {%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};\"\n"
               "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
               "                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n}\n",
-              bf ? "bf16" : "f16", bf ? "bf16" : "f16");
+              ty, ty);
 }

@@ -164,7 +164,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     /* tensor cores: the accumulators in mma fragment order, shared rows
      * padded to 8 mod 32 floats (conflict-free fragment loads) */
     bool mma = cu_mma_gemm(c, g.bm, g.bn, g.bk);
-    int pad = mma ? 8 : 4;
+    int pad = mma && !c->half ? 8 : 4; /* a half model's pairs of k rows: 4 mod 32 */
     if (mma)
         cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
@@ -196,7 +196,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     emit_gemm_loads(t, &g, wsrc, K, c->half);
     cu_printf(t, "        }\n");
     if (mma) {
-        cu_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk);
+        cu_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk, c->half);
     } else {
         cu_printf(t, "#pragma unroll\n        for (int kk = 0; kk < %d; ++kk) {\n", g.bk);
         frag_loads(t, "As", "ty", g.bm, "a");
