@@ -74,6 +74,12 @@ typedef struct cg_cuda_launch {
                                     a hoisted GEMM's tiles for long and for short sequences */
 } cg_cuda_launch;
 
+/* Whether launch l runs for a call of T*B = rows rows (its min_rows/max_rows). */
+static inline bool cg_cuda_launch_runs(const cg_cuda_launch *l, size_t rows)
+{
+    return rows >= l->min_rows && (!l->max_rows || rows < l->max_rows);
+}
+
 /* Where a value lives in one of the kernels' buffers (offsets in floats). */
 typedef struct cg_cuda_slot {
     int32_t id;     /* node (folds), param index (weights) or state index */

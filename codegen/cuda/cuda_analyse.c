@@ -445,6 +445,7 @@ rnnc_status cu_analyse(cu_ctx *c)
         return st;
     cu_ll_choose(c);
     mark_whole_reads(c);
+    cu_mark_live(c);
     cu_place_regs(c);
     cu_ll_place(c);
     if ((st = cu_place_hoist(c)))

@@ -82,6 +82,9 @@ typedef struct cu_ctx {
      * of slices the elements read (cu_place_regs). */
     bool pf;
     uint32_t *pfuse;
+    /* [n] step elements: bit sl set when slice sl is read (cu_mark_live;
+     * slices past 63 always are) */
+    uint64_t *live;
     /* Tagged exchange (cuda_ll.c): states read whole are published as 64-bit
      * words (value, step tag) at xb + xb[state], two copies by step parity. */
     bool ll;
@@ -110,6 +113,9 @@ rnnc_status cu_choose_tiles(cu_ctx *c);
 rnnc_status cu_place_hoist(cu_ctx *c);
 /* Which leaves the step's elements read from registers (cuda_regs.c). */
 void cu_place_regs(cu_ctx *c);
+/* Which slices of the step's elements are read (c->live); before cu_place_regs. */
+void cu_mark_live(cu_ctx *c);
+bool cu_slice_live(const cu_ctx *c, int32_t v, int sl);
 /* The emitters: text from the analysis, nothing else written. */
 rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
 rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t);

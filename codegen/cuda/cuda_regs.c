@@ -23,6 +23,54 @@ bool cu_in_regs(const cu_ctx *c, int32_t v)
     return c->pf && slices(c, v) <= 32;
 }
 
+static bool is_elem(const cu_ctx *c, int32_t v)
+{
+    return v >= 0 && c->role[v] == CU_STEP_ELEM;
+}
+
+bool cu_slice_live(const cu_ctx *c, int32_t v, int sl)
+{
+    return sl >= 64 || (c->live[v] >> sl & 1);
+}
+
+/* Which slices of the step's element values something reads.  Read are:
+ * what the stores take (values kept for later phases or exchanged, next
+ * states, the output), whatever a node other than an element reads, the
+ * whole operand of a reduction or layernorm (its row statistics), and what
+ * a live slice reads.  A slice nobody reads is neither emitted nor given
+ * registers: the backward of a GRU chunks one slice out of a 3H sum, and
+ * NVRTC warns on the other two, computed and never used. */
+void cu_mark_live(cu_ctx *c)
+{
+    const ir_fn *f = c->f;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *nd = &f->nodes[i];
+        bool whole = !is_elem(c, i) || (ir_ops[nd->op].flags & IR_F_REDUCE) ||
+                     nd->op == IR_LAYERNORM;
+        if (is_elem(c, i) && (c->need[i] & (CU_NEED_XP | CU_NEED_XB)))
+            c->live[i] = ~0ull;
+        for (int k = 0; whole && k < 3; k++)
+            if (nd->a[k] >= 0)
+                c->live[nd->a[k]] = ~0ull;
+    }
+    for (int s = 0; s < f->n_states; s++)
+        c->live[f->states[s].next] = ~0ull;
+    c->live[f->output] = ~0ull;
+    for (int32_t i = f->n - 1; i >= 0; i--) {
+        if (!is_elem(c, i))
+            continue;
+        for (int sl = 0; sl < slices(c, i); sl++) {
+            int32_t o[3];
+            int os[3];
+            if (!cu_slice_live(c, i, sl) || cu_slice_operands(c, i, sl, o, os) != RNNC_OK)
+                continue;
+            for (int k = 0; k < 3; k++)
+                if (is_elem(c, o[k]))
+                    c->live[o[k]] |= os[k] >= 64 ? 0 : 1ull << (c->k[o[k]] < 1 ? 0 : os[k]);
+        }
+    }
+}
+
 /* Marks the leaf slices an element reads through v (the walk of
  * cu_elem_expr). */
 static void mark_read(cu_ctx *c, int32_t v, int sl)
@@ -71,7 +119,7 @@ void cu_place_regs(cu_ctx *c)
         for (int sl = 0; sl < slices(c, i); sl++) {
             int32_t o[3];
             int os[3];
-            if (cu_slice_operands(c, i, sl, o, os) != RNNC_OK)
+            if (!cu_slice_live(c, i, sl) || cu_slice_operands(c, i, sl, o, os) != RNNC_OK)
                 continue; /* the emitter reports it */
             for (int k = 0; k < 3; k++)
                 if (o[k] >= 0)

@@ -103,7 +103,8 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->need = take(m, n, 1);
     c->gemm = take(m, n, sizeof *c->gemm);
     c->pfuse = take(m, n, sizeof *c->pfuse);
-    if (m->n != 17)
+    c->live = take(m, n, sizeof *c->live);
+    if (m->n != 18)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }

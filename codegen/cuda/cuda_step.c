@@ -500,14 +500,18 @@ static rnnc_status emit_elems(const cu_ctx *c, int p, bool last, cu_text *t)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_ELEM || c->phase[i] != p)
             continue;
+        bool named = false;
         for (int sl = 0; sl < slices(c, i); sl++) {
+            if (!cu_slice_live(c, i, sl))
+                continue;
             rnnc_status st = slice_expr(c, i, sl, p, v, sizeof v);
             if (st)
                 return st;
             char d[256];
             cu_printf(t, "        const float v%d_%d = %s;", (int)i, sl, v);
-            if (sl == 0)
+            if (!named)
                 cu_printf(t, " /* %s */", cu_describe(c, i, d, sizeof d));
+            named = true;
             cu_printf(t, "\n");
         }
     }

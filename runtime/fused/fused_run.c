@@ -169,7 +169,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
         const cg_cuda_launch *l = &pl->launch[i];
         if (!(which & (l->cooperative ? RT_FUSED_STEP : RT_FUSED_HOIST)))
             continue;
-        if (TB < l->min_rows || (l->max_rows && TB >= l->max_rows))
+        if (!cg_cuda_launch_runs(l, TB))
             continue;
         unsigned grid[3] = {l->rows_per_block ? (unsigned)((TB + l->rows_per_block - 1) /
                                                            l->rows_per_block)

@@ -30,6 +30,9 @@ rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdevic
     size_t TB = (size_t)T * (size_t)g->B;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
+        /* a hoisted GEMM has tiles for long and for short sequences: one runs */
+        if (!cg_cuda_launch_runs(l, TB))
+            continue;
         unsigned grid[3] = {l->rows_per_block
                                 ? (unsigned)((TB + l->rows_per_block - 1) / l->rows_per_block)
                                 : l->grid,
@@ -63,21 +66,49 @@ static rnnc_status fg_permute(rt_fgrad *g, CUdeviceptr dst, CUdeviceptr src, int
     return fg_launch1(g, FG_K_PERMUTE, (long long)T * B * W, args, s);
 }
 
-/* C (+)= A B over strided views (fg_gemm); K split when the tiles are few. */
+/* The K split of a GEMM with `tiles` output tiles: the fewest slices that
+ * fill the device's block slots (two blocks an SM) as well as more would,
+ * each slice at least 256 deep. */
+static unsigned gemm_split(const rt_fgrad *g, unsigned tiles, int K)
+{
+    unsigned slots = 2 * (unsigned)g->sm_count, best = 1;
+    double best_t = 0;
+    for (unsigned split = 1; split <= 16 && (split == 1 || (unsigned)K / split >= 256); split *= 2) {
+        /* waves of blocks times the depth of each */
+        double t = (double)((tiles * split + slots - 1) / slots) * ((double)K / split);
+        if (split == 1 || t < best_t * 0.97)
+            best = split, best_t = t;
+    }
+    return best;
+}
+
+static bool aligned16(CUdeviceptr p, long long ld)
+{
+    return p % 16 == 0 && ld % 4 == 0;
+}
+
+/* C (+)= A B over strided views (fg_gemm); K split when the tiles are few.
+ * The weight gradients (A along m) and dx (A along k) of real sizes, with
+ * B along n, take the 128x128 kernels; the rest the 64x64 one. */
 rnnc_status fg_gemm(rt_fgrad *g, CUdeviceptr C, int ldc, CUdeviceptr A, long long sam,
                         long long sak, CUdeviceptr Bm, long long sbk, long long sbn, int M, int N,
                         int K, CUstream s)
 {
-    bool big = M >= 128 && N >= 128;
+    bool big = M >= 128 && N >= 128 && sbn == 1 && (sam == 1 || sak == 1);
     int tile = big ? 128 : 64;
     unsigned gx = (unsigned)((N + tile - 1) / tile), gy = (unsigned)((M + tile - 1) / tile);
-    unsigned split = 1;
-    while (gx * gy * split < 264 && (unsigned)K / (split * 2) >= 256)
-        split *= 2;
+    unsigned split = gemm_split(g, gx * gy, K);
     int kchunk = (int)(((unsigned)K + split - 1) / split + 15) / 16 * 16;
     unsigned grid[3] = {gx, gy, split}, block[3] = {256, 1, 1};
-    void *args[] = {&C, &ldc, &A, &sam, &sak, &Bm, &sbk, &sbn, &M, &N, &K, &kchunk};
-    return rt_launch(g->util.fn[big ? FG_K_GEMM128 : FG_K_GEMM], grid, block, 0, s, args, false);
+    if (!big) {
+        void *args[] = {&C, &ldc, &A, &sam, &sak, &Bm, &sbk, &sbn, &M, &N, &K, &kchunk};
+        return rt_launch(g->util.fn[FG_K_GEMM], grid, block, 0, s, args, false);
+    }
+    long long lda = sam == 1 ? sak : sam;
+    int vec = aligned16(A, lda) && aligned16(Bm, sbk) && aligned16(C, ldc);
+    void *args[] = {&C, &ldc, &A, &lda, &Bm, &sbk, &M, &N, &K, &kchunk, &vec};
+    return rt_launch(g->util.fn[sam == 1 ? FG_K_GEMM128_AM : FG_K_GEMM128_AK], grid, block, 0, s,
+                     args, false);
 }
 
 rnnc_status fg_colsum(rt_fgrad *g, CUdeviceptr out, CUdeviceptr A, int lda, int R, int N,

@@ -77,8 +77,11 @@ typedef struct fg_kind {
 } fg_kind;
 
 /* The cell-independent kernels (fused_grad_kernels.c), in one source. */
-#define FG_N_UTIL 6
-enum { FG_K_GATHER = 0, FG_K_GEMM, FG_K_COLSUM, FG_K_COPY_COLS, FG_K_PERMUTE, FG_K_GEMM128 };
+#define FG_N_UTIL 7
+enum {
+    FG_K_GATHER = 0, FG_K_GEMM, FG_K_COLSUM, FG_K_COPY_COLS, FG_K_PERMUTE,
+    FG_K_GEMM128_AM, FG_K_GEMM128_AK /* 128x128 tiles, A contiguous along m or along k */
+};
 extern const char fg_util_src[];
 extern const char *const fg_util_names[FG_N_UTIL];
 
@@ -138,6 +141,7 @@ struct rt_fgrad {
     fg_kind kind[2];
     int n_kinds;
     int np, npar;          /* pseudo-layers, forward params */
+    int sm_count;          /* of the device (the GEMMs' K split) */
     /* host weights: [np * npar] blocks at hw_off (dw uses the same offsets) */
     float *hw;
     int64_t *hw_off, *hw_cnt, hw_floats;

@@ -45,6 +45,7 @@ static rnnc_status new_state(rt_fused *m)
     }
     g->np = m->spec.layers * m->spec.dirs;
     g->npar = m->spec.fn[0]->n_params;
+    g->sm_count = m->sm_count;
     m->grad = g;
     return RNNC_OK;
 }
