@@ -161,7 +161,7 @@ void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *pl
 size_t rt_fused_bar_bytes(const cg_cuda_plan *p);
 
 /* ---- tuning (fused_tune.c) */
-/* "fused <cell>#<hash> I= H= P= hoist= bf= math= f32 cg=<version>": the
+/* "fused <cell>#<hash> I= H= P= hoist= bf= math= f32|f16|bf16 cg=<version>": the
  * model part of a tuning key; + " sm_XX sms=N" the target; + " B=b". */
 void rt_fused_model_key(const rt_fused *m, char *buf, size_t n);
 void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n);
