@@ -152,6 +152,11 @@ void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
 void cu_emit_weights(const cu_ctx *c, cu_text *t);
+/* The FFMA step's weight reads (cuda_regs.c): the row pointers of a lane's
+ * register tile when the weights are streamed, and float4 w<i> of row i at
+ * column kk (shared memory, or global; 16-bit in a half model). */
+void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t);
+void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t);
 /* The same from fp32 to 16-bit values in shared memory (dst: 8-byte words). */
 void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
                     const char *dst);

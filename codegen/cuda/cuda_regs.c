@@ -8,6 +8,8 @@
  * so no step waits on global memory for its own element's inputs.  Bulk
  * copies to shared memory issue up to 8 16-byte loads per thread before the
  * first store, so a copy costs about one memory latency, not one per word.
+ * The weights: each block's slices copied to shared memory once, and the
+ * FFMA loops' reads of them (16-bit in a half model, widened to fp32).
  */
 #include <stdio.h>
 
@@ -305,4 +307,58 @@ void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond,
 {
     copy_vec(t, n4, idx, cond, src, dst, false, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)",
              "uint2");
+}
+
+/* The weights of row i of the lane's register tile: shared memory, or
+ * (streamed) a pointer to the matrix row in global memory. */
+void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    if (!c->stream)
+        return;
+    int32_t w = c->f->nodes[lin].a[1];
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    for (int i = 0; i < c->RR; i++)
+        cu_printf(t,
+                  "        const %s *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
+                  "* H + min(u0 + (tr + %d) %% UT, H - 1)) * %lld;\n",
+                  c->half ? "rnnc_h" : "float", i, (long long)c->off[w], i * NTR, i * NTR, K);
+}
+
+/* A half model's weights: 4 16-bit values (8 bytes) widened to a float4. */
+static void emit_wload_half(const cu_ctx *c, int32_t lin, int i, cu_text *t)
+{
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    if (!c->stream)
+        cu_printf(t, "            const float4 w%d = rnnc_h4(*(const uint2 *)&smh_[2 * SM_W%d + (tr + %d) * %d + kk]);\n",
+                  i, (int)lin, i * NTR, c->kp[lin]);
+    else if (K % 4 == 0)
+        cu_printf(t, "            const float4 w%d = rnnc_h4(__ldg((const uint2 *)(wg%d + kk)));\n", i, i);
+    else
+        cu_printf(t,
+                  "            const float4 w%d = make_float4(kk < %lld ? rnnc_h2f(__ldg(wg%d + kk)) : 0.f, "
+                  "kk + 1 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 1)) : 0.f, kk + 2 < %lld ? "
+                  "rnnc_h2f(__ldg(wg%d + kk + 2)) : 0.f, kk + 3 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 3)) : 0.f);\n",
+                  i, K, i, K, i, K, i, K, i);
+}
+
+void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
+{
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    if (c->half) {
+        emit_wload_half(c, lin, i, t);
+    } else if (!c->stream) {
+        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
+                  i, (int)lin, i * NTR, c->kp[lin]);
+    } else if (K % 4 == 0) {
+        cu_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
+    } else {
+        cu_printf(t,
+                  "            const float4 w%d = make_float4(kk < %lld ? __ldg(wg%d + kk) : 0.f, "
+                  "kk + 1 < %lld ? __ldg(wg%d + kk + 1) : 0.f, kk + 2 < %lld ? __ldg(wg%d + kk + 2) "
+                  ": 0.f, kk + 3 < %lld ? __ldg(wg%d + kk + 3) : 0.f);\n",
+                  i, K, i, K, i, K, i, K, i);
+    }
 }

@@ -174,60 +174,6 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
     return RNNC_OK;
 }
 
-/* The weights of row i of the lane's register tile: shared memory, or
- * (streamed) a pointer to the matrix row in global memory. */
-static void emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
-{
-    if (!c->stream)
-        return;
-    int32_t w = c->f->nodes[lin].a[1];
-    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
-    for (int i = 0; i < c->RR; i++)
-        cu_printf(t,
-                  "        const %s *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
-                  "* H + min(u0 + (tr + %d) %% UT, H - 1)) * %lld;\n",
-                  c->half ? "rnnc_h" : "float", i, (long long)c->off[w], i * NTR, i * NTR, K);
-}
-
-/* A half model's weights: 4 16-bit values (8 bytes) widened to a float4. */
-static void emit_wload_half(const cu_ctx *c, int32_t lin, int i, cu_text *t)
-{
-    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
-    if (!c->stream)
-        cu_printf(t, "            const float4 w%d = rnnc_h4(*(const uint2 *)&smh_[2 * SM_W%d + (tr + %d) * %d + kk]);\n",
-                  i, (int)lin, i * NTR, c->kp[lin]);
-    else if (K % 4 == 0)
-        cu_printf(t, "            const float4 w%d = rnnc_h4(__ldg((const uint2 *)(wg%d + kk)));\n", i, i);
-    else
-        cu_printf(t,
-                  "            const float4 w%d = make_float4(kk < %lld ? rnnc_h2f(__ldg(wg%d + kk)) : 0.f, "
-                  "kk + 1 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 1)) : 0.f, kk + 2 < %lld ? "
-                  "rnnc_h2f(__ldg(wg%d + kk + 2)) : 0.f, kk + 3 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 3)) : 0.f);\n",
-                  i, K, i, K, i, K, i, K, i);
-}
-
-static void emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
-{
-    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
-    if (c->half) {
-        emit_wload_half(c, lin, i, t);
-    } else if (!c->stream) {
-        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
-                  i, (int)lin, i * NTR, c->kp[lin]);
-    } else if (K % 4 == 0) {
-        cu_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
-    } else {
-        cu_printf(t,
-                  "            const float4 w%d = make_float4(kk < %lld ? __ldg(wg%d + kk) : 0.f, "
-                  "kk + 1 < %lld ? __ldg(wg%d + kk + 1) : 0.f, kk + 2 < %lld ? __ldg(wg%d + kk + 2) "
-                  ": 0.f, kk + 3 < %lld ? __ldg(wg%d + kk + 3) : 0.f);\n",
-                  i, K, i, K, i, K, i, K, i);
-    }
-}
-
 /* Stage and multiply: the lane's RR x BB accumulators over all of K, x
  * staged in chunks of kc columns when it does not fit at once. */
 static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
@@ -246,7 +192,7 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
               "    {\n        const int ks = tid %% %d, cell = tid / %d, tb = cell %% %d, tr0 = "
               "cell / %d;\n        const int tr = tr0 < %d ? tr0 : %d;\n",
               KS, KS, NTB, NTB, NTR, NTR - 1);
-    emit_wrows(c, lin, t);
+    cu_emit_wrows(c, lin, t);
     for (int i = 0; i < c->RR; i++)
         for (int j = 0; j < c->BB; j++)
             cu_printf(t, "        float a%d_%d = 0.f;\n", i, j);
@@ -264,7 +210,7 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
         cu_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
                      "            const int kk = k;\n", K4, 4 * KS);
     for (int i = 0; i < c->RR; i++)
-        emit_wload(c, lin, i, t);
+        cu_emit_wload(c, lin, i, t);
     for (int j = 0; j < c->BB; j++)
         cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
                   j, j * NTB, c->xkp[lin]);
