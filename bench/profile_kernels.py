@@ -19,6 +19,7 @@ CASES = {
     "lstm_t1_b64": ("lstm", 1, False, 1, 64, 512, False),
     "lstm_b64": ("lstm", 1, False, 100, 64, 512, False),
     "lstm_b64_train": ("lstm", 1, False, 100, 64, 512, True),
+    "lnlstm_b64_train": ("layernorm_lstm", 1, False, 100, 64, 512, True),
     "lstm_l4_b64": ("lstm", 4, False, 100, 64, 512, False),
     "lstm_l2_bi_b64": ("lstm", 2, True, 100, 64, 512, False),
     "lstm_h512_b128": ("lstm", 1, False, 100, 128, 512, False),

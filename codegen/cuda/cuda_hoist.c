@@ -8,6 +8,7 @@
  * values) is computed by a row kernel, one block per row, after the GEMMs.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cuda/cuda_gen.h"
@@ -242,6 +243,15 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
 static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);
 
 /* A chunk or concat at column `col`, read through to its operands. */
+/* A chunk or concat the row kernel only reads through: its consumers read
+ * its operands at the shifted column instead of a copy in shared memory
+ * (no pass, no barrier, no slot). */
+static bool row_inline(const cu_ctx *c, int32_t v)
+{
+    int op = c->f->nodes[v].op;
+    return c->role[v] == CU_HOIST_TMP && (op == IR_CHUNK || op == IR_CONCAT);
+}
+
 static bool row_view(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
@@ -286,6 +296,8 @@ static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, siz
         /* computed here, kept in shared memory */
         __attribute__((fallthrough));
     case CU_HOIST_TMP:
+        if (row_inline(c, v))
+            return row_view(c, v, col, buf, n);
         if (c->sm[v] < 0)
             return emit_fail(c, v, "hoisted value read before it is made");
         snprintf(buf, n, "sm_[SM_R%d + (%s)]", (int)v, col);
@@ -361,18 +373,79 @@ static bool reduces(const cu_ctx *c)
     return false;
 }
 
-/* Shared slots of the values the row kernel makes, and its launch. */
+/* Whether the row kernel makes v in shared memory. */
+static bool row_made(const cu_ctx *c, int32_t v)
+{
+    bool here = c->role[v] == CU_HOIST_TMP || (c->role[v] == CU_HOIST_BUF && c->gemm[v] < 0);
+    return here && c->f->nodes[v].op != IR_LINEAR && !row_inline(c, v);
+}
+
+/* last[o] = u for the values u reads, through the chunks and concats it
+ * reads through. */
+static void mark_row_reads(const cu_ctx *c, int32_t v, int32_t u, int32_t *last)
+{
+    for (int k = 0; k < 3; k++) {
+        int32_t o = c->f->nodes[v].a[k];
+        if (o < 0)
+            continue;
+        if (row_made(c, o))
+            last[o] = u > last[o] ? u : last[o];
+        else if (row_inline(c, o) || c->role[o] == CU_HOIST_VIEW)
+            mark_row_reads(c, o, u, last);
+    }
+}
+
+/* A slot of n floats: the first free one that holds it, else a new one at
+ * the end.  A slot is free once the value in it is dead. */
+static int64_t take_slot(int64_t *off, int64_t *len, bool *used, int *n_slots, int64_t *top,
+                         int64_t need)
+{
+    for (int i = 0; i < *n_slots; i++)
+        if (!used[i] && len[i] >= need) {
+            used[i] = true;
+            return off[i];
+        }
+    off[*n_slots] = *top, len[*n_slots] = need, used[*n_slots] = true;
+    (*n_slots)++;
+    *top += need;
+    return off[*n_slots - 1];
+}
+
+/* Shared slots of the values the row kernel makes, and its launch.  Values
+ * are made in node order with a block barrier after each, so a value's slot
+ * is reused once the last node that reads it is made (the row kernel of a
+ * backward cell holds dozens of 4H-wide values, and the smaller its shared
+ * memory, the more rows an SM runs at once). */
 static rnnc_status place_rows(cu_ctx *c)
 {
-    int64_t at = 0;
-    for (int32_t v = 0; v < c->f->n; v++) {
-        bool here = c->role[v] == CU_HOIST_TMP ||
-                    (c->role[v] == CU_HOIST_BUF && c->gemm[v] < 0);
-        if (!here || c->f->nodes[v].op == IR_LINEAR)
-            continue;
-        c->sm[v] = at;
-        at += (c->cols[v] + 3) / 4 * 4;
+    int32_t n = c->f->n, *last = malloc(sizeof(int32_t) * (size_t)(n + 1)), *slot_of = NULL;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(n + 1)), *len = NULL, at = 0;
+    bool *used = calloc((size_t)n + 1, sizeof(bool));
+    int n_slots = 0;
+    if (!last || !off || !used || !(len = malloc(sizeof(int64_t) * (size_t)(n + 1))) ||
+        !(slot_of = malloc(sizeof(int32_t) * (size_t)(n + 1)))) {
+        free(last), free(off), free(len), free(used), free(slot_of);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backend: out of memory");
     }
+    for (int32_t v = 0; v < n; v++)
+        last[v] = v;
+    for (int32_t v = 0; v < n; v++)
+        if (row_made(c, v))
+            mark_row_reads(c, v, v, last);
+    for (int32_t v = 0; v < n; v++) {
+        if (!row_made(c, v))
+            continue;
+        for (int32_t d = 0; d < v; d++) /* free the slots of values read for the last time */
+            if (row_made(c, d) && last[d] < v && last[d] >= 0) {
+                used[slot_of[d]] = false;
+                last[d] = -1;
+            }
+        c->sm[v] = take_slot(off, len, used, &n_slots, &at, (c->cols[v] + 3) / 4 * 4);
+        for (int i = 0; i < n_slots; i++)
+            if (off[i] == c->sm[v])
+                slot_of[v] = i;
+    }
+    free(last), free(off), free(len), free(used), free(slot_of);
     c->rows_floats = at;
     if (!at)
         return RNNC_OK;

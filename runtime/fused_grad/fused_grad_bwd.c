@@ -29,6 +29,19 @@ static view where(const rt_fgrad *g, const fg_kind *kd, CUdeviceptr x, int ldx, 
     }
 }
 
+/* An earlier column sum of op i's operand, or -1. */
+static int same_rowsum(const fg_kind *kd, int i)
+{
+    const fg_operand *a = &kd->op[i].a;
+    for (int j = 0; j < i; j++) {
+        const fg_op *o = &kd->op[j];
+        if (o->kind == FG_ROWSUM && o->a.where == a->where && o->a.off == a->off &&
+            o->a.cols == a->cols)
+            return j;
+    }
+    return -1;
+}
+
 static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, int k, int p, CUdeviceptr x, int ldx,
                             CUstream s)
 {
@@ -45,7 +58,15 @@ static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, int k, int p, CUdeviceptr 
             st = fg_gemm(g, dw, (int)op->b.cols, a.p, 1, a.ld, b.p, b.ld, 1, (int)op->a.cols,
                          (int)op->b.cols, R, s);
             break;
-        case FG_ROWSUM: st = fg_colsum(g, dw, a.p, a.ld, R, (int)op->a.cols, s); break;
+        case FG_ROWSUM: {
+            /* two biases of one sum (an LSTM's b_ih and b_hh) have one gradient */
+            int j = same_rowsum(kd, i);
+            int64_t at_j = j < 0 ? 0 : g->hw_off[p * g->npar + kd->op[j].param];
+            CUdeviceptr done = g->dw + (CUdeviceptr)at_j * 4;
+            st = j < 0 ? fg_colsum(g, dw, a.p, a.ld, R, (int)op->a.cols, s)
+                       : rt_dev_copy(dw, done, (size_t)op->a.cols * 4, s);
+            break;
+        }
         default: { /* dx[R, I] += D[R, n] W[n, I] */
             CUdeviceptr w = g->plain + (CUdeviceptr)g->hw_off[p * g->npar + op->wparam] * 4;
             st = fg_gemm(g, g->dxl.p, I, a.p, a.ld, 1, w, I, 1, R, I, (int)op->a.cols, s);
@@ -61,9 +82,14 @@ static rnnc_status gather(rt_fused *m, rt_fgrad *g, int k, int p, int d, CUstrea
     CUdeviceptr G = g->g.p, rec = fg_rec_at(g, p), din = g->din.p, init = fg_init_at(g, p);
     CUdeviceptr len = g->has_len ? g->dlen.p : 0, desc = g->ddesc[k].p;
     int gc = (int)kd->g_cols, rc = (int)kd->rec_cols, dld = (int)(m->spec.dirs * m->spec.hout);
-    int doff = d * (int)m->spec.hout, T = (int)g->T, B = (int)g->B, rev = d, np = kd->n_pieces;
-    void *args[] = {&G, &gc, &rec, &rc, &din, &dld, &doff, &init, &len, &T, &B, &rev, &desc, &np};
-    return fg_launch1(g, FG_K_GATHER, (long long)T * B * gc, args, s);
+    int doff = d * (int)m->spec.hout, T = (int)g->T, B = (int)g->B, rev = d;
+    void *args[] = {&G, &gc, &rec, &rc, &din, &dld, &doff, &init, &len, &T, &B, &rev, &desc};
+    if (kd->n_pieces == 0)
+        return RNNC_OK;
+    /* a warp per row and piece, 8 rows a block */
+    unsigned grid[3] = {(unsigned)(((long long)T * B + 7) / 8), (unsigned)kd->n_pieces, 1};
+    unsigned block[3] = {256, 1, 1};
+    return rt_launch(g->util.fn[FG_K_GATHER], grid, block, 0, s, args, false);
 }
 
 static rnnc_status layer_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *b, int l,

@@ -353,6 +353,30 @@ free_all:
     return st;
 }
 
+static bool hoists_reduction(const ir_fn *f, const ir_schedule *s)
+{
+    for (int32_t i = 0; i < f->n; i++)
+        if (s->hoist.part[i] == IR_PART_HOIST &&
+            ((ir_ops[f->nodes[i].op].flags & IR_F_REDUCE) || f->nodes[i].op == IR_LAYERNORM))
+            return true;
+    return false;
+}
+
+/* The backward cell's schedule.  Its hoisted work is element-wise values of
+ * the step inputs (the gates' derivatives): computed in the step they cost
+ * the same, where a hoisted row kernel adds a pass over every row and a
+ * buffer (238 of ~4000 us at LSTM 512, B=64), so only matmuls are hoisted
+ * -- unless a reduction is hoisted (layernorm_lstm's statistics of the
+ * saved pre-activations), which every block of the step would otherwise
+ * recompute over whole rows at every step. */
+static rnnc_status bwd_schedule(fg_kind *k, ir_arena *a)
+{
+    rnnc_status st = pass_fuse(k->bwd, RNNC_HOIST_ALL, a, &k->bwd_sched);
+    if (st == RNNC_OK && !hoists_reduction(k->bwd, &k->bwd_sched))
+        st = pass_fuse(k->bwd, RNNC_HOIST_MATMUL, a, &k->bwd_sched);
+    return st;
+}
+
 rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *k)
 {
     memset(k, 0, sizeof *k);
@@ -372,11 +396,7 @@ rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *k)
     if (st == RNNC_OK)
         st = pass_fuse(k->rec, RNNC_HOIST_ALL, a, &k->rec_sched);
     if (st == RNNC_OK)
-        /* Only the matmuls leave the backward's time loop: its element-wise
-         * values of the step inputs (the gates' derivatives) cost the same
-         * computed in the step, where a hoisted row kernel would add a pass
-         * over every row and a buffer (238 of ~4000 us at LSTM 512, B=64). */
-        st = pass_fuse(k->bwd, RNNC_HOIST_MATMUL, a, &k->bwd_sched);
+        st = bwd_schedule(k, a);
     return st;
 }
 

@@ -12,30 +12,35 @@ const char *const fg_util_names[FG_N_UTIL] = {"fg_gather", "fg_gemm", "fg_colsum
                                               "fg_gemm128_ak"};
 
 const char fg_util_src[] =
+    /* One warp per (row of T*B, piece of G): the piece's columns are
+     * contiguous in G and in their source, so a warp copies them in
+     * 16-byte words where both ends are aligned. */
     "extern \"C\" __global__ void fg_gather(float *G, int gc, const float *rec, int rc,\n"
     "    const float *din, int dld, int doff, const float *init, const int *len, int T, int B,\n"
-    "    int rev, const int *desc, int np)\n"
+    "    int rev, const int *desc)\n"
     "{\n"
-    "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "    if (i >= (long long)T * B * gc) return;\n"
-    "    int col = (int)(i % gc);\n"
-    "    long long r = i / gc;\n"
-    "    int t = (int)(r / B), b = (int)(r % B);\n"
-    "    int k = 0;\n"
-    "    while (k + 1 < np && col >= desc[5 * (k + 1) + 1]) k++;\n"
-    "    const int *d = desc + 5 * k;\n"
-    "    int c = col - d[1];\n"
-    "    float v;\n"
+    "    long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;\n"
+    "    if (r >= (long long)T * B) return;\n"
+    "    int lane = threadIdx.x % 32, t = (int)(r / B), b = (int)(r % B);\n"
+    "    const int *d = desc + 5 * blockIdx.y;\n"
+    "    const float *src;\n"
     "    if (d[0] == 0) {\n" /* IR_GSRC_DOUT */
-    "        v = din[r * dld + doff + c];\n"
+    "        src = din + r * dld + doff;\n"
     "    } else if (d[0] == 2) {\n" /* IR_GSRC_STATE: the neighbour step's next, or init */
     "        int L = len ? len[b] : T, tt = rev ? t + 1 : t - 1;\n"
-    "        v = (tt < 0 || tt >= L) ? init[(long long)B * d[4] + (long long)b * d[2] + c]\n"
-    "                                : rec[((long long)tt * B + b) * rc + d[3] + c];\n"
+    "        src = (tt < 0 || tt >= L) ? init + (long long)B * d[4] + (long long)b * d[2]\n"
+    "                                  : rec + ((long long)tt * B + b) * rc + d[3];\n"
     "    } else {\n" /* NEXT, SAVED */
-    "        v = rec[r * rc + d[3] + c];\n"
+    "        src = rec + r * rc + d[3];\n"
     "    }\n"
-    "    G[i] = v;\n"
+    "    float *dst = G + r * gc + d[1];\n"
+    "    int cols = d[2];\n"
+    "    if (((unsigned long long)src | (unsigned long long)dst) % 16 == 0 && cols % 4 == 0) {\n"
+    "        for (int c = lane * 4; c < cols; c += 128)\n"
+    "            *(float4 *)(dst + c) = *(const float4 *)(src + c);\n"
+    "    } else {\n"
+    "        for (int c = lane; c < cols; c += 32) dst[c] = src[c];\n"
+    "    }\n"
     "}\n"
     /* C[m, n] (+)= sum_k A(m, k) B(k, n), A(m, k) = A[m sam + k sak], B(k, n) =
      * B[k sbk + n sbn]; 64x64 tiles, 4x4 per thread, K split over blockIdx.z
