@@ -273,9 +273,10 @@ typedef struct rnnc_model_desc {
     bool batch_first; /* x and y are [B, T, *]; states never are */
     double dropout;   /* between layers, training only */
     uint64_t seed;    /* Philox seed for dropout */
-    rnnc_dtype dtype; /* F32 (default); F16 on cudnn, cpu, interp; BF16 on cpu, interp
-                         (the host backends convert: weights rounded to the dtype, fp32
-                         compute, outputs rounded); fused: F32 only */
+    rnnc_dtype dtype; /* F32 (default); F16 on fused, cudnn, cpu, interp; BF16 on fused,
+                         cpu, interp (weights rounded to the dtype, fp32 compute, outputs
+                         rounded; fused keeps x, y and weights in 16 bits; training of a
+                         half model: cudnn f16 only) */
     rnnc_math math;
     rnnc_backend backend;
     rnnc_hoist hoist;

@@ -45,7 +45,8 @@ bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
         snprintf(buf, n, "fold[%lld + %s]", (long long)c->off[v], col);
         return true;
     case CU_LEAF_INPUT:
-        snprintf(buf, n, "__ldg(x + row * %lld + %s)", cols, col);
+        snprintf(buf, n, c->half ? "rnnc_h2f(__ldg(x + row * %lld + %s))" : "__ldg(x + row * %lld + %s)",
+                 cols, col);
         return true;
     case CU_LEAF_STATE:
         snprintf(buf, n, "__ldcg(s%d_ + gb * %lld + %s)", state_k(c, v), cols, col);
@@ -120,7 +121,8 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
         snprintf(buf, n, "__ldcg(s%d_ + gb * %lld + (%s))", state_k(c, v), cols, col);
         return true;
     case CU_LEAF_INPUT:
-        snprintf(buf, n, "__ldg(x + row * %lld + (%s))", cols, col);
+        snprintf(buf, n, c->half ? "rnnc_h2f(__ldg(x + row * %lld + (%s)))"
+                                 : "__ldg(x + row * %lld + (%s))", cols, col);
         return true;
     case CU_LEAF_FOLD:
         snprintf(buf, n, "fold[%lld + (%s)]", (long long)c->off[v], col);

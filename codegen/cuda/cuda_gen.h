@@ -91,6 +91,8 @@ typedef struct cu_ctx {
     bool ll;
     /* The step's linears run on tensor cores (cuda_mma.c). */
     bool mma;
+    /* F16 or BF16 model: x, y and the weights are 16-bit (cuda_half.c). */
+    bool half;
     int64_t smem_floats, xs_floats;
     int64_t rows_floats; /* shared memory of the row kernel (0: no row kernel) */
     cu_tile tile[CG_CUDA_MAX_LAUNCH]; /* by launch */
@@ -167,12 +169,21 @@ void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
 void cu_emit_weights(const cu_ctx *c, cu_text *t);
+/* The FFMA step's weight reads (cuda_regs.c): the row pointers of a lane's
+ * register tile when the weights are streamed, and float4 w<i> of row i at
+ * column kk (shared memory, or global; 16-bit in a half model). */
+void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t);
+void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t);
+/* The same from fp32 to 16-bit values in shared memory (dst: 8-byte words). */
+void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                    const char *dst);
 const char *cu_float_lit(double v, char *buf, size_t n);
 /* A node for a comment: "%16 sigmoid(f)", "%21 c_next = add(%17, %20)";
  * a leaf as "state h", "input x", "param w" (cuda_text.c). */
 const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
 const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
-/* Tensor cores for the TF32 math modes (cuda_mma.c): the device helpers
+/* Tensor cores for the TF32 math modes and half models (cuda_mma.c; a
+ * half model's hoisted GEMM takes m16n8k8 with 16-bit operands): the device helpers
  * (nothing in FFMA); whether a step linear fits with x staged `chunk`
  * columns at a time; the step linear (stage: the x staging of
  * cuda_step.c); whether a hoisted GEMM tile runs on them, its accumulator
@@ -183,7 +194,18 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);
 void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, size_t n);
-void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk);
+void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk, bool half);
+/* Half-precision models (cuda_half.c): the kernels' parameter list (x, y
+ * and wts typed by the dtype) and the conversion helpers (nothing in fp32):
+ * rnnc_h2f, rnnc_f2h, rnnc_h4 (8 bytes to a float4), rnnc_pack4 (a float4
+ * to 8 bytes) and, on tensor cores, rnnc_mma16. */
+const char *cu_args(const cu_ctx *c);
+void cu_emit_half_helpers(const cu_ctx *c, cu_text *t);
+/* A half model's step linear on tensor cores (mma.sync m16n8k16, 16-bit
+ * W and x, fp32 accumulators; cuda_mma_half.c): x is staged as 16-bit
+ * values (c->half && c->mma), the results land where FFMA puts them. */
+rnnc_status cu_emit_mma_linear_half(const cu_ctx *c, int32_t lin, cu_text *t,
+                                    rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
  * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
 const char *cu_unary_fmt(int op);

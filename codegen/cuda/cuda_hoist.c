@@ -68,7 +68,7 @@ static cu_tile choose_tile(const cu_ctx *c, int32_t lin)
 
 /* Load q of a thread (16 bytes of row `idx / (BK/4)` of the tile) into dst. */
 static void emit_gemm_load(cu_text *t, const cu_tile *g, const char *dst, const char *src,
-                           const char *rows, long long K, const char *r0, int q)
+                           const char *rows, long long K, const char *r0, int q, bool half)
 {
     int k4 = g->bk / 4;
     cu_printf(t,
@@ -77,26 +77,28 @@ static void emit_gemm_load(cu_text *t, const cu_tile *g, const char *dst, const 
     if (K % 4 == 0)
         cu_printf(t,
                   "            %s = make_float4(0.f, 0.f, 0.f, 0.f);\n"
-                  "            if (%s + lr < %s && k0 + lk < %lld) %s = __ldg((const float4 *)(%s + "
-                  "(size_t)(%s + lr) * %lld + k0 + lk));\n",
-                  dst, r0, rows, K, dst, src, r0, K);
+                  "            if (%s + lr < %s && k0 + lk < %lld) %s = %s__ldg((const %s *)(%s + "
+                  "(size_t)(%s + lr) * %lld + k0 + lk))%s;\n",
+                  dst, r0, rows, K, dst, half ? "rnnc_h4(" : "", half ? "uint2" : "float4", src,
+                  r0, K, half ? ")" : "");
     else
         cu_printf(t,
                   "            float v_[4];\n"
                   "            for (int q = 0; q < 4; ++q) v_[q] = (%s + lr < %s && k0 + lk + q < "
-                  "%lld) ? __ldg(%s + (size_t)(%s + lr) * %lld + k0 + lk + q) : 0.f;\n"
+                  "%lld) ? %s(__ldg(%s + (size_t)(%s + lr) * %lld + k0 + lk + q)) : 0.f;\n"
                   "            %s = make_float4(v_[0], v_[1], v_[2], v_[3]);\n",
-                  r0, rows, K, src, r0, K, dst);
+                  r0, rows, K, half ? "rnnc_h2f" : "", src, r0, K, dst);
     cu_printf(t, "        }\n");
 }
 
-static void emit_gemm_loads(cu_text *t, const cu_tile *g, const char *wsrc, long long K)
+static void emit_gemm_loads(cu_text *t, const cu_tile *g, const char *wsrc, long long K,
+                            bool half)
 {
-    emit_gemm_load(t, g, "ra", "x", "M", K, "m0", 0);
+    emit_gemm_load(t, g, "ra", "x", "M", K, "m0", 0, half);
     for (int q = 0; q < g->bn / g->bm; q++) {
         char dst[16];
         snprintf(dst, sizeof dst, "rw[%d]", q);
-        emit_gemm_load(t, g, dst, wsrc, "N_", K, "n0", q);
+        emit_gemm_load(t, g, dst, wsrc, "N_", K, "n0", q, half);
     }
 }
 
@@ -163,14 +165,14 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     /* tensor cores: the accumulators in mma fragment order, shared rows
      * padded to 8 mod 32 floats (conflict-free fragment loads) */
     bool mma = cu_mma_gemm(c, g.bm, g.bn, g.bk);
-    int pad = mma ? 8 : 4;
+    int pad = mma && !c->half ? 8 : 4; /* a half model's pairs of k rows: 4 mod 32 */
     if (mma)
         cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
     cu_printf(t, "/* %s over all T*B rows: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
               g.bm, g.bn, g.small ? " for few rows" : "", mma ? ", tensor cores" : "");
     cu_printf(t,
-              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(" CG_CUDA_ARGS ")\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(%s)\n{\n"
               "    __shared__ __align__(16) float As[2][%d][%d];\n"
               "    __shared__ __align__(16) float Ws[2][%d][%d];\n"
               "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
@@ -180,9 +182,9 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "    float c_[%d][%d];\n"
               "    for (int i = 0; i < %d; ++i) for (int j = 0; j < %d; ++j) c_[i][j] = 0.f;\n"
               "    float4 ra, rw[%d];\n    int k0 = 0;\n",
-              (int)lin, sfx, g.bk, g.bm + pad, g.bk, g.bn + pad, (long long)c->B, g.bm, g.bn,
+              (int)lin, sfx, cu_args(c), g.bk, g.bm + pad, g.bk, g.bn + pad, (long long)c->B, g.bm, g.bn,
               (long long)c->B, g.tm, g.tn, g.tm, g.tn, g.bn / g.bm);
-    emit_gemm_loads(t, &g, wsrc, K);
+    emit_gemm_loads(t, &g, wsrc, K, c->half);
     emit_gemm_store(t, &g);
     cu_printf(t,
               "    STORE_(0);\n    __syncthreads();\n"
@@ -192,10 +194,10 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "        const bool more = k0 < %lld;\n"
               "        if (more) {\n",
               K, g.bk, K);
-    emit_gemm_loads(t, &g, wsrc, K);
+    emit_gemm_loads(t, &g, wsrc, K, c->half);
     cu_printf(t, "        }\n");
     if (mma) {
-        cu_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk);
+        cu_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk, c->half);
     } else {
         cu_printf(t, "#pragma unroll\n        for (int kk = 0; kk < %d; ++kk) {\n", g.bk);
         frag_loads(t, "As", "ty", g.bm, "a");
@@ -289,7 +291,8 @@ static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, siz
         snprintf(buf, n, "fold[%lld + (%s)]", (long long)c->off[v], col);
         return true;
     case CU_LEAF_INPUT:
-        snprintf(buf, n, "__ldg(x + row * %lld + (%s))", cols, col);
+        snprintf(buf, n, c->half ? "rnnc_h2f(__ldg(x + row * %lld + (%s)))"
+                                 : "__ldg(x + row * %lld + (%s))", cols, col);
         return true;
     case CU_HOIST_BUF:
         if (c->gemm[v] >= 0) {
@@ -488,14 +491,14 @@ static bool emit_rows(const cu_ctx *c, cu_text *t)
               "    float s = 0.f;\n"
               "    for (int w = 0; w < 8; ++w) s += red[w];\n"
               "    return s;\n}\n"
-              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_rows(" CG_CUDA_ARGS ")\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_rows(%s)\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "%s"
               "    const int tid = threadIdx.x;\n"
               "    const size_t row = blockIdx.x, TB = (size_t)T * %lld;\n"
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)TB;\n",
-              reduces(c) ? "    __shared__ float red_[8];\n" : "", (long long)c->B);
+              cu_args(c), reduces(c) ? "    __shared__ float red_[8];\n" : "", (long long)c->B);
     for (int32_t v = 0; v < c->f->n; v++)
         if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF) &&
             !row_node(c, v, t))

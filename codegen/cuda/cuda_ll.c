@@ -24,7 +24,8 @@ static int32_t slices(const cu_ctx *c, int32_t v)
 static bool ll_possible(const cu_ctx *c)
 {
     const ir_fn *f = c->f;
-    if (c->s->n_phases != 1)
+    /* the tagged words stage fp32 x; a half model's tensor cores want 16-bit */
+    if (c->s->n_phases != 1 || (c->half && c->mma))
         return false;
     for (int32_t i = 0; i < f->n; i++) {
         if (c->need[i] & (CU_NEED_XB | CU_NEED_PART))

@@ -81,14 +81,16 @@ static int64_t step_tiles(const cu_ctx *c, int32_t lin)
 }
 
 /* Whether linear lin of the step runs on tensor cores when x is staged
- * `chunk` columns at a time: a TF32 math mode, weights on chip, K and the
+ * `chunk` columns at a time: a TF32 math mode or a half model, weights on chip, K and the
  * chunk whole numbers of two k-steps, and enough tiles for at least half
  * the warps (at small batches the step is latency-bound and FFMA, more
  * accurate, is as fast). */
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
 {
     int64_t K = c->cols[c->f->nodes[lin].a[0]], tiles = step_tiles(c, lin), nw = c->NT / 32;
-    if (c->cfg.math == 0 || c->stream || K % 16 || chunk % 16)
+    /* 16-bit mma.sync m16n8k16 (and bf16 at all) needs sm_80 */
+    if ((c->cfg.math == 0 && !c->half) || (c->half && c->cfg.sm < 80) || c->stream || K % 16 ||
+        chunk % 16)
         return false;
     return tiles * 2 >= nw && tiles <= nw * MMA_MAX_TILES_PER_WARP;
 }
@@ -193,7 +195,8 @@ bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk)
 {
     int wm, mtw, ntw;
     gemm_warps(bm, bn, &wm, &mtw, &ntw);
-    return c->cfg.math != 0 && bk % 8 == 0 && mtw >= 1 && ntw >= 1;
+    return (c->cfg.math != 0 || (c->half && c->cfg.sm >= 80)) && bk % 8 == 0 && mtw >= 1 &&
+           ntw >= 1;
 }
 
 /* The accumulators c_[2 mtw][2 ntw]: element (i, j) is row (i >> 1) * 16 +
@@ -211,12 +214,51 @@ void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, si
              ntw * 8);
 }
 
+/* The same for a half model: m16n8k8 with 16-bit operands (PTX
+ * "Matrix fragments for mma.m16n8k8" with .f16/.bf16: a0 = (g, k 2q..2q+1),
+ * a1 = (g + 8, k 2q..), b0 = (k 2q.., n g)); the tiles hold the 16-bit
+ * inputs widened to fp32, so packing two of them back is exact. */
+static void emit_gemm_slice_half(cu_text *t, int wm, int mtw, int ntw, int bk)
+{
+    cu_printf(t,
+              "        {\n"
+              "        const int g_ = (tid & 31) >> 2, q_ = tid & 3;\n"
+              "        const int wr_ = (tid >> 5) / %d * %d, wc_ = (tid >> 5) %% %d * %d;\n"
+              "#pragma unroll\n"
+              "        for (int kk = 0; kk < %d; kk += 8) {\n"
+              "            unsigned a_[%d][2], b_[%d];\n"
+              "#pragma unroll\n"
+              "            for (int i = 0; i < %d; ++i) {\n"
+              "                a_[i][0] = rnnc_pk2(As[cb][kk + 2 * q_][wr_ + i * 16 + g_], "
+              "As[cb][kk + 2 * q_ + 1][wr_ + i * 16 + g_]);\n"
+              "                a_[i][1] = rnnc_pk2(As[cb][kk + 2 * q_][wr_ + i * 16 + g_ + 8], "
+              "As[cb][kk + 2 * q_ + 1][wr_ + i * 16 + g_ + 8]);\n"
+              "            }\n"
+              "#pragma unroll\n"
+              "            for (int j = 0; j < %d; ++j)\n"
+              "                b_[j] = rnnc_pk2(Ws[cb][kk + 2 * q_][wc_ + j * 8 + g_], "
+              "Ws[cb][kk + 2 * q_ + 1][wc_ + j * 8 + g_]);\n"
+              "#pragma unroll\n"
+              "            for (int i = 0; i < %d; ++i)\n"
+              "#pragma unroll\n"
+              "                for (int j = 0; j < %d; ++j)\n"
+              "                    rnnc_mma8h(c_[2 * i][2 * j], c_[2 * i][2 * j + 1], c_[2 * i + 1][2 * j], "
+              "c_[2 * i + 1][2 * j + 1], a_[i][0], a_[i][1], b_[j]);\n"
+              "        }\n"
+              "        }\n",
+              8 / wm, mtw * 16, 8 / wm, ntw * 8, bk, mtw, ntw, mtw, ntw, mtw, ntw);
+}
+
 /* One slice (bk columns of K) of the GEMM tile on tensor cores: As[cb][k][m]
  * and Ws[cb][k][n] hold the slice (k-major). */
-void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk)
+void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk, bool half)
 {
     int wm, mtw, ntw;
     gemm_warps(bm, bn, &wm, &mtw, &ntw);
+    if (half) {
+        emit_gemm_slice_half(t, wm, mtw, ntw, bk);
+        return;
+    }
     cu_printf(t,
               "        {\n"
               "        const int g_ = (tid & 31) >> 2, q_ = tid & 3;\n"

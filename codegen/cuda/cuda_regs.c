@@ -8,6 +8,8 @@
  * so no step waits on global memory for its own element's inputs.  Bulk
  * copies to shared memory issue up to 8 16-byte loads per thread before the
  * first store, so a copy costs about one memory latency, not one per word.
+ * The weights: each block's slices copied to shared memory once, and the
+ * FFMA loops' reads of them (16-bit in a half model, widened to fp32).
  */
 #include <stdio.h>
 
@@ -209,6 +211,36 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
     cu_printf(t, "        }\n    }\n");
 }
 
+static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                     const char *dst, bool cached, const char *vt, const char *zero,
+                     const char *svt);
+
+/* A half model's slice of linear i (weight w): 16-bit values, in units of
+ * 4 (8 bytes) when K allows. */
+static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K, long long R,
+                              cu_text *t)
+{
+    char idx[256], cond[64], src[128], dst[96];
+    if (K % 4 == 0) {
+        int q = c->kp[i] / 4;
+        snprintf(idx, sizeof idx,
+                 "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
+                 "(void)k4; (void)s; (void)gu;", q, q);
+        snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
+        snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
+                 (long long)c->off[w], K);
+        snprintf(dst, sizeof dst, "&smh_[2 * SM_W%d + r * %d + k4 * 4]", (int)i, c->kp[i]);
+        copy_vec(t, R * q, idx, cond, src, dst, true, "uint2", "make_uint2(0u, 0u)", NULL);
+        return;
+    }
+    cu_printf(t,
+              "    for (int i = tid; i < %lld; i += NT) {\n"
+              "        const int r = i / %d, kk = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
+              "        smh_[2 * SM_W%d + i] = (gu < H && kk < %lld) ? wts[%lld + (size_t)(s * H + gu) "
+              "* %lld + kk] : (rnnc_h)0;\n    }\n",
+              R * c->kp[i], c->kp[i], c->kp[i], (int)i, K, (long long)c->off[w], K);
+}
+
 /* Each block's rows of every step linear's matrix into shared memory, once. */
 void cu_emit_weights(const cu_ctx *c, cu_text *t)
 {
@@ -221,6 +253,10 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
         long long R = (long long)slices(c, i) * c->UT;
+        if (c->half) {
+            emit_weights_half(c, i, w, K, R, t);
+            continue;
+        }
         if (K % 4 == 0 && c->cfg.sm >= 80) {
             /* every copy in flight at once (cp.async, no registers); the
              * kernel waits for them before the barrier ahead of step 0 */
@@ -258,22 +294,30 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
     }
 }
 
-void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
-                   const char *src, const char *dst, bool cached)
+/* Batched vector copies global -> shared of type vt (float4, or uint2: 4
+ * 16-bit values), zero: its zero value; svt NULL, or "uint2": a float4
+ * stored as 4 16-bit values (rnnc_pack4, the tensor-core x of a half
+ * model). */
+static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                     const char *dst, bool cached, const char *vt, const char *zero,
+                     const char *svt)
 {
+    char store[200];
+    snprintf(store, sizeof store, svt ? "*(%s *)(%s) = rnnc_pack4(v_[j_]);"
+                                      : "*(%s *)(%s) = v_[j_];", svt ? svt : vt, dst);
     /* up to 8 loads in flight per thread; NT is a macro of the kernel */
     cu_printf(t,
               "    {\n"
               "        enum { N4_ = %lld, U_ = (N4_ + NT - 1) / NT < 8 ? (N4_ + NT - 1) / NT : 8 };\n"
               "        for (int i0_ = 0; i0_ < N4_; i0_ += U_ * NT) {\n"
-              "            float4 v_[U_];\n"
+              "            %s v_[U_];\n"
               "#pragma unroll\n"
               "            for (int j_ = 0; j_ < U_; ++j_) {\n"
               "                const int i = i0_ + j_ * NT + tid;\n"
-              "                v_[j_] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "                v_[j_] = %s;\n"
               "                if (i < N4_) {\n"
               "                    %s\n"
-              "                    if (%s) v_[j_] = %s((const float4 *)(%s));\n"
+              "                    if (%s) v_[j_] = %s((const %s *)(%s));\n"
               "                }\n"
               "            }\n"
               "#pragma unroll\n"
@@ -281,10 +325,77 @@ void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
               "                const int i = i0_ + j_ * NT + tid;\n"
               "                if (i < N4_) {\n"
               "                    %s\n"
-              "                    *(float4 *)(%s) = v_[j_];\n"
+              "                    %s\n"
               "                }\n"
               "            }\n"
               "        }\n"
               "    }\n",
-              n4, idx, cond, cached ? "__ldg" : "__ldcg", src, idx, dst);
+              n4, vt, zero, idx, cond, cached ? "__ldg" : "__ldcg", vt, src, idx, store);
+}
+
+void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
+                   const char *src, const char *dst, bool cached)
+{
+    copy_vec(t, n4, idx, cond, src, dst, cached, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)", NULL);
+}
+
+void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
+                    const char *dst)
+{
+    copy_vec(t, n4, idx, cond, src, dst, false, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)",
+             "uint2");
+}
+
+/* The weights of row i of the lane's register tile: shared memory, or
+ * (streamed) a pointer to the matrix row in global memory. */
+void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    if (!c->stream)
+        return;
+    int32_t w = c->f->nodes[lin].a[1];
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    for (int i = 0; i < c->RR; i++)
+        cu_printf(t,
+                  "        const %s *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
+                  "* H + min(u0 + (tr + %d) %% UT, H - 1)) * %lld;\n",
+                  c->half ? "rnnc_h" : "float", i, (long long)c->off[w], i * NTR, i * NTR, K);
+}
+
+/* A half model's weights: 4 16-bit values (8 bytes) widened to a float4. */
+static void emit_wload_half(const cu_ctx *c, int32_t lin, int i, cu_text *t)
+{
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    if (!c->stream)
+        cu_printf(t, "            const float4 w%d = rnnc_h4(*(const uint2 *)&smh_[2 * SM_W%d + (tr + %d) * %d + kk]);\n",
+                  i, (int)lin, i * NTR, c->kp[lin]);
+    else if (K % 4 == 0)
+        cu_printf(t, "            const float4 w%d = rnnc_h4(__ldg((const uint2 *)(wg%d + kk)));\n", i, i);
+    else
+        cu_printf(t,
+                  "            const float4 w%d = make_float4(kk < %lld ? rnnc_h2f(__ldg(wg%d + kk)) : 0.f, "
+                  "kk + 1 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 1)) : 0.f, kk + 2 < %lld ? "
+                  "rnnc_h2f(__ldg(wg%d + kk + 2)) : 0.f, kk + 3 < %lld ? rnnc_h2f(__ldg(wg%d + kk + 3)) : 0.f);\n",
+                  i, K, i, K, i, K, i, K, i);
+}
+
+void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
+{
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
+    int NTR = slices(c, lin) * c->UT / c->RR;
+    if (c->half) {
+        emit_wload_half(c, lin, i, t);
+    } else if (!c->stream) {
+        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
+                  i, (int)lin, i * NTR, c->kp[lin]);
+    } else if (K % 4 == 0) {
+        cu_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
+    } else {
+        cu_printf(t,
+                  "            const float4 w%d = make_float4(kk < %lld ? __ldg(wg%d + kk) : 0.f, "
+                  "kk + 1 < %lld ? __ldg(wg%d + kk + 1) : 0.f, kk + 2 < %lld ? __ldg(wg%d + kk + 2) "
+                  ": 0.f, kk + 3 < %lld ? __ldg(wg%d + kk + 3) : 0.f);\n",
+                  i, K, i, K, i, K, i, K, i);
+    }
 }

@@ -60,7 +60,8 @@ bool cu_skinny_fits(const cu_ctx *c, int32_t lin)
 {
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]];
-    return c->cfg.math == 0 && c->cfg.sm >= 80 && K % 4 == 0 && c->off[nd->a[1]] % 4 == 0;
+    /* fp32 x only: a half model's GEMM reads 16-bit x */
+    return !c->half && c->cfg.math == 0 && c->cfg.sm >= 80 && K % 4 == 0 && c->off[nd->a[1]] % 4 == 0;
 }
 
 unsigned cu_skinny_smem(const cu_ctx *c)

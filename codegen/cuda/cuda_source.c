@@ -41,6 +41,9 @@ static rnnc_status check_config(const ir_schedule *s, const cg_cuda_config *cfg)
     if (cfg->sizes.P < 1 || cfg->sizes.P > cfg->sizes.H)
         return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: P=%lld not in [1, H=%lld]",
                         (long long)cfg->sizes.P, (long long)cfg->sizes.H);
+    if (cfg->dtype != RNNC_F32 && cfg->dtype != RNNC_F16 && cfg->dtype != RNNC_BF16)
+        return err_fail(RNNC_ERR_UNSUPPORTED, "cg_cuda: rnnc_dtype %d (F32, F16 or BF16 only)",
+                        cfg->dtype);
     if (cfg->threads % 32 || cfg->threads > 1024 || cfg->unit_tile < 0 || cfg->batch_tile < 0)
         return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: bad tuning (threads %d, tiles %d x %d)",
                         cfg->threads, cfg->unit_tile, cfg->batch_tile);
@@ -82,6 +85,7 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
                         (long long)cfg->sizes.P, (long long)cfg->sizes.H, (long long)c->H,
                         MAX_SLICES_PER_H);
     c->I = cfg->sizes.I;
+    c->half = cfg->dtype == RNNC_F16 || cfg->dtype == RNNC_BF16;
     c->cols = take(m, n, sizeof *c->cols);
     c->k = take(m, n, sizeof *c->k);
     c->role = take(m, n, 1);
@@ -117,6 +121,7 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
               (long long)cfg->sizes.P, cfg->sm, h < 3 ? hoists[h] : "?", c->plan->tuning);
     cu_printf(t, "struct rnnc_io { const float *in[%d]; float *out[%d]; };\n", CG_CUDA_IO,
               CG_CUDA_IO);
+    cu_emit_half_helpers(c, t);
     cu_emit_mma_helpers(c, t);
     cu_emit_cp_helpers(c, t);
     rnnc_status st = cu_emit_hoist(c, t);

@@ -138,7 +138,9 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
         return RNNC_OK;
     }
     const char *c0 = chunked ? "ch_ * " : "0 * ";
-    if (K % 4 == 0 && plain_base(c, xv, base, sizeof base)) {
+    /* a half model's x is 16-bit: the gather loop below converts it */
+    bool conv = c->half && c->role[xv] == CU_LEAF_INPUT;
+    if (K % 4 == 0 && !conv && plain_base(c, xv, base, sizeof base)) {
         char idx[200], src[320], dst[64], cond[96];
         snprintf(idx, sizeof idx,
                  "const int b = i / %lld, c4 = i %% %lld, gb = b0 + b, cc = %s%lld + c4 * 4; "
@@ -146,7 +148,13 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
         snprintf(src, sizeof src, "%s + cc", base);
         snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->xkp[lin]);
         snprintf(cond, sizeof cond, "b < BT && gb < B && cc < %lld", K);
-        cu_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
+        if (c->half && c->mma) {
+            /* 16-bit x for the tensor cores (cuda_mma_half.c) */
+            snprintf(dst, sizeof dst, "&smh_[b * %d + c4 * 4]", c->xkp[lin]);
+            cu_emit_copy4h(t, c->BTP * (KC / 4), idx, cond, src, dst);
+        } else {
+            cu_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
+        }
     } else {
         snprintf(col, sizeof col, "cc");
         if (!cu_gather_expr(c, xv, col, g, sizeof g))
@@ -157,45 +165,12 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
                   "        float v = 0.f;\n"
                   "        if (b < BT && gb < B && cc < %lld) { const size_t row = ROW(gb); "
                   "(void)row; v = %s; }\n"
-                  "        sm_[b * %d + cx] = v;\n    }\n",
-                  KC, KC, KC, c0, KC, K, g, c->xkp[lin]);
+                  "        %s[b * %d + cx] = %s;\n    }\n",
+                  KC, KC, KC, c0, KC, K, g, c->half && c->mma ? "smh_" : "sm_", c->xkp[lin],
+                  c->half && c->mma ? "rnnc_f2h(v)" : "v");
     }
     cu_printf(t, "    __syncthreads();\n");
     return RNNC_OK;
-}
-
-/* The weights of row i of the lane's register tile: shared memory, or
- * (streamed) a pointer to the matrix row in global memory. */
-static void emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
-{
-    if (!c->stream)
-        return;
-    int32_t w = c->f->nodes[lin].a[1];
-    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
-    for (int i = 0; i < c->RR; i++)
-        cu_printf(t,
-                  "        const float *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
-                  "* H + min(u0 + (tr + %d) %% UT, H - 1)) * %lld;\n",
-                  i, (long long)c->off[w], i * NTR, i * NTR, K);
-}
-
-static void emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
-{
-    long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
-    if (!c->stream) {
-        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
-                  i, (int)lin, i * NTR, c->kp[lin]);
-    } else if (K % 4 == 0) {
-        cu_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
-    } else {
-        cu_printf(t,
-                  "            const float4 w%d = make_float4(kk < %lld ? __ldg(wg%d + kk) : 0.f, "
-                  "kk + 1 < %lld ? __ldg(wg%d + kk + 1) : 0.f, kk + 2 < %lld ? __ldg(wg%d + kk + 2) "
-                  ": 0.f, kk + 3 < %lld ? __ldg(wg%d + kk + 3) : 0.f);\n",
-                  i, K, i, K, i, K, i, K, i);
-    }
 }
 
 /* Stage and multiply: the lane's RR x BB accumulators over all of K, x
@@ -203,7 +178,8 @@ static void emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
 static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     if (c->mma)
-        return cu_emit_mma_linear(c, lin, t, emit_stage);
+        return c->half ? cu_emit_mma_linear_half(c, lin, t, emit_stage)
+                       : cu_emit_mma_linear(c, lin, t, emit_stage);
     long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
     int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
     bool chunked = KC < K4;
@@ -215,7 +191,7 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
               "    {\n        const int ks = tid %% %d, cell = tid / %d, tb = cell %% %d, tr0 = "
               "cell / %d;\n        const int tr = tr0 < %d ? tr0 : %d;\n",
               KS, KS, NTB, NTB, NTR, NTR - 1);
-    emit_wrows(c, lin, t);
+    cu_emit_wrows(c, lin, t);
     for (int i = 0; i < c->RR; i++)
         for (int j = 0; j < c->BB; j++)
             cu_printf(t, "        float a%d_%d = 0.f;\n", i, j);
@@ -233,7 +209,7 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
         cu_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
                      "            const int kk = k;\n", K4, 4 * KS);
     for (int i = 0; i < c->RR; i++)
-        emit_wload(c, lin, i, t);
+        cu_emit_wload(c, lin, i, t);
     for (int j = 0; j < c->BB; j++)
         cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
                   j, j * NTB, c->xkp[lin]);
@@ -448,7 +424,8 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
     for (int sl = 0; sl < slices(c, f->output); sl++) {
         if (!opnd(c, f->output, sl, p, v, sizeof v))
             return RNNC_ERR_UNSUPPORTED;
-        cu_printf(t, "        y[ROW(gb) * YLD + %lld + gu] = act_ ? (%s) : 0.f;\n",
+        cu_printf(t, c->half ? "        y[ROW(gb) * YLD + %lld + gu] = rnnc_f2h(act_ ? (%s) : 0.f);\n"
+                             : "        y[ROW(gb) * YLD + %lld + gu] = act_ ? (%s) : 0.f;\n",
                   (long long)(sl * c->H), v);
     }
     return RNNC_OK;
@@ -569,15 +546,18 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     if (c->ll)
         cu_emit_ll_prelude(t);
     cu_printf(t,
-              "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(" CG_CUDA_ARGS ")\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(%s)\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "    const int tid = threadIdx.x, ub = blockIdx.x %% NUB, bb = blockIdx.x / NUB;\n"
               "    const int u0 = ub * UT, b0 = bb * BT;\n"
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
-              "(void)TB; (void)ub; (void)len; (void)rev;\n");
+              "(void)TB; (void)ub; (void)len; (void)rev;\n", cu_args(c));
     cu_emit_state_io(c, t);
+    if (c->half)
+        cu_printf(t, "    rnnc_h *const smh_ = (rnnc_h *)smem4_; /* the 16-bit weight slices */\n"
+                     "    (void)smh_;\n");
     cu_emit_reg_decls(c, t);
     cu_emit_reg_loads(c, t, true);
     cu_emit_weights(c, t);

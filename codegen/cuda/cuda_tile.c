@@ -43,9 +43,10 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
             c->NT = (int)up(cells, 32);
         }
     }
-    /* tensor cores for every step linear or none; their fragment loads
-     * want rows padded to 4 mod 32 floats */
-    c->mma = c->cfg.math != 0;
+    /* tensor cores for every step linear or none (a TF32 math mode, or a
+     * half model: cuda_mma_half.c); their fragment loads want rows padded
+     * to 4 mod 32 words (4 floats, 8 16-bit values) */
+    c->mma = c->cfg.math != 0 || c->half;
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
             continue;
@@ -61,7 +62,7 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
         while (ks * 2 <= 32 && (int64_t)ks * 2 * cells <= c->NT)
             ks *= 2;
         int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4);
-        int64_t pad = c->mma ? 4 : ks >= 8 ? 0 : 4 * ks;
+        int64_t pad = c->mma ? (c->half ? 8 : 4) : ks >= 8 ? 0 : 4 * ks;
         int64_t chunk = kc > 0 && kc < K4 ? up(kc, 4 * ks) : K4;
         c->ks[i] = ks;
         c->kp[i] = (int32_t)(up(K4, 32) + pad);
@@ -73,7 +74,7 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
 
 /* Shared memory in floats: xs (staged x), weight slices (unless streamed),
  * linear results, per-element values kept across phases, reduction row
- * stats. */
+ * stats.  A half model's weight slices are 16-bit. */
 static int64_t lay_smem(cu_ctx *c)
 {
     const ir_fn *f = c->f;
@@ -81,6 +82,8 @@ static int64_t lay_smem(cu_ctx *c)
     for (int32_t i = 0; i < f->n; i++)
         if (c->role[i] == CU_STEP_LINEAR && (int64_t)c->BTP * c->xkp[i] > xs)
             xs = (int64_t)c->BTP * c->xkp[i];
+    if (c->half && c->mma)
+        xs = (xs + 1) / 2; /* x staged as 16-bit values for the tensor cores */
     c->xs_floats = xs;
     at = up(xs, 4);
     for (int32_t i = 0; i < f->n; i++) {
@@ -88,8 +91,9 @@ static int64_t lay_smem(cu_ctx *c)
             continue;
         int64_t R = (int64_t)slices(c, i) * c->UT;
         c->wsm[i] = at;
+        /* a half model's slice is 16-bit: half the floats */
         if (!c->stream)
-            at = up(at + R * c->kp[i], 4);
+            at = up(at + (c->half ? (R * c->kp[i] + 1) / 2 : R * c->kp[i]), 4);
         c->sm[i] = at;
         at = up(at + R * (c->BTP + 1), 4);
     }

@@ -17,13 +17,15 @@
 
 #ifdef RT_HAVE_CUDA_H
 
+size_t rt_fused_esz(const rt_fused *m)
+{
+    return rt_dtype_is_half(m->spec.dtype) ? 2 : 4;
+}
+
 static rnnc_status check_spec(const rt_spec *s)
 {
-    if (s->dtype != RNNC_F32)
-        return err_fail(RNNC_ERR_UNSUPPORTED,
-                        "fused backend: %s models are not generated yet (fp32 with --math "
-                        "ffma, tf32 or 3xtf32; cudnn runs f16, the cpu and interp backends "
-                        "f16 and bf16)",
+    if (s->dtype != RNNC_F32 && !rt_dtype_is_half(s->dtype))
+        return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: %s models (f32, f16 or bf16)",
                         rnnc_dtype_name(s->dtype));
     if (s->layers < 1 || (s->dirs != 1 && s->dirs != 2))
         return err_fail(RNNC_ERR_INVALID_ARG, "fused backend: %d layers, %d directions",
@@ -41,6 +43,7 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     cfg->batch_first = m->spec.batch_first;
     cfg->y_ld = m->spec.dirs * m->spec.hout;
     cfg->math = (int)m->spec.math;
+    cfg->dtype = (int)m->spec.dtype;
     if (!tuned)
         return;
     cfg->unit_tile = m->tuning.unit_tile;
@@ -228,6 +231,9 @@ rnnc_status rt_fused_bind(rt_fused *m, const rt_weights *w)
         st = fill_pseudo(m, w, p, wts + rt_fused_wts_at(m, p), fold + rt_fused_fold_at(m, p));
     if (st == RNNC_OK)
         st = rt_cuda_context(m->spec.device);
+    /* a half model's arena holds the (already rounded) weights in 16 bits */
+    if (st == RNNC_OK && rt_dtype_is_half(m->spec.dtype))
+        st = rnnc_convert(wts, m->spec.dtype, wts, RNNC_F32, nw);
     if (st == RNNC_OK)
         st = rt_fused_upload_weights(m, wts, fold, nw, nf);
     free(wts);

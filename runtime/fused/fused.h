@@ -27,7 +27,7 @@
  * (both at once where `share` sizes the kernels for half the SMs; the
  * layers of a unidirectional stack then run as a wavefront of time
  * chunks), lengths are a per-row step limit, dropout between layers is a
- * Philox kernel.  fp32 only.  The step kernel's tuning for a
+ * Philox kernel.  Models in fp32, f16 or bf16 (fp32 arithmetic).  The step kernel's tuning for a
  * batch size (fused_tune.c; docs/cache.md): RNNC_FUSED_TILE="ut,bt,threads"
  * (0 = the generator's choice), else a registered bundle's record, else the
  * disk record, else autotuning on the device (RNNC_AUTOTUNE=0: the
@@ -115,9 +115,23 @@ struct rt_fused {
     bool dlen_used; /* this forward has lengths (in dlen) */
     rt_kernel drop;
     bool drop_loaded;
+    /* half models (fused_half.c): the state conversion kernels and a
+     * 16-bit staging copy of host states */
+    rt_kernel cvt;
+    bool cvt_loaded;
+    CUdeviceptr hst;
+    size_t hst_n;
     struct rt_fgrad *grad; /* training (runtime/fused_grad), NULL until first needed */
     const rt_fused_train_ops *train;
 };
+
+/* Bytes of one element of x, y and the weight arena: 4, or 2 in a half
+ * model (F16, BF16; states, folds and scratch stay fp32). */
+size_t rt_fused_esz(const rt_fused *m);
+/* A half model's states between the caller's 16-bit buffer (host or
+ * device) and fp32 device memory dev: n values (fused_half.c). */
+rnnc_status rt_fused_states_half(rt_fused *m, CUdeviceptr dev, const void *user, size_t n,
+                                 bool user_dev, bool in, CUstream s);
 
 /* The model of spec s on its device (checks, schedule, trial generation;
  * *state is an rt_fused), and its weights bound: uploaded, folds computed.
@@ -153,7 +167,7 @@ void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *pl
 size_t rt_fused_bar_bytes(const cg_cuda_plan *p);
 
 /* ---- tuning (fused_tune.c) */
-/* "fused <cell>#<hash> I= H= P= hoist= bf= math= f32 cg=<version>": the
+/* "fused <cell>#<hash> I= H= P= hoist= bf= math= f32|f16|bf16 cg=<version>": the
  * model part of a tuning key; + " sm_XX sms=N" the target; + " B=b". */
 void rt_fused_model_key(const rt_fused *m, char *buf, size_t n);
 void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n);

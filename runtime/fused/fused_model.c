@@ -88,10 +88,13 @@ rnnc_status rt_fused_dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T,
     return rt_launch(m->drop.fn[0], grid, block, 0, s, args, false);
 }
 
-/* Copies between the caller's buffer (host or device) and device memory. */
-static rnnc_status move(CUdeviceptr dev, const void *user, size_t n, bool user_dev, bool in,
-                        CUstream s)
+/* Copies n bytes of fp32 states between the caller's buffer (host or
+ * device) and device memory; a half model's caller holds n / 2 bytes. */
+static rnnc_status move(rt_fused *m, CUdeviceptr dev, const void *user, size_t n, bool user_dev,
+                        bool in, CUstream s)
 {
+    if (rt_dtype_is_half(m->spec.dtype))
+        return rt_fused_states_half(m, dev, user, n / 4, user_dev, in, s);
     if (user_dev)
         return in ? rt_dev_copy(dev, (CUdeviceptr)(uintptr_t)user, n, s)
                   : rt_dev_copy((CUdeviceptr)(uintptr_t)user, dev, n, s);
@@ -154,7 +157,8 @@ static rnnc_status state_io(rt_fused *m, const rnnc_forward_args *a, int p, cg_c
     const cg_cuda_plan *pl = plan_of(m, p);
     int np = m->spec.layers * m->spec.dirs;
     memset(io, 0, sizeof *io);
-    if (!a->device_pointers || pl->n_states > CG_CUDA_IO)
+    /* a half model's caller holds 16-bit states: they go through move() */
+    if (!a->device_pointers || pl->n_states > CG_CUDA_IO || rt_dtype_is_half(m->spec.dtype))
         return RNNC_OK;
     size_t most = 0;
     for (int i = 0; i < pl->n_states; i++) {
@@ -198,8 +202,8 @@ static rnnc_status states_in(rt_fused *m, const rnnc_forward_args *a, int p, con
         CUdeviceptr dst = st_of(m, p) + (CUdeviceptr)pl->state[i].offset * 4;
         size_t n = (size_t)(a->batch * pl->state[i].count) * 4;
         const void *src = a->init ? a->init[i] : NULL;
-        rnnc_status st = src ? move(dst, (const char *)src + (size_t)p * n, n, a->device_pointers,
-                                    true, s)
+        size_t at = (size_t)p * (size_t)(a->batch * pl->state[i].count) * rt_fused_esz(m);
+        rnnc_status st = src ? move(m, dst, (const char *)src + at, n, a->device_pointers, true, s)
                              : rt_dev_zero(dst, n, s);
         if (st)
             return st;
@@ -218,8 +222,9 @@ static rnnc_status states_out(rt_fused *m, const rnnc_forward_args *a, int p,
         if (!a->final[i] || (i < CG_CUDA_IO && io->out[i]))
             continue;
         size_t n = (size_t)(a->batch * pl->state[i].count) * 4;
-        rnnc_status st = move(fin + (CUdeviceptr)pl->state[i].offset * 4,
-                              (char *)a->final[i] + (size_t)p * n, n, a->device_pointers, false, s);
+        size_t at = (size_t)p * (size_t)(a->batch * pl->state[i].count) * rt_fused_esz(m);
+        rnnc_status st = move(m, fin + (CUdeviceptr)pl->state[i].offset * 4,
+                              (char *)a->final[i] + at, n, a->device_pointers, false, s);
         if (st)
             return st;
     }
@@ -338,7 +343,7 @@ static rt_fused_job whole_job(const rt_fused *m, const rnnc_forward_args *a, int
 {
     int p = l * m->spec.dirs + d;
     return (rt_fused_job){.k = l > 0, .p = p, .T = (int)a->seq_len, .slot = slot, .rev = d == 1,
-                          .x = in, .y = out + (CUdeviceptr)(d * m->spec.hout * 4),
+                          .x = in, .y = out + (CUdeviceptr)((size_t)(d * m->spec.hout) * rt_fused_esz(m)),
                           .st = st_of(m, p), .hz = m->slot[slot].hz,
                           .len = len_of(m, a->batch, -1), .io = m->io[p]};
 }
@@ -353,7 +358,7 @@ static rnnc_status run_layer(rt_fused *m, const rnnc_forward_args *a, int l, CUd
     rnnc_status st;
     /* a group of rows that has ended writes nothing more: its zeros come from here */
     if (a->lengths &&
-        (st = rt_dev_zero(out, TB * (size_t)(m->spec.dirs * m->spec.hout) * 4, s)))
+        (st = rt_dev_zero(out, TB * (size_t)(m->spec.dirs * m->spec.hout) * rt_fused_esz(m), s)))
         return st;
     if (both && (st = after(m->aux[0], m->ev[0], s)))
         return st;
@@ -388,7 +393,7 @@ typedef struct wave {
     const rnnc_forward_args *a;
     CUstream step[2], gemm[2];
     int C, chunks;
-    int64_t W, B; /* floats per row of a layer's output; batch */
+    int64_t W, B; /* elements per row of a layer's output; batch */
 } wave;
 
 static CUevent wave_ev(const wave *w, int kind, int l, int c)
@@ -406,11 +411,11 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
     rt_fused *m = w->m;
     const cg_cuda_plan *pl = plan_of(m, l);
     int t0 = c * w->C, Tc = (int)(w->a->seq_len - t0 < w->C ? w->a->seq_len - t0 : w->C);
-    size_t rows = (size_t)t0 * (size_t)w->B;
+    size_t rows = (size_t)t0 * (size_t)w->B, esz = rt_fused_esz(m);
     CUstream s = w->step[l & 1], g = w->gemm[l & 1];
     rt_fused_job j = {.k = l > 0, .p = l, .T = Tc, .slot = l & 1, .rev = false,
-                      .x = in + (CUdeviceptr)(rows * (size_t)pl->in_cols * 4),
-                      .y = out + (CUdeviceptr)(rows * (size_t)w->W * 4), .st = st_of(m, l),
+                      .x = in + (CUdeviceptr)(rows * (size_t)pl->in_cols * esz),
+                      .y = out + (CUdeviceptr)(rows * (size_t)w->W * esz), .st = st_of(m, l),
                       .hz = m->slot[l & 1].hz + (CUdeviceptr)(rows * (size_t)pl->hz_cols * 4),
                       .len = len_of(m, w->B, c)};
     rnnc_status st;
@@ -419,7 +424,8 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
         (st = rt_fused_launch(m, &j, RT_FUSED_HOIST, g)) ||
         (st = after(s, wave_ev(w, 1, l, c), g)))
         return st;
-    if (w->a->lengths && (st = rt_dev_zero(j.y, (size_t)Tc * (size_t)w->B * (size_t)w->W * 4, s)))
+    if (w->a->lengths &&
+        (st = rt_dev_zero(j.y, (size_t)Tc * (size_t)w->B * (size_t)w->W * esz, s)))
         return st;
     if ((st = rt_fused_launch(m, &j, RT_FUSED_STEP, s)))
         return st;

@@ -91,7 +91,7 @@ rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n)
 rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold,
                                     int64_t wts_floats, int64_t fold_floats)
 {
-    size_t nw = (size_t)wts_floats * 4, nf = (size_t)fold_floats * 4;
+    size_t nw = (size_t)wts_floats * rt_fused_esz(m), nf = (size_t)fold_floats * 4;
     rt_dev_free(m->wts);
     rt_dev_free(m->fold);
     m->wts = m->fold = 0;
@@ -141,7 +141,7 @@ static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
  * chunks); a second slot when kernels run at once. */
 static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
 {
-    size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    size_t TB = (size_t)a->seq_len * (size_t)a->batch, esz = rt_fused_esz(m);
     size_t width = (size_t)(m->spec.dirs * m->spec.hout);
     int np = m->spec.layers * m->spec.dirs;
     rnnc_status st;
@@ -151,11 +151,11 @@ static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
         if ((st = slot_scratch(m, &m->slot[i], TB)))
             return st;
     for (int i = 0; m->spec.layers > 1 && i < 2 && i < m->spec.layers - 1; i++)
-        if ((st = rt_fused_grow(&m->lay[i], &m->lay_n[i], TB * width * 4)))
+        if ((st = rt_fused_grow(&m->lay[i], &m->lay_n[i], TB * width * esz)))
             return st;
     if (!a->device_pointers &&
-        ((st = rt_fused_grow(&m->dx, &m->dx_n, TB * (size_t)m->plan.in_cols * 4)) ||
-         (st = rt_fused_grow(&m->dy, &m->dy_n, TB * width * 4))))
+        ((st = rt_fused_grow(&m->dx, &m->dx_n, TB * (size_t)m->plan.in_cols * esz)) ||
+         (st = rt_fused_grow(&m->dy, &m->dy_n, TB * width * esz))))
         return st;
     return RNNC_OK;
 }
@@ -168,7 +168,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     CUdeviceptr xx = j->x, yy = j->y, st = j->st, hz = j->hz, xb = sl->xb, part = sl->part,
                 bar = sl->bar, len = j->len;
     CUdeviceptr fold = m->fold + (CUdeviceptr)rt_fused_fold_at(m, j->p) * 4;
-    CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, j->p) * 4;
+    CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, j->p) * rt_fused_esz(m);
     int T = j->T, r = j->rev;
     cg_cuda_io io = j->io;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
@@ -202,11 +202,11 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
 }
 
 /* Whether the fused backend runs this call of a model it created.  Everything
- * else it refuses at create: a dtype other than fp32, a cell the generator
+ * else it refuses at create: a dtype other than f32, f16 and bf16, a cell the generator
  * cannot place, a projection whose slices (gcd(H, P)) would be under H/16. */
 static bool call_supported(const rt_spec *s, const rnnc_forward_args *a)
 {
-    return !(a && a->training && s->fn[0]->n_dropout > 0);
+    return !(a && a->training && (s->fn[0]->n_dropout > 0 || rt_dtype_is_half(s->dtype)));
 }
 
 static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
@@ -214,6 +214,11 @@ static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
     rnnc_status st = rt_check_forward(&m->spec, a);
     if (st)
         return st;
+    if (a->training && rt_dtype_is_half(m->spec.dtype))
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "fused backend: training a %s model is not supported (its forward "
+                        "runs for inference only; train in fp32, or a f16 model on cudnn)",
+                        rnnc_dtype_name(m->spec.dtype));
     if (!call_supported(&m->spec, a))
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "fused backend: training with in-cell dropout is not supported yet");
@@ -239,10 +244,10 @@ rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a)
         (st = ensure_scratch(m, a)))
         return st;
     size_t TB = (size_t)a->seq_len * (size_t)a->batch;
-    size_t ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * 4;
+    size_t esz = rt_fused_esz(m), ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * esz;
     CUdeviceptr x = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->x : m->dx;
     CUdeviceptr y = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->y : m->dy;
-    if (!a->device_pointers && (st = rt_dev_upload(x, a->x, TB * (size_t)m->plan.in_cols * 4, s)))
+    if (!a->device_pointers && (st = rt_dev_upload(x, a->x, TB * (size_t)m->plan.in_cols * esz, s)))
         return st;
     if ((st = rt_fused_run_model(m, a, x, y, s)))
         return st;
@@ -295,7 +300,8 @@ void rt_fused_free(rt_fused *m)
         return;
     if (m->wts || m->st) {
         CUdeviceptr *bufs[] = {&m->wts, &m->fold, &m->st, &m->dx, &m->dy, &m->dfin, &m->dlen,
-                               &m->lay[0], &m->lay[1], &m->dzero};
+                               &m->lay[0], &m->lay[1], &m->dzero,
+                               &m->hst};
         if (rt_cuda_context(m->spec.device) == RNNC_OK) {
             for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
                 rt_dev_free(*bufs[i]);

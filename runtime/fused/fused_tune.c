@@ -29,10 +29,11 @@
 void rt_fused_model_key(const rt_fused *m, char *buf, size_t n)
 {
     const rt_spec *s = &m->spec;
-    snprintf(buf, n, "fused %s#%016llx I=%lld H=%lld P=%lld hoist=%d bf=%d math=%d f32 cg=%d",
+    const char *dt = s->dtype == RNNC_F16 ? "f16" : s->dtype == RNNC_BF16 ? "bf16" : "f32";
+    snprintf(buf, n, "fused %s#%016llx I=%lld H=%lld P=%lld hoist=%d bf=%d math=%d %s cg=%d",
              s->fn[0]->name, (unsigned long long)m->cell_hash, (long long)s->sizes[0].I,
              (long long)s->sizes[0].H, (long long)s->sizes[0].P, (int)s->hoist,
-             (int)s->batch_first, (int)s->math, RT_CODEGEN_VERSION);
+             (int)s->batch_first, (int)s->math, dt, RT_CODEGEN_VERSION);
     size_t len = strlen(buf);
     if (m->share > 1 && len < n)
         snprintf(buf + len, n - len, " share=%d", m->share);
@@ -320,6 +321,10 @@ static void time_all(rt_fused *m, int64_t batch, cand *c, int n, double end)
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         x[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0);
     }
+    /* a half model reads 16-bit x: the same values, converted in place
+     * (each block of the conversion is read before it is overwritten) */
+    if (x && m->spec.dtype != RNNC_F32)
+        (void)rnnc_convert(x, m->spec.dtype, x, RNNC_F32, (int64_t)nx);
     rnnc_forward_args a = {.seq_len = T, .batch = batch, .x = x, .y = y};
     for (int i = 0; x && y && i < n && (i == 0 || cm_now_ms() < end); i++) {
         if (!c[i].cubin)

@@ -20,7 +20,7 @@ rnnc_status fg_model_supported(const rt_spec *s)
 {
     const char *name = s->fn[0]->name;
     if (s->dtype != RNNC_F32)
-        return unsupported("only fp32", name);
+        return unsupported("training runs in fp32 only (f16 models train on cudnn)", name);
     if (s->sizes[0].P != s->sizes[0].H)
         return unsupported("proj_size is not supported yet", name);
     if (s->fn[0]->n_dropout > 0)
