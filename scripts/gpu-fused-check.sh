@@ -11,6 +11,8 @@
 #   SEQ=1     also the multi-layer comparisons with RNNC_FUSED_SHARE=1
 #             (layers and directions one after another, on all SMs)
 #   CHUNKS="8 25"  also the unidirectional stacks at these chunk lengths
+#   VARIANTS="BESIDE=0 CHUNK=7"  also every comparison (after ONLY) with
+#             RNNC_FUSED_<variant> set, named compare_<name>_<variant>
 set -u
 cd "$(dirname "$0")/.."
 FINAL=${OUT:-/tmp/rnnc-gpu-out}
@@ -46,11 +48,17 @@ if [ "${TESTS:-1}" != 0 ]; then
   done
 fi
 
-cmp() { local name=$1; shift
-  [[ "$name" =~ ${ONLY:-.} ]] || return 0
+cmp1() { local name=$1; shift
   timeout 120 build-gpu/rnnc compare --seq 100 --warmup 10 --iters 50 \
     --json "$OUT/compare_$name.json" --backends fused,cudnn "$@" > "$OUT/compare_$name.txt" 2>&1
   echo "== compare $name rc=$?"; grep -E "^(fused|cudnn) |rnnc compare" "$OUT/compare_$name.txt" | head -6
+}
+cmp() { local name=$1; shift
+  [[ "$name" =~ ${ONLY:-.} ]] || return 0
+  cmp1 "$name" "$@"
+  for v in ${VARIANTS:-}; do
+    ( export "RNNC_FUSED_$v"; cmp1 "${name}_${v/=/}" "$@" )
+  done
 }
 if [ "${COMPARE:-1}" != 0 ]; then
   cmp lstm_l4_b64 --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 4

@@ -175,6 +175,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(%s)\n{\n"
               "    __shared__ __align__(16) float As[2][%d][%d];\n"
               "    __shared__ __align__(16) float Ws[2][%d][%d];\n"
+              "    rnnc_pdl();\n"
               "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
               "    const int m0 = blockIdx.x * %d, n0 = blockIdx.y * %d;\n"
               "    const size_t TB = (size_t)T * %lld;\n"
@@ -495,6 +496,7 @@ static bool emit_rows(const cu_ctx *c, cu_text *t)
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "%s"
+              "    rnnc_pdl();\n"
               "    const int tid = threadIdx.x;\n"
               "    const size_t row = blockIdx.x, TB = (size_t)T * %lld;\n"
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)TB;\n",

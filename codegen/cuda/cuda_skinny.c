@@ -143,6 +143,7 @@ bool cu_emit_skinny(const cu_ctx *c, int i, cu_text *t)
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%dk(" CG_CUDA_ARGS ")\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
+              "    rnnc_pdl();\n"
               "    enum { KP = %d, K_ = %lld };\n"
               "    const int M = T * %lld, tid = threadIdx.x, w = tid >> 5, l = tid & 31;\n"
               "    const int ty = l >> 2, tx = l & 3;\n"

@@ -109,6 +109,23 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     return RNNC_OK;
 }
 
+/* Every kernel calls rnnc_pdl() before it touches what earlier work in the
+ * stream writes: launched with programmatic serialisation (sm_90 on) a
+ * kernel may start while the one before it still runs, so the step kernel
+ * loads its weights during the GEMM's tail; then it lets the next kernel
+ * start (after its own wait, so whatever ran before it has finished).
+ * griddepcontrol exists from sm_90 on; before, the launch serialises. */
+static void emit_pdl_helper(cu_text *t)
+{
+    cu_printf(t, "/* programmatic dependent launch: wait for the work before this grid, then "
+                 "let the next grid start */\n"
+                 "__device__ __forceinline__ void rnnc_pdl(void)\n{\n"
+                 "#if __CUDA_ARCH__ >= 900\n"
+                 "    asm volatile(\"griddepcontrol.wait;\" : : : \"memory\");\n"
+                 "    asm volatile(\"griddepcontrol.launch_dependents;\" : : : \"memory\");\n"
+                 "#endif\n}\n");
+}
+
 /* The source, from the analysis alone. */
 static rnnc_status emit(const cu_ctx *c, cu_text *t)
 {
@@ -124,6 +141,7 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
     cu_emit_half_helpers(c, t);
     cu_emit_mma_helpers(c, t);
     cu_emit_cp_helpers(c, t);
+    emit_pdl_helper(t);
     rnnc_status st = cu_emit_hoist(c, t);
     if (st || (st = cu_emit_step(c, t)))
         return st;

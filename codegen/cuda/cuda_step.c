@@ -559,8 +559,11 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
         cu_printf(t, "    rnnc_h *const smh_ = (rnnc_h *)smem4_; /* the 16-bit weight slices */\n"
                      "    (void)smh_;\n");
     cu_emit_reg_decls(c, t);
-    cu_emit_reg_loads(c, t, true);
+    /* the weights are the model's, written before any forward: in flight
+     * while the kernel before this one finishes */
     cu_emit_weights(c, t);
+    cu_printf(t, "    rnnc_pdl();\n");
+    cu_emit_reg_loads(c, t, true);
     if (c->ll)
         cu_emit_ll_publish(c, t);
     /* the batch group stops at its longest row: rows never exchange data,

@@ -329,39 +329,56 @@ static rnnc_status check_coresident(CUfunction f, const unsigned grid[3],
     return RNNC_OK;
 }
 
-rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                      unsigned smem, CUstream s, void **args, bool cooperative)
+/* A launch with attributes (cooperative, programmatic serialisation). */
+static rnnc_status launch_attrs(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                                unsigned smem, CUstream s, void **args, int flags)
+{
+    CUlaunchAttribute at[2];
+    unsigned n = 0;
+    memset(at, 0, sizeof at);
+    if (flags & RT_LAUNCH_COOPERATIVE) {
+        at[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        at[n++].value.cooperative = 1;
+    }
+    at[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    at[n++].value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg = {.gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+                          .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
+                          .sharedMemBytes = smem, .hStream = s, .attrs = at, .numAttrs = n};
+    return rt_cuda_check(g_api.LaunchKernelEx(&cfg, f, args, NULL), "cuLaunchKernelEx");
+}
+
+rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                         unsigned smem, CUstream s, void **args, int flags)
 {
     rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
     if (st == RNNC_OK)
         st = allow_smem(f, smem);
+    if (st == RNNC_OK && (flags & (RT_LAUNCH_COOPERATIVE | RT_LAUNCH_RESIDENT)))
+        st = check_coresident(f, grid, block, smem);
     if (st != RNNC_OK)
         return st;
-    if (!cooperative)
-        return rt_cuda_check(g_api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1],
-                                                block[2], smem, s, args, NULL),
-                             "cuLaunchKernel");
-    st = check_coresident(f, grid, block, smem);
-    if (st != RNNC_OK)
-        return st;
-    return rt_cuda_check(g_api.LaunchCooperativeKernel(f, grid[0], grid[1], grid[2], block[0],
-                                                       block[1], block[2], smem, s, args),
-                         "cuLaunchCooperativeKernel");
+    if (flags & RT_LAUNCH_PDL)
+        return launch_attrs(f, grid, block, smem, s, args, flags);
+    if (flags & RT_LAUNCH_COOPERATIVE)
+        return rt_cuda_check(g_api.LaunchCooperativeKernel(f, grid[0], grid[1], grid[2], block[0],
+                                                           block[1], block[2], smem, s, args),
+                             "cuLaunchCooperativeKernel");
+    return rt_cuda_check(g_api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1],
+                                            block[2], smem, s, args, NULL),
+                         "cuLaunchKernel");
+}
+
+rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                      unsigned smem, CUstream s, void **args, bool cooperative)
+{
+    return rt_launch_ex(f, grid, block, smem, s, args, cooperative ? RT_LAUNCH_COOPERATIVE : 0);
 }
 
 rnnc_status rt_launch_resident(CUfunction f, const unsigned grid[3], const unsigned block[3],
                                unsigned smem, CUstream s, void **args)
 {
-    rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
-    if (st == RNNC_OK)
-        st = allow_smem(f, smem);
-    if (st == RNNC_OK)
-        st = check_coresident(f, grid, block, smem);
-    if (st != RNNC_OK)
-        return st;
-    return rt_cuda_check(g_api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1],
-                                            block[2], smem, s, args, NULL),
-                         "cuLaunchKernel");
+    return rt_launch_ex(f, grid, block, smem, s, args, RT_LAUNCH_RESIDENT);
 }
 
 /* ---------------------------------------------------------------- timing */

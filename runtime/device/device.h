@@ -46,7 +46,7 @@ bool rt_cuda_available(void); /* driver loaded, cuInit ok, >= 1 device */
     X(MemcpyDtoH) X(MemcpyDtoD) X(MemsetD8) X(MemsetD32) X(MemcpyHtoDAsync)                    \
     X(MemcpyDtoHAsync) X(MemcpyDtoDAsync) X(MemsetD8Async) X(MemsetD32Async)                   \
     X(ModuleLoadData) X(ModuleLoadDataEx) X(ModuleUnload) X(ModuleGetFunction)                 \
-    X(ModuleGetGlobal) X(FuncSetAttribute) X(FuncGetAttribute) X(LaunchKernel)                 \
+    X(ModuleGetGlobal) X(FuncSetAttribute) X(FuncGetAttribute) X(LaunchKernel) X(LaunchKernelEx) \
     X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor) X(EventCreate)     \
     X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(StreamCreate)     \
     X(StreamWaitEvent) X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
@@ -104,6 +104,15 @@ rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block
  * kernels that run at once within the device. */
 rnnc_status rt_launch_resident(CUfunction f, const unsigned grid[3], const unsigned block[3],
                                unsigned smem, CUstream s, void **args);
+/* rt_launch with options: RT_LAUNCH_COOPERATIVE as rt_launch's cooperative,
+ * RT_LAUNCH_RESIDENT as rt_launch_resident, and RT_LAUNCH_PDL: the grid may
+ * start while the kernel before it in s still runs (programmatic dependent
+ * launch, sm_90 on): f must run griddepcontrol.wait before it touches
+ * anything earlier work in the stream writes, and it lets its own
+ * dependents start with griddepcontrol.launch_dependents. */
+enum { RT_LAUNCH_COOPERATIVE = 1, RT_LAUNCH_RESIDENT = 2, RT_LAUNCH_PDL = 4 };
+rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                         unsigned smem, CUstream s, void **args, int flags);
 /* Blocks of f (with `threads` per block and `smem` bytes) that can be
  * resident at once on the whole device of the current context. */
 rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem, int *blocks);

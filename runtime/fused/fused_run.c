@@ -173,6 +173,11 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     cg_cuda_io io = j->io;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     size_t TB = (size_t)T * (size_t)m->batch;
+    /* Each kernel may start while the one before it runs (it waits itself,
+     * rnnc_pdl in the source), except where kernels run beside each other on
+     * shares of the SMs: a kernel started early would hold SMs the other
+     * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
+    int pdl = m->sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0") ? RT_LAUNCH_PDL : 0;
     rnnc_status e = RNNC_OK;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
@@ -186,7 +191,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
                             l->grid_y ? l->grid_y : 1, 1};
         unsigned block[3] = {l->threads, 1, 1};
         if (!l->cooperative) {
-            e = rt_launch(kern->fn[i], grid, block, l->smem, s, args, false);
+            e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args, pdl);
             continue;
         }
         /* the tagged exchange words (a tag left by the last launch must
@@ -195,8 +200,8 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
             e = rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s);
         /* a kernel sized for a share of the SMs may run beside another */
         if (e == RNNC_OK)
-            e = m->share > 1 ? rt_launch_resident(kern->fn[i], grid, block, l->smem, s, args)
-                             : rt_launch(kern->fn[i], grid, block, l->smem, s, args, true);
+            e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args,
+                             m->share > 1 ? RT_LAUNCH_RESIDENT : RT_LAUNCH_COOPERATIVE | pdl);
     }
     return e;
 }
