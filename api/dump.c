@@ -11,11 +11,11 @@
 #include "codegen/codegen.h"
 
 static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes sz,
-                                 int64_t batch, int hoist, char **text)
+                                 const rnnc_dump_desc *d, char **text)
 {
     ir_arena *a = ir_arena_create();
     ir_schedule s;
-    rnnc_status st = a ? pass_fuse(c, (rnnc_hoist)hoist, a, &s)
+    rnnc_status st = a ? pass_fuse(c, d->hoist, a, &s)
                        : err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != RNNC_OK)
         goto out;
@@ -23,10 +23,11 @@ static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes
         st = ir_schedule_print(&s, text);
     } else {
 #ifdef RNNC_HAVE_CUDA
-        cg_cuda_config cfg = {.sizes = sz, .batch = batch, .sm = 90};
+        cg_cuda_config cfg = {.sizes = sz, .batch = d->batch, .sm = d->sm > 0 ? d->sm : 90,
+                              .math = (int)d->math, .dtype = (int)d->dtype};
         st = cg_cuda_source(&s, &cfg, text);
 #else
-        (void)sz, (void)batch;
+        (void)sz;
         st = err_fail(RNNC_ERR_NOT_BUILT, "the CUDA generator is not built (no CUDA toolkit)");
 #endif
     }
@@ -59,8 +60,19 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
                            int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
                            char **text)
 {
-    if (!c || !stage || !text)
+    rnnc_dump_desc d = {.input_size = input_size, .hidden_size = hidden_size,
+                        .proj_size = proj_size, .batch = batch, .hoist = (rnnc_hoist)hoist};
+    return rnnc_cell_dump_desc(c, stage, &d, text);
+}
+
+rnnc_status rnnc_cell_dump_desc(const rnnc_cell *c, const char *stage, const rnnc_dump_desc *d,
+                                char **text)
+{
+    if (!c || !stage || !d || !text)
         return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_cell_dump: NULL argument");
+    int64_t input_size = d->input_size, hidden_size = d->hidden_size, proj_size = d->proj_size,
+            batch = d->batch;
+    int hoist = (int)d->hoist;
     if (strcmp(stage, "ir") == 0)
         return ir_print(c, text);
     bool llvm = strcmp(stage, "llvm") == 0;
@@ -81,7 +93,7 @@ rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_
         else if (llvm)
             s = dump_llvm(o, sz, hoist, text);
         else
-            s = sched ? dump_schedule(o, stage, sz, batch, hoist, text) : ir_print(o, text);
+            s = sched ? dump_schedule(o, stage, sz, d, text) : ir_print(o, text);
     }
     rnnc_cell_destroy(o);
     return s;

@@ -245,6 +245,20 @@ typedef enum rnnc_math {
 const char *rnnc_math_name(rnnc_math m);
 rnnc_status rnnc_math_from_name(const char *name, rnnc_math *out);
 
+/* rnnc_cell_dump with everything the "cuda" stage specialises on: the
+ * model's math mode and dtype (F32, F16, BF16) and the GPU architecture
+ * (e.g. 80 for sm_80; 0: 90).  A zeroed desc plus the sizes is
+ * rnnc_cell_dump's FFMA fp32 sm_90 dump. */
+typedef struct rnnc_dump_desc {
+    int64_t input_size, hidden_size, proj_size, batch;
+    rnnc_hoist hoist;
+    rnnc_math math;
+    rnnc_dtype dtype;
+    int sm;
+} rnnc_dump_desc;
+rnnc_status rnnc_cell_dump_desc(const rnnc_cell *c, const char *stage, const rnnc_dump_desc *d,
+                                char **text);
+
 typedef struct rnnc_model rnnc_model;
 
 /* cuDNN's RNN algorithms (the cudnn backend; docs/cudnn.md says which

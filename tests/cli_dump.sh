@@ -31,6 +31,16 @@ done
 # cuda: generated, not compiled; where the generator is not built it says so
 if "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" > cu.txt 2> err.txt; then
     grep -q "__global__" cu.txt || fail "cuda stage printed no kernel"
+    grep -q "sm_90, f32 ffma," cu.txt || fail "cuda stage does not say sm_90 fp32 FFMA by default"
+    # the kernels of each math mode, dtype and architecture (tensor cores: mma.sync)
+    for opt in "--math tf32:f32 tf32" "--math 3xtf32:f32 3xtf32" "--dtype f16:f16" "--dtype bf16:bf16"; do
+        "$RNNC" dump --cell lstm --stage cuda --input-size 64 --hidden-size 64 --batch 16 \
+            ${opt%%:*} > cu2.txt || { fail "cuda ${opt%%:*}"; continue; }
+        grep -q "sm_90, ${opt#*:}," cu2.txt || fail "cuda ${opt%%:*}: header does not name it"
+        grep -q "mma.sync" cu2.txt || fail "cuda ${opt%%:*}: no tensor-core code"
+    done
+    "$RNNC" dump --cell gru --stage cuda "${sizes[@]}" --sm 80 | grep -q "sm_80, f32 ffma," ||
+        fail "--sm 80 not in the cuda stage"
 else
     grep -q "^rnnc: " err.txt || { fail "cuda stage failed without a message"; cat err.txt >&2; }
 fi

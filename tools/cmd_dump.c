@@ -10,24 +10,26 @@
 static const char dump_help[] =
     "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda|llvm|backward\n"
     "                 [--input-size I --hidden-size H --batch B --proj-size P --hoist ...]\n"
+    "                 [--math ffma|tf32|3xtf32 --dtype f32|f16|bf16 --sm N]\n"
     "\n"
     "Prints the cell at one stage: ir (as parsed), opt (after the optimising passes),\n"
     "schedule (the hoisted and recurrent parts), cuda (the generated CUDA C; nothing is\n"
     "compiled), llvm (the CPU backend's LLVM module, when built with LLVM), backward\n"
     "(the backward step of the optimised cell, with what the forward saves and the\n"
     "per-step weight gradients).  schedule, cuda and llvm need --input-size,\n"
-    "--hidden-size and --batch.\n"
+    "--hidden-size and --batch; cuda is specialised on --math, --dtype and --sm too.\n"
     "\n"
     "  --stage S               ir, opt, schedule, cuda, llvm or backward\n"
     "  --batch B               batch size the code is specialised for\n"
+    "  --sm N                  GPU architecture of the cuda stage (default 90: sm_90)\n"
     "\n";
 
-enum { OPT_STAGE = CLI_OPT_FIRST_OWN, OPT_BATCH };
+enum { OPT_STAGE = CLI_OPT_FIRST_OWN, OPT_BATCH, OPT_SM };
 
 typedef struct dump_args {
     cli_model_opts m;
     const char *stage;
-    int64_t batch;
+    int64_t batch, sm;
 } dump_args;
 
 static bool own_option(void *args, int c, const char *arg)
@@ -36,6 +38,7 @@ static bool own_option(void *args, int c, const char *arg)
     switch (c) {
     case OPT_STAGE: r->stage = arg; return true;
     case OPT_BATCH: return cli_int("dump", "batch", arg, 1, INT32_MAX, &r->batch);
+    case OPT_SM: return cli_int("dump", "sm", arg, 50, 1000, &r->sm);
     default: return cli_model_opt(&r->m, "dump", c, arg);
     }
 }
@@ -46,6 +49,7 @@ static int parse(int argc, char **argv, dump_args *r)
         CLI_MODEL_OPTIONS,
         {"stage", required_argument, NULL, OPT_STAGE},
         {"batch", required_argument, NULL, OPT_BATCH},
+        {"sm", required_argument, NULL, OPT_SM},
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"dump", dump_help, true, "h", opts, own_option};
@@ -76,8 +80,10 @@ static rnnc_status dump(const dump_args *r)
     rnnc_status s = cli_load_cell(&r->m, &cell, &hoist);
     if (s != RNNC_OK)
         return s;
-    s = rnnc_cell_dump(cell, r->stage, r->m.input_size, r->m.hidden_size,
-                       r->m.proj_size > 0 ? r->m.proj_size : 0, r->batch, (int)hoist, &text);
+    rnnc_dump_desc d = {.input_size = r->m.input_size, .hidden_size = r->m.hidden_size,
+                        .proj_size = r->m.proj_size > 0 ? r->m.proj_size : 0, .batch = r->batch,
+                        .hoist = hoist, .math = r->m.math, .dtype = r->m.dtype, .sm = (int)r->sm};
+    s = rnnc_cell_dump_desc(cell, r->stage, &d, &text);
     if (s == RNNC_OK) {
         size_t n = strlen(text);
         fputs(text, stdout);

@@ -190,6 +190,22 @@ const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
  * layout (tile row/column expressions of i and j) and one K slice. */
 void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t);
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
+/* The K loop of a step linear on tensor cores, shared by both dtypes: x
+ * through stage (whole, or in chunks of kc columns), then trips of na
+ * k-steps of kw columns each; kstep(t, tpw, k, kk, a) emits k-step a for
+ * the warp's tpw tiles at x column k and weight column kk, both made by
+ * the printf format col from "k" or "kk" and 8 a. */
+typedef struct cu_mma_kloop {
+    int na, kw, tpw;
+    const char *col;
+    rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *);
+    void (*kstep)(cu_text *t, int tpw, const char *k, const char *kk, int a);
+} cu_mma_kloop;
+rnnc_status cu_emit_mma_kloop(const cu_ctx *c, int32_t lin, const cu_mma_kloop *l, cu_text *t);
+/* After the K loop: the na accumulator sets of the warp's tpw tiles summed
+ * into linear lin's R result rows in shared memory. */
+void cu_emit_mma_results(const cu_ctx *c, int32_t lin, int tpw, int tiles, int na, int R,
+                         cu_text *t);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);

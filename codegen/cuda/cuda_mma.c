@@ -111,6 +111,58 @@ static void emit_kstep(cu_text *t, int tpw, const char *k, const char *kk, int s
                   j, kk, j, kk, j, kk, j, kk, j, k, j, k, j, s, j, s, j, s, j, s);
 }
 
+/* Each tile's sum of its na accumulator sets into the linear's result
+ * rows in shared memory (SM_L). */
+void cu_emit_mma_results(const cu_ctx *c, int32_t lin, int tpw, int tiles, int na, int R,
+                         cu_text *t)
+{
+    int nw = c->NT / 32;
+    for (int j = 0; j < tpw; j++) {
+        cu_printf(t,
+                  "        if (wp_ + %d < %d) {\n"
+                  "            const int r_ = mt%d_ * 16 + g_, n_ = nt%d_ * 8 + 2 * q_;\n"
+                  "            float *const o_ = sm_ + SM_L%d;\n"
+                  "            for (int h_ = 0; h_ < 2; ++h_)\n"
+                  "                for (int e_ = 0; e_ < 2; ++e_)\n"
+                  "                    if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
+                  "                        o_[(r_ + 8 * h_) * (BTP + 1) + n_ + e_] = ",
+                  j * nw, tiles, j, j, (int)lin, R);
+        for (int a = 0; a < na; a++)
+            cu_printf(t, "%sd%d_[%d][2 * h_ + e_]", a ? " + " : "", j, a);
+        cu_printf(t, ";\n        }\n");
+    }
+}
+
+rnnc_status cu_emit_mma_kloop(const cu_ctx *c, int32_t lin, const cu_mma_kloop *l, cu_text *t)
+{
+    long long K = (long long)c->cols[c->f->nodes[lin].a[0]], KC = c->kc[lin];
+    bool chunked = KC < K;
+    rnnc_status st;
+    if (chunked)
+        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
+    if ((st = l->stage(c, lin, chunked, t)))
+        return st;
+    if (chunked)
+        cu_printf(t,
+                  "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
+                  "#pragma unroll 2\n        for (int k = 0; k < kn_; k += %d) {\n"
+                  "            const int kk = k0_ + k;\n",
+                  KC, K, KC, KC, l->kw * l->na);
+    else
+        cu_printf(t, "#pragma unroll 2\n        for (int k = 0; k < %lld; k += %d) {\n"
+                     "            const int kk = k;\n", K, l->kw * l->na);
+    for (int a = 0; a < l->na; a++) {
+        char k[48], kk[48];
+        snprintf(k, sizeof k, l->col, "k", 8 * a);
+        snprintf(kk, sizeof kk, l->col, "kk", 8 * a);
+        l->kstep(t, l->tpw, k, kk, a);
+    }
+    cu_printf(t, "        }\n");
+    if (chunked)
+        cu_printf(t, "        __syncthreads();\n    }\n");
+    return RNNC_OK;
+}
+
 /* The step linear lin on tensor cores: warp w owns tiles w, w + NW, ...
  * (16 weight rows x 8 batch rows each) over all of K; two accumulator
  * sets (even and odd k-steps) keep two products in flight per tile. */
@@ -123,7 +175,8 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
     /* independent accumulator sets per tile (k-steps round robin): a warp
      * owns few tiles, so its products form chains of mma latency */
     int na = K % 32 == 0 && KC % 32 == 0 ? 4 : 2;
-    bool chunked = KC < K;
+    cu_mma_kloop loop = {.na = na, .kw = 8, .tpw = tpw, .col = "%s + %d", .stage = stage,
+                         .kstep = emit_kstep};
     rnnc_status st;
     cu_printf(t, "    {\n        const int wp_ = tid >> 5, g_ = (tid & 31) >> 2, q_ = tid & 3;\n");
     for (int j = 0; j < tpw; j++)
@@ -136,45 +189,9 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                   j, j * nw, tiles - 1, j, j, NTN, j, j, NTN, j, (int)lin, j, R - 1,
                   c->kp[lin], j, (int)lin, j, R - 1, c->kp[lin], j, j, c->xkp[lin],
                   j, na);
-    if (chunked)
-        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
-    if ((st = stage(c, lin, chunked, t)))
+    if ((st = cu_emit_mma_kloop(c, lin, &loop, t)))
         return st;
-    if (chunked)
-        cu_printf(t,
-                  "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
-                  "#pragma unroll 2\n        for (int k = 0; k < kn_; k += %d) {\n"
-                  "            const int kk = k0_ + k;\n",
-                  KC, K, KC, KC, 8 * na);
-    else
-        cu_printf(t, "#pragma unroll 2\n        for (int k = 0; k < %lld; k += %d) {\n"
-                     "            const int kk = k;\n", K, 8 * na);
-    for (int a = 0; a < na; a++) {
-        char k[32], kk[32];
-        snprintf(k, sizeof k, "k + %d", 8 * a);
-        snprintf(kk, sizeof kk, "kk + %d", 8 * a);
-        emit_kstep(t, tpw, k, kk, a);
-    }
-    cu_printf(t, "        }\n");
-    if (chunked)
-        cu_printf(t, "        __syncthreads();\n    }\n");
-    for (int j = 0; j < tpw; j++) {
-        char more[96] = "";
-        if (na == 4)
-            snprintf(more, sizeof more, " + d%d_[2][2 * h_ + e_] + d%d_[3][2 * h_ + e_]", j, j);
-        cu_printf(t,
-                  "        if (wp_ + %d < %d) {\n"
-                  "            const int r_ = mt%d_ * 16 + g_, n_ = nt%d_ * 8 + 2 * q_;\n"
-                  "            float *const o_ = sm_ + SM_L%d;\n"
-                  "            for (int h_ = 0; h_ < 2; ++h_)\n"
-                  "                for (int e_ = 0; e_ < 2; ++e_)\n"
-                  "                    if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
-                  "                        o_[(r_ + 8 * h_) * (BTP + 1) + n_ + e_] = "
-                  "d%d_[0][2 * h_ + e_] + d%d_[1][2 * h_ + e_]%s;\n"
-                  "        }\n",
-                  j * nw, tiles, j, j, (int)lin, R, j, j,
-                  more);
-    }
+    cu_emit_mma_results(c, lin, tpw, tiles, na, R, t);
     cu_printf(t, "    }\n    __syncthreads();\n");
     return RNNC_OK;
 }
@@ -214,18 +231,28 @@ void cu_mma_gemm_layout(int bm, int bn, int *tm, int *tn, char *ri, char *ci, si
              ntw * 8);
 }
 
-/* The same for a half model: m16n8k8 with 16-bit operands (PTX
- * "Matrix fragments for mma.m16n8k8" with .f16/.bf16: a0 = (g, k 2q..2q+1),
- * a1 = (g + 8, k 2q..), b0 = (k 2q.., n g)); the tiles hold the 16-bit
- * inputs widened to fp32, so packing two of them back is exact. */
-static void emit_gemm_slice_half(cu_text *t, int wm, int mtw, int ntw, int bk)
+/* The start of a GEMM slice on tensor cores, both dtypes: the lane's
+ * fragment coordinates, the warp's corner of the tile, the loop over the
+ * slice's k-steps of 8. */
+static void emit_slice_head(cu_text *t, int wm, int mtw, int ntw, int bk)
 {
     cu_printf(t,
               "        {\n"
               "        const int g_ = (tid & 31) >> 2, q_ = tid & 3;\n"
               "        const int wr_ = (tid >> 5) / %d * %d, wc_ = (tid >> 5) %% %d * %d;\n"
               "#pragma unroll\n"
-              "        for (int kk = 0; kk < %d; kk += 8) {\n"
+              "        for (int kk = 0; kk < %d; kk += 8) {\n",
+              8 / wm, mtw * 16, 8 / wm, ntw * 8, bk);
+}
+
+/* The same for a half model: m16n8k8 with 16-bit operands (PTX
+ * "Matrix fragments for mma.m16n8k8" with .f16/.bf16: a0 = (g, k 2q..2q+1),
+ * a1 = (g + 8, k 2q..), b0 = (k 2q.., n g)); the tiles hold the 16-bit
+ * inputs widened to fp32, so packing two of them back is exact. */
+static void emit_gemm_slice_half(cu_text *t, int wm, int mtw, int ntw, int bk)
+{
+    emit_slice_head(t, wm, mtw, ntw, bk);
+    cu_printf(t,
               "            unsigned a_[%d][2], b_[%d];\n"
               "#pragma unroll\n"
               "            for (int i = 0; i < %d; ++i) {\n"
@@ -246,7 +273,7 @@ static void emit_gemm_slice_half(cu_text *t, int wm, int mtw, int ntw, int bk)
               "c_[2 * i + 1][2 * j + 1], a_[i][0], a_[i][1], b_[j]);\n"
               "        }\n"
               "        }\n",
-              8 / wm, mtw * 16, 8 / wm, ntw * 8, bk, mtw, ntw, mtw, ntw, mtw, ntw);
+              mtw, ntw, mtw, ntw, mtw, ntw);
 }
 
 /* One slice (bk columns of K) of the GEMM tile on tensor cores: As[cb][k][m]
@@ -259,12 +286,8 @@ void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk, bool half)
         emit_gemm_slice_half(t, wm, mtw, ntw, bk);
         return;
     }
+    emit_slice_head(t, wm, mtw, ntw, bk);
     cu_printf(t,
-              "        {\n"
-              "        const int g_ = (tid & 31) >> 2, q_ = tid & 3;\n"
-              "        const int wr_ = (tid >> 5) / %d * %d, wc_ = (tid >> 5) %% %d * %d;\n"
-              "#pragma unroll\n"
-              "        for (int kk = 0; kk < %d; kk += 8) {\n"
               "            unsigned ah[%d][4], al[%d][4], bh[%d][2], bl[%d][2];\n"
               "#pragma unroll\n"
               "            for (int i = 0; i < %d; ++i) {\n"
@@ -286,5 +309,5 @@ void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk, bool half)
               "c_[2 * i + 1][2 * j + 1], ah[i], al[i], bh[j], bl[j]);\n"
               "        }\n"
               "        }\n",
-              8 / wm, mtw * 16, 8 / wm, ntw * 8, bk, mtw, mtw, ntw, ntw, mtw, ntw, mtw, ntw);
+              mtw, mtw, ntw, ntw, mtw, ntw, mtw, ntw);
 }

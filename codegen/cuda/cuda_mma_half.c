@@ -34,26 +34,6 @@ static void emit_kstep(cu_text *t, int tpw, const char *k, const char *kk, int s
                   j, s, j, s, j, s, j, s, j, kk, j, kk, j, kk, j, kk, j, k, j, k);
 }
 
-static void emit_results(const cu_ctx *c, int32_t lin, int tpw, int tiles, int na, int R,
-                         cu_text *t)
-{
-    int nw = c->NT / 32;
-    for (int j = 0; j < tpw; j++) {
-        cu_printf(t,
-                  "        if (wp_ + %d < %d) {\n"
-                  "            const int r_ = mt%d_ * 16 + g_, n_ = nt%d_ * 8 + 2 * q_;\n"
-                  "            float *const o_ = sm_ + SM_L%d;\n"
-                  "            for (int h_ = 0; h_ < 2; ++h_)\n"
-                  "                for (int e_ = 0; e_ < 2; ++e_)\n"
-                  "                    if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
-                  "                        o_[(r_ + 8 * h_) * (BTP + 1) + n_ + e_] = ",
-                  j * nw, tiles, j, j, (int)lin, R);
-        for (int a = 0; a < na; a++)
-            cu_printf(t, "%sd%d_[%d][2 * h_ + e_]", a ? " + " : "", j, a);
-        cu_printf(t, ";\n        }\n");
-    }
-}
-
 /* Warp w owns tiles w, w + NW, ... (16 weight rows x 8 batch rows) over
  * all of K, with na accumulator sets (k-steps round robin). */
 rnnc_status cu_emit_mma_linear_half(const cu_ctx *c, int32_t lin, cu_text *t,
@@ -63,7 +43,9 @@ rnnc_status cu_emit_mma_linear_half(const cu_ctx *c, int32_t lin, cu_text *t,
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]], KC = c->kc[lin];
     int tiles = (int)(cdiv(R, 16) * NTN), tpw = (int)cdiv(tiles, nw);
     int na = K % 64 == 0 && KC % 64 == 0 ? 4 : K % 32 == 0 && KC % 32 == 0 ? 2 : 1;
-    bool chunked = KC < K;
+    /* 32-bit words of x and W hold pairs of k: word (k >> 1) */
+    cu_mma_kloop loop = {.na = na, .kw = 16, .tpw = tpw, .col = "(%s >> 1) + %d", .stage = stage,
+                         .kstep = emit_kstep};
     char d[256];
     rnnc_status st;
     cu_printf(t, "    /* %s: tensor cores, %d tiles of 16 x 8 over %d warps */\n",
@@ -81,29 +63,9 @@ rnnc_status cu_emit_mma_linear_half(const cu_ctx *c, int32_t lin, cu_text *t,
                   "        float d%d_[%d][4] = {};\n",
                   j, j * nw, tiles - 1, j, j, NTN, j, j, NTN, j, (int)lin, j, R - 1, c->kp[lin], j,
                   (int)lin, j, R - 1, c->kp[lin], j, j, c->xkp[lin], j, na);
-    if (chunked)
-        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
-    if ((st = stage(c, lin, chunked, t)))
+    if ((st = cu_emit_mma_kloop(c, lin, &loop, t)))
         return st;
-    if (chunked)
-        cu_printf(t,
-                  "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
-                  "#pragma unroll 2\n        for (int k = 0; k < kn_; k += %d) {\n"
-                  "            const int kk = k0_ + k;\n",
-                  KC, K, KC, KC, 16 * na);
-    else
-        cu_printf(t, "#pragma unroll 2\n        for (int k = 0; k < %lld; k += %d) {\n"
-                     "            const int kk = k;\n", K, 16 * na);
-    for (int a = 0; a < na; a++) {
-        char k[32], kk[32];
-        snprintf(k, sizeof k, "(k >> 1) + %d", 8 * a);
-        snprintf(kk, sizeof kk, "(kk >> 1) + %d", 8 * a);
-        emit_kstep(t, tpw, k, kk, a);
-    }
-    cu_printf(t, "        }\n");
-    if (chunked)
-        cu_printf(t, "        __syncthreads();\n    }\n");
-    emit_results(c, lin, tpw, tiles, na, R, t);
+    cu_emit_mma_results(c, lin, tpw, tiles, na, R, t);
     cu_printf(t, "    }\n    __syncthreads();\n");
     return RNNC_OK;
 }

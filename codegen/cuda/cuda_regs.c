@@ -215,22 +215,35 @@ static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond
                      const char *dst, bool cached, const char *vt, const char *zero,
                      const char *svt);
 
+/* copy_vec's strings for the slice of linear i (weight w) in words of 4
+ * columns: word i of the loop is row r, columns 4 k4 .. 4 k4 + 3. */
+typedef struct slice_words {
+    char idx[256], cond[64], src[128];
+} slice_words;
+
+static void slice_words_of(const cu_ctx *c, int32_t i, int32_t w, long long K, slice_words *s)
+{
+    int q = c->kp[i] / 4;
+    snprintf(s->idx, sizeof s->idx,
+             "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
+             "(void)k4; (void)s; (void)gu;", q, q);
+    snprintf(s->cond, sizeof s->cond, "gu < H && k4 * 4 < %lld", K);
+    snprintf(s->src, sizeof s->src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
+             (long long)c->off[w], K);
+}
+
 /* A half model's slice of linear i (weight w): 16-bit values, in units of
  * 4 (8 bytes) when K allows. */
 static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K, long long R,
                               cu_text *t)
 {
-    char idx[256], cond[64], src[128], dst[96];
     if (K % 4 == 0) {
-        int q = c->kp[i] / 4;
-        snprintf(idx, sizeof idx,
-                 "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
-                 "(void)k4; (void)s; (void)gu;", q, q);
-        snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
-        snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
-                 (long long)c->off[w], K);
+        slice_words s;
+        char dst[96];
+        slice_words_of(c, i, w, K, &s);
         snprintf(dst, sizeof dst, "&smh_[2 * SM_W%d + r * %d + k4 * 4]", (int)i, c->kp[i]);
-        copy_vec(t, R * q, idx, cond, src, dst, true, "uint2", "make_uint2(0u, 0u)", NULL);
+        copy_vec(t, R * (c->kp[i] / 4), s.idx, s.cond, s.src, dst, true, "uint2",
+                 "make_uint2(0u, 0u)", NULL);
         return;
     }
     cu_printf(t,
@@ -244,7 +257,6 @@ static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K
 /* Each block's rows of every step linear's matrix into shared memory, once. */
 void cu_emit_weights(const cu_ctx *c, cu_text *t)
 {
-    char idx[256], cond[64], src[128], dst[96];
     if (c->stream)
         return; /* read from global memory every step */
     for (int32_t i = 0; i < c->f->n; i++) {
@@ -272,16 +284,11 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
             continue;
         }
         if (K % 4 == 0) {
-            int q = c->kp[i] / 4;
-            snprintf(idx, sizeof idx,
-                     "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
-                     "(void)k4; (void)s; (void)gu;", q, q);
-            snprintf(cond, sizeof cond, "gu < H && k4 * 4 < %lld", K);
-            snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
-                     (long long)c->off[w], K);
-            snprintf(dst, sizeof dst, "&sm_[SM_W%d + r * %d + k4 * 4]", (int)i,
-                     c->kp[i]);
-            cu_emit_copy4(t, R * q, idx, cond, src, dst, true);
+            slice_words s;
+            char dst[96];
+            slice_words_of(c, i, w, K, &s);
+            snprintf(dst, sizeof dst, "&sm_[SM_W%d + r * %d + k4 * 4]", (int)i, c->kp[i]);
+            cu_emit_copy4(t, R * (c->kp[i] / 4), s.idx, s.cond, s.src, dst, true);
             continue;
         }
         cu_printf(t,

@@ -132,10 +132,15 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
     static const char *const hoists[] = {"all", "matmul", "none"};
     const cg_cuda_config *cfg = &c->cfg;
     unsigned h = (unsigned)c->s->setting;
+    /* what the source is specialised on, as `rnnc dump` names it */
+    const char *dtype = c->half ? (cfg->dtype == RNNC_F16 ? "f16" : "bf16") : "f32";
+    const char *math = c->half ? "" : cfg->math == 1 ? " tf32" : cfg->math == 2 ? " 3xtf32" : " ffma";
     cu_printf(t,
-              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, hoist %s, %s */\n",
+              "/* rnnc fused kernels: cell %s, B=%lld I=%lld H=%lld P=%lld, sm_%d, %s%s, hoist %s, "
+              "%s */\n",
               c->f->name, (long long)c->B, (long long)c->I, (long long)cfg->sizes.H,
-              (long long)cfg->sizes.P, cfg->sm, h < 3 ? hoists[h] : "?", c->plan->tuning);
+              (long long)cfg->sizes.P, cfg->sm, dtype, math, h < 3 ? hoists[h] : "?",
+              c->plan->tuning);
     cu_printf(t, "struct rnnc_io { const float *in[%d]; float *out[%d]; };\n", CG_CUDA_IO,
               CG_CUDA_IO);
     cu_emit_half_helpers(c, t);

@@ -36,6 +36,12 @@ class ModelDesc(ctypes.Structure):
                 ("device", c_int), ("no_bias", c_bool), ("cudnn_algo", c_int)]
 
 
+class DumpDesc(ctypes.Structure):
+    _fields_ = [("input_size", c_i64), ("hidden_size", c_i64), ("proj_size", c_i64),
+                ("batch", c_i64), ("hoist", c_int), ("math", c_int), ("dtype", c_int),
+                ("sm", c_int)]
+
+
 class ForwardArgs(ctypes.Structure):
     _fields_ = [("seq_len", c_i64), ("batch", c_i64), ("x", c_void_p),
                 ("init", P(c_void_p)), ("lengths", c_void_p), ("y", c_void_p),
@@ -89,6 +95,7 @@ _PROTOTYPES = {
     "rnnc_cell_equal": (c_bool, [c_void_p, c_void_p]),
     "rnnc_cell_dump": (c_int, [c_void_p, c_char_p, c_i64, c_i64, c_i64, c_i64, c_int,
                                P(c_void_p)]),
+    "rnnc_cell_dump_desc": (c_int, [c_void_p, c_char_p, P(DumpDesc), P(c_void_p)]),
     # tensors
     "rnnc_dtype_size": (c_size_t, [c_int]),
     "rnnc_dtype_name": (c_char_p, [c_int]),

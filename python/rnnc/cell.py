@@ -2,11 +2,13 @@
 import ctypes
 import os
 
-from ._lib import c_int, c_void_p, lib, text
+from ._lib import DumpDesc, c_int, c_void_p, lib, text
 from .errors import check, InvalidArgumentError
 
 NONE = -1  # RNNC_NONE
 _HOIST = {"all": 0, "matmul": 1, "none": 2}
+_MATH = {"ffma": 0, "tf32": 1, "3xtf32": 2}
+_DUMP_DTYPE = {"f32": 0, "float32": 0, "f16": 1, "float16": 1, "bf16": 5, "bfloat16": 5}
 
 
 def _b(s):
@@ -93,11 +95,14 @@ class Cell:
         """The canonical .cell text (it parses to an equal cell)."""
         return self._string(lib.rnnc_cell_print)
 
-    def dump(self, stage="ir", input_size=0, hidden_size=0, proj_size=0, batch=1, hoist="all"):
-        """A stage of the pipeline as text: ir, opt, schedule, cuda, llvm
-        (sizes are needed from schedule on)."""
-        return self._string(lib.rnnc_cell_dump, stage.encode(), input_size, hidden_size,
-                            proj_size, batch, _HOIST[hoist])
+    def dump(self, stage="ir", input_size=0, hidden_size=0, proj_size=0, batch=1, hoist="all",
+             math="ffma", dtype="f32", sm=0):
+        """A stage of the pipeline as text: ir, opt, schedule, cuda, llvm, backward
+        (sizes are needed from schedule on); cuda is the source generated for
+        the math mode, dtype and GPU architecture (sm=80 for sm_80; 0: sm_90)."""
+        d = DumpDesc(input_size, hidden_size, proj_size, batch, _HOIST[hoist], _MATH[math],
+                     _DUMP_DTYPE[dtype], sm)
+        return self._string(lib.rnnc_cell_dump_desc, stage.encode(), ctypes.byref(d))
 
     def verify(self):
         check(lib.rnnc_cell_verify(self._h))

@@ -11,12 +11,11 @@ from . import _arrays as A
 from . import _plan
 from ._lib import (BackwardArgs, ForwardArgs, ModelDesc, c_double, c_i64, c_int, c_void_p, lib,
                    text)
-from .cell import Cell, _HOIST
+from .cell import Cell, _HOIST, _MATH
 from .errors import check, InvalidArgumentError, NotFoundError, ShapeError, StateError
 
 BACKENDS = ("auto", "interp", "cpu", "fused", "cudnn")
 _GPU = (3, 4)  # fused, cudnn
-_MATH = {"ffma": 0, "tf32": 1, "3xtf32": 2}
 
 
 def backend_available(name):

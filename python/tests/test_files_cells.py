@@ -44,6 +44,19 @@ def test_cell_sources_agree(tmp_path):
     assert "schedule" in lstm.dump("schedule", 3, 4).lower() or lstm.dump("schedule", 3, 4)
 
 
+def test_dump_cuda_names_what_it_is_specialised_on():
+    """The cuda stage is the source for the math mode, dtype and architecture asked for."""
+    lstm = rnnc.Cell.get("lstm")
+    try:
+        src = lstm.dump("cuda", 64, 64, batch=16)
+    except rnnc.NotBuiltError:
+        return  # no CUDA generator in this build
+    assert "sm_90, f32 ffma," in src.splitlines()[0]
+    bf = lstm.dump("cuda", 64, 64, batch=16, dtype="bf16", sm=80)
+    assert "sm_80, bf16," in bf.splitlines()[0] and "mma.sync" in bf
+    assert "f32 3xtf32," in lstm.dump("cuda", 64, 64, batch=16, math="3xtf32").splitlines()[0]
+
+
 def test_builder_matches_the_builtin_rnn():
     """The builtin rnn_tanh rebuilt with CellBuilder is the same cell, node for node."""
     src = rnnc.Cell.builtin("rnn_tanh").text
