@@ -92,6 +92,37 @@ static void test_builtins_compile(void **state)
     }
 }
 
+/* Before sm_80 there is no cp.async: the weight slices and x take plain
+ * loads (a T4, sm_75 with 40 SMs), and griddepcontrol compiles away. */
+static void test_pre_ampere_compile(void **state)
+{
+    (void)state;
+    if (!rt_nvrtc_available()) {
+        skip();
+        return;
+    }
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int i = 0; names[i]; i++) {
+        rnnc_cell *c = NULL;
+        assert_ok(rnnc_cell_builtin(&c, names[i], NULL));
+        assert_ok(ir_optimise(c, false));
+        ir_arena *a = ir_arena_create();
+        ir_schedule s;
+        assert_ok(pass_fuse(c, RNNC_HOIST_ALL, a, &s));
+        cg_cuda_config cfg = {.sizes = {256, 256, 256}, .batch = 32, .sm = 75, .sm_count = 40};
+        char *src = NULL, label[128];
+        cg_cuda_plan plan;
+        if (cg_cuda_generate(&s, &cfg, &src, &plan) != RNNC_OK)
+            fail_msg("%s sm_75: %s", names[i], rnnc_last_error());
+        assert_null(strstr(src, "cp.async"));
+        snprintf(label, sizeof label, "%s_sm75", names[i]);
+        compile_clean(src, label, 75);
+        free(src);
+        ir_arena_destroy(a);
+        rnnc_cell_destroy(c);
+    }
+}
+
 /* Every shape cuDNN runs has kernels: LSTM and GRU at H = 1024 (W_hh on
  * chip, x staged in chunks) and H = 2048 (W_hh streamed every step), B in
  * {1, 64, 256}, for an H100 (132 SMs) and an A100 (108); and an LSTM with a
@@ -275,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_builtins_compile),
         cmocka_unit_test(test_large_shapes_compile),
+        cmocka_unit_test(test_pre_ampere_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
