@@ -8,6 +8,7 @@
 
 #include "codegen/codegen.h"
 #include "ir/ir.h"
+#include "cudagen.h"
 #include "runtime/device/device.h"
 #include "testutil.h"
 
@@ -25,34 +26,9 @@ static const shape k_shapes[] = {
 
 static rnnc_status generate(rnnc_cell *c, const shape *sh, char **src, cg_cuda_plan *plan)
 {
-    ir_arena *a = ir_arena_create();
-    ir_schedule s;
-    rnnc_status st = pass_fuse(c, sh->hoist, a, &s);
-    if (st == RNNC_OK) {
-        cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = 90,
-                              .sm_count = 132, .batch_first = sh->batch_first};
-        st = cg_cuda_generate(&s, &cfg, src, plan);
-    }
-    ir_arena_destroy(a);
-    return st;
-}
-
-static void compile_clean(const char *src, const char *label, int sm)
-{
-    void *cubin = NULL;
-    size_t size = 0;
-    rnnc_status st = rt_nvrtc_compile(src, label, sm, NULL, 0, &cubin, &size);
-    if (st != RNNC_OK) {
-        fprintf(stderr, "%s\n", src);
-        fail_msg("%s sm_%d: %s", label, sm, rnnc_last_error());
-    }
-    const char *log = rt_nvrtc_last_log();
-    if (log && strstr(log, "warning")) {
-        fprintf(stderr, "%s\n", src);
-        fail_msg("%s sm_%d warns: %s", label, sm, log);
-    }
-    assert_true(size > 0);
-    free(cubin);
+    cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = 90,
+                          .sm_count = 132, .batch_first = sh->batch_first};
+    return tu_cuda_source(c, sh->hoist, &cfg, src, plan);
 }
 
 static void test_builtins_compile(void **state)
@@ -83,9 +59,9 @@ static void test_builtins_compile(void **state)
             assert_non_null(strstr(src, "rnnc_step"));
             snprintf(label, sizeof label, "%s_%lld_%lld_%lld", names[i], (long long)sh->I,
                      (long long)sh->H, (long long)sh->B);
-            compile_clean(src, label, 90);
+            tu_compile_clean(src, label, 90);
             if (k == 0)
-                compile_clean(src, label, 80);
+                tu_compile_clean(src, label, 80);
             free(src);
             rnnc_cell_destroy(c);
         }
@@ -106,19 +82,15 @@ static void test_pre_ampere_compile(void **state)
         rnnc_cell *c = NULL;
         assert_ok(rnnc_cell_builtin(&c, names[i], NULL));
         assert_ok(ir_optimise(c, false));
-        ir_arena *a = ir_arena_create();
-        ir_schedule s;
-        assert_ok(pass_fuse(c, RNNC_HOIST_ALL, a, &s));
         cg_cuda_config cfg = {.sizes = {256, 256, 256}, .batch = 32, .sm = 75, .sm_count = 40};
         char *src = NULL, label[128];
         cg_cuda_plan plan;
-        if (cg_cuda_generate(&s, &cfg, &src, &plan) != RNNC_OK)
+        if (tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
             fail_msg("%s sm_75: %s", names[i], rnnc_last_error());
         assert_null(strstr(src, "cp.async"));
         snprintf(label, sizeof label, "%s_sm75", names[i]);
-        compile_clean(src, label, 75);
+        tu_compile_clean(src, label, 75);
         free(src);
-        ir_arena_destroy(a);
         rnnc_cell_destroy(c);
     }
 }
@@ -157,7 +129,7 @@ static void test_large_shapes_compile(void **state)
                     assert_true(plan.launch[plan.n_launch - 1].grid <= (unsigned)sms[k][1]);
                     snprintf(label, sizeof label, "%s_H%lld_B%lld_sm%d (%s)", cells[c],
                              (long long)Hs[h], (long long)Bs[b], sms[k][0], plan.tuning);
-                    compile_clean(src, label, sms[k][0]);
+                    tu_compile_clean(src, label, sms[k][0]);
                     free(src);
                 }
         ir_arena_destroy(a);
@@ -166,20 +138,16 @@ static void test_large_shapes_compile(void **state)
     rnnc_cell *cell = NULL;
     assert_ok(rnnc_cell_builtin(&cell, "lstm", NULL));
     assert_ok(ir_optimise(cell, true));
-    ir_arena *a = ir_arena_create();
-    ir_schedule s;
-    assert_ok(pass_fuse(cell, RNNC_HOIST_ALL, a, &s));
     cg_cuda_config cfg = {.sizes = {2 * 128, 512, 128}, .batch = 64, .sm = 90, .sm_count = 132,
                           .y_ld = 256};
     char *src = NULL;
     cg_cuda_plan plan;
-    if (cg_cuda_generate(&s, &cfg, &src, &plan) != RNNC_OK)
+    if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
         fail_msg("lstm P=128: %s", rnnc_last_error());
     assert_int_equal(plan.out_cols, 128);
     assert_non_null(strstr(src, "#define YLD 256"));
-    compile_clean(src, "lstm_proj", 90);
+    tu_compile_clean(src, "lstm_proj", 90);
     free(src);
-    ir_arena_destroy(a);
     rnnc_cell_destroy(cell);
 }
 

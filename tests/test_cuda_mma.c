@@ -9,6 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "ir/ir.h"
+#include "cudagen.h"
 #include "runtime/device/device.h"
 #include "testutil.h"
 
@@ -27,34 +28,9 @@ static const shape k_shapes[] = {
 static rnnc_status generate(rnnc_cell *c, const shape *sh, int math, int sm, char **src,
                             cg_cuda_plan *plan)
 {
-    ir_arena *a = ir_arena_create();
-    ir_schedule s;
-    rnnc_status st = pass_fuse(c, RNNC_HOIST_ALL, a, &s);
-    if (st == RNNC_OK) {
-        cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = sm,
-                              .sm_count = sm == 80 ? 108 : 132, .math = math};
-        st = cg_cuda_generate(&s, &cfg, src, plan);
-    }
-    ir_arena_destroy(a);
-    return st;
-}
-
-static void compile_clean(const char *src, const char *label, int sm)
-{
-    void *cubin = NULL;
-    size_t size = 0;
-    rnnc_status st = rt_nvrtc_compile(src, label, sm, NULL, 0, &cubin, &size);
-    if (st != RNNC_OK) {
-        fprintf(stderr, "%s\n", src);
-        fail_msg("%s sm_%d: %s", label, sm, rnnc_last_error());
-    }
-    const char *log = rt_nvrtc_last_log();
-    if (log && strstr(log, "warning")) {
-        fprintf(stderr, "%s\n", src);
-        fail_msg("%s sm_%d warns: %s", label, sm, log);
-    }
-    assert_true(size > 0);
-    free(cubin);
+    cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = sm,
+                          .sm_count = sm == 80 ? 108 : 132, .math = math};
+    return tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, src, plan);
 }
 
 static void check_cell(rnnc_cell *c, const char *name, bool all_shapes)
@@ -87,7 +63,7 @@ static void check_cell(rnnc_cell *c, const char *name, bool all_shapes)
                 }
                 snprintf(label, sizeof label, "%s_math%d_H%lld_B%lld (%s)", name, math,
                          (long long)sh->H, (long long)sh->B, plan.tuning);
-                compile_clean(src, label, sms[i]);
+                tu_compile_clean(src, label, sms[i]);
                 free(src);
             }
         }

@@ -375,12 +375,6 @@ rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block
     return rt_launch_ex(f, grid, block, smem, s, args, cooperative ? RT_LAUNCH_COOPERATIVE : 0);
 }
 
-rnnc_status rt_launch_resident(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                               unsigned smem, CUstream s, void **args)
-{
-    return rt_launch_ex(f, grid, block, smem, s, args, RT_LAUNCH_RESIDENT);
-}
-
 /* ---------------------------------------------------------------- timing */
 
 static rnnc_status time_iters(rnnc_status (*fn)(void *, CUstream), void *ctx, CUstream s,

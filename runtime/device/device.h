@@ -98,14 +98,11 @@ rnnc_status rt_dev_check_pointer(const void *p, int device, const char *what);
  */
 rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                       unsigned smem, CUstream s, void **args, bool cooperative);
-/* The same check, then an ordinary launch: for a persistent kernel that
- * runs beside another on its own share of the SMs (the driver need not
- * overlap two cooperative launches).  The caller keeps the grids of the
- * kernels that run at once within the device. */
-rnnc_status rt_launch_resident(CUfunction f, const unsigned grid[3], const unsigned block[3],
-                               unsigned smem, CUstream s, void **args);
-/* rt_launch with options: RT_LAUNCH_COOPERATIVE as rt_launch's cooperative,
- * RT_LAUNCH_RESIDENT as rt_launch_resident, and RT_LAUNCH_PDL: the grid may
+/* rt_launch with options: RT_LAUNCH_COOPERATIVE as rt_launch's cooperative;
+ * RT_LAUNCH_RESIDENT the same check, then an ordinary launch (a persistent
+ * kernel that runs beside another on its own share of the SMs: the driver
+ * need not overlap two cooperative launches; the caller keeps the grids of
+ * the kernels that run at once within the device); RT_LAUNCH_PDL: the grid may
  * start while the kernel before it in s still runs (programmatic dependent
  * launch, sm_90 on): f must run griddepcontrol.wait before it touches
  * anything earlier work in the stream writes, and it lets its own

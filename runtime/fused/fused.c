@@ -108,6 +108,11 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
     m->sm = sm;
     m->sm_count = sm_count;
     m->share = rt_fused_share(s);
+    /* Each kernel may start while the one before it runs (it waits itself,
+     * rnnc_pdl in the source), except where kernels run beside each other on
+     * shares of the SMs: a kernel started early would hold SMs the other
+     * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
+    m->pdl = sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0");
     m->arena = ir_arena_create();
     if (!m->arena)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");

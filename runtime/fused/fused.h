@@ -100,6 +100,8 @@ struct rt_fused {
      * directions of a layer, or two layers of a wavefront, run at once on
      * their own streams (fused_model.c) */
     int share;
+    /* launch with programmatic dependent launch (fused_run.c; decided at init) */
+    bool pdl;
     CUstream aux[3];              /* 0: the second step stream; 1, 2: GEMM streams */
     CUevent *ev;
     int ev_n;

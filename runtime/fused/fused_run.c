@@ -173,11 +173,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     cg_cuda_io io = j->io;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     size_t TB = (size_t)T * (size_t)m->batch;
-    /* Each kernel may start while the one before it runs (it waits itself,
-     * rnnc_pdl in the source), except where kernels run beside each other on
-     * shares of the SMs: a kernel started early would hold SMs the other
-     * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
-    int pdl = m->sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0") ? RT_LAUNCH_PDL : 0;
+    int pdl = m->pdl ? RT_LAUNCH_PDL : 0; /* rt_fused_init says why and when */
     rnnc_status e = RNNC_OK;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];

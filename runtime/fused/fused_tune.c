@@ -281,6 +281,7 @@ static rt_fused *timing_clone(const rt_fused *m, rt_fused_tuning t)
     c->sm = m->sm;
     c->sm_count = m->sm_count;
     c->share = m->share;
+    c->pdl = m->pdl;
     c->bound = m->bound;
     c->cell_hash = m->cell_hash;
     c->plan = m->plan;

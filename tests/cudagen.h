@@ -1,0 +1,16 @@
+/* cudagen.h: what the code-generation tests (test_cuda_*.c) share: a
+ * cell's fused CUDA source for one configuration, and an NVRTC compile
+ * that must succeed with no warning.  No GPU is needed. */
+#ifndef RNNC_TESTS_CUDAGEN_H
+#define RNNC_TESTS_CUDAGEN_H
+
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+
+/* The source of cell c scheduled with `hoist` and generated for cfg. */
+rnnc_status tu_cuda_source(const rnnc_cell *c, rnnc_hoist hoist, const cg_cuda_config *cfg,
+                           char **src, cg_cuda_plan *plan);
+/* Compiles src for sm_<sm>; fails the test (printing src) on an error or a warning. */
+void tu_compile_clean(const char *src, const char *label, int sm);
+
+#endif
