@@ -74,6 +74,27 @@ typedef struct cg_cuda_config {
                           values, exchange and folds stay fp32 (cuda_half.c) */
 } cg_cuda_config;
 
+/* How a hoisted GEMM's rows split between its large tiles and a tail
+ * launch of small tiles: the large tiles take whole waves of `wave` blocks
+ * (bm rows x cb column tiles each) and leave a last wave under half full
+ * to the tail, which spreads it over all the SMs.  wave 0: no split. */
+typedef struct cg_cuda_split {
+    unsigned wave, bm, cb;
+} cg_cuda_split;
+
+/* Rows of `rows` that the large tiles of split s take (the generated
+ * rnnc_rows<lin> computes the same). */
+static inline size_t cg_cuda_split_rows(const cg_cuda_split *s, size_t rows)
+{
+    if (!s->wave || !s->bm || !s->cb)
+        return rows;
+    size_t tiles = (rows + s->bm - 1) / s->bm * s->cb, rem = tiles % s->wave;
+    if (rem == 0 || rem * 2 > s->wave)
+        return rows;
+    size_t r = (tiles - rem) / s->cb * s->bm;
+    return r < rows ? r : rows;
+}
+
 typedef struct cg_cuda_launch {
     char name[32];
     unsigned grid;           /* grid.x when rows_per_block is 0 */
@@ -84,12 +105,16 @@ typedef struct cg_cuda_launch {
     bool cooperative;
     unsigned min_rows, max_rows; /* runs only when min_rows <= T*B < max_rows (0: no bound):
                                     a hoisted GEMM's tiles for long and for short sequences */
+    cg_cuda_split split;         /* a large-tile GEMM's split of its rows (wave 0: none) */
+    bool tail;                   /* the tail of the launch before it: the rows its split leaves */
 } cg_cuda_launch;
 
-/* Whether launch l runs for a call of T*B = rows rows (its min_rows/max_rows). */
+/* Whether launch l runs for a call of T*B = rows rows (its min_rows/max_rows;
+ * a tail only when the split leaves it rows). */
 static inline bool cg_cuda_launch_runs(const cg_cuda_launch *l, size_t rows)
 {
-    return rows >= l->min_rows && (!l->max_rows || rows < l->max_rows);
+    return rows >= l->min_rows && (!l->max_rows || rows < l->max_rows) &&
+           (!l->tail || cg_cuda_split_rows(&l->split, rows) < rows);
 }
 
 /* Where a value lives in one of the kernels' buffers (offsets in floats). */

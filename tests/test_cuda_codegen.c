@@ -151,15 +151,20 @@ static void test_large_shapes_compile(void **state)
     rnnc_cell_destroy(cell);
 }
 
-/* The GEMM launches of a plan that run at T*B = rows, and the name of the last. */
-static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name)
+/* The GEMM launches of a plan that run at T*B = rows (tails apart), the
+ * name of the last, and whether a tail runs. */
+static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name, bool *tail)
 {
     int n = 0;
+    *tail = false;
     for (int i = 0; i < p->n_launch; i++) {
         const cg_cuda_launch *l = &p->launch[i];
-        if (strncmp(l->name, "rnnc_gemm", 9) != 0 || rows < l->min_rows ||
-            (l->max_rows && rows >= l->max_rows))
+        if (strncmp(l->name, "rnnc_gemm", 9) != 0 || !cg_cuda_launch_runs(l, rows))
             continue;
+        if (l->tail) {
+            *tail = true;
+            continue;
+        }
         n++;
         *name = l->name;
     }
@@ -168,7 +173,11 @@ static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name)
 
 /* The hoisted GEMM's tiers split the row counts: exactly one GEMM runs at
  * any T*B, the K-split one (suffix k) for a single step at B = 64 and for
- * short sequences at B = 1, the large tiles for long sequences. */
+ * short sequences at B = 1, the large tiles for long sequences; with them
+ * the tail (suffix t) where their last wave would be under half full:
+ * T = 100, B = 64 is 800 tiles, 3 waves of 264 and 8 more, so the large
+ * tiles take 6272 rows and the tail 128; 1152 rows are 144 tiles, more
+ * than half a wave, so no tail. */
 static void test_gemm_tiers(void **state)
 {
     (void)state;
@@ -185,8 +194,11 @@ static void test_gemm_tiers(void **state)
         assert_ok(generate(c, &sh[k], &src, &plan));
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             const char *name = "";
-            if (gemms_at(&plan, rows[i], &name) != 1)
+            bool tail = false;
+            if (gemms_at(&plan, rows[i], &name, &tail) != 1)
                 fail_msg("B=%lld rows %u: not exactly one GEMM", (long long)sh[k].B, rows[i]);
+            if (k == 0 && (rows[i] == 6400 || rows[i] == 1152))
+                assert_int_equal(tail, rows[i] == 6400);
             if (rows[i] == (k == 0 ? 64u : 100u))
                 assert_string_equal(name, "rnnc_gemm7k");
             if (rows[i] == 100000)

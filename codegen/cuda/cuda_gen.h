@@ -48,6 +48,8 @@ typedef struct cu_tile {
     bool small;   /* the small-tile GEMM run for few rows (name suffix "s") */
     bool skinny;  /* the K-split GEMM for very few rows (suffix "k", cuda_skinny.c) */
     int bm, bn, bk, tm, tn;
+    cg_cuda_split split; /* large tiles: whole waves only (rnnc_rows<lin>) */
+    bool tail;    /* small tiles over the rows the split leaves (suffix "t") */
 } cu_tile;
 
 typedef struct cu_ctx {

@@ -60,7 +60,7 @@ static cu_tile choose_tile(const cu_ctx *c, int32_t lin)
     int r = c->cfg.gemm_rows;
     if (r != 32 && r != 64 && r != 128)
         r = c->B <= 4 ? 32 : c->B <= 16 ? 64 : 128;
-    cu_tile g = {lin, false, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0};
+    cu_tile g = {lin, false, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0, {0, 0, 0}, false};
     g.tm = g.bm / 16;
     g.tn = g.bn / 16;
     return g;
@@ -152,13 +152,59 @@ static void frag_index(char *buf, size_t n, int tm, const char *who, const char 
         snprintf(buf, n, "%s * 2 + %s", who, i);
 }
 
+/* rnnc_rows<lin>(M): the rows the large tiles take (cg_cuda_split_rows). */
+static void emit_split_rows(const cu_ctx *c, const cu_tile *g, cu_text *t)
+{
+    (void)c;
+    cu_printf(t,
+              "/* rows of M the large tiles take: whole waves of %u blocks (a last wave under */\n"
+              "/* half full is left to the tail's small tiles) */\n"
+              "__device__ __forceinline__ int rnnc_rows%d(int M)\n{\n"
+              "    const int tiles = (M + %u) / %u * %u, rem = tiles %% %u;\n"
+              "    return rem == 0 || rem * 2 > %u ? M : min(M, (tiles - rem) / %u * %u);\n}\n",
+              g->split.wave, (int)g->lin, g->split.bm - 1, g->split.bm, g->split.cb, g->split.wave,
+              g->split.wave, g->split.cb, g->split.bm);
+}
+
+/* Where a GEMM block's tile lies: by block index; with a split, only the
+ * rows of whole waves; a tail walks the tiles of the rows left (its grid is
+ * fixed), and lets the kernel after it start at once: it reads nothing the
+ * large tiles write, and waits for them at its end (rnnc_pdl_wait). */
+static void emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
+{
+    if (!g->tail) {
+        char rows[48];
+        if (g->split.wave)
+            snprintf(rows, sizeof rows, "rnnc_rows%d(T * %lld)", (int)g->lin, (long long)c->B);
+        else
+            snprintf(rows, sizeof rows, "T * %lld", (long long)c->B);
+        cu_printf(t,
+                  "    rnnc_pdl();\n"
+                  "    const int M = %s, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
+                  "    const int m0 = blockIdx.x * %d, n0 = blockIdx.y * %d;\n",
+                  rows, g->bm, g->bn);
+        if (g->split.wave)
+            cu_printf(t, "    if (m0 >= M) return; /* the tail's rows */\n");
+        return;
+    }
+    long long cb = (long long)((c->cols[g->lin] + g->bn - 1) / g->bn);
+    cu_printf(t,
+              "    rnnc_pdl_go();\n"
+              "    const int M = T * %lld, R_ = rnnc_rows%d(M), tid = threadIdx.x, tx = tid %% 16, "
+              "ty = tid / 16;\n"
+              "    for (int tl_ = blockIdx.x; ; tl_ += gridDim.x) {\n"
+              "    const int m0 = R_ + tl_ / %lld * %d, n0 = tl_ %% %lld * %d;\n"
+              "    if (m0 >= M) break;\n",
+              (long long)c->B, (int)g->lin, cb, g->bm, cb, g->bn);
+}
+
 /* The GEMM of launch i (its tile and linear in c->tile[i]), named
- * rnnc_gemm<lin>, with suffix s for the small tiles. */
+ * rnnc_gemm<lin>, with suffix s for the small tiles, t for a tail. */
 static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
 {
     cu_tile g = c->tile[i];
     int32_t lin = g.lin;
-    const char *sfx = g.small ? "s" : "";
+    const char *sfx = g.tail ? "t" : g.small ? "s" : "";
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]];
     char wsrc[64], e[4096], ri[160], ci[160];
@@ -169,21 +215,24 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     if (mma)
         cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
-    cu_printf(t, "/* %s over all T*B rows: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
-              g.bm, g.bn, g.small ? " for few rows" : "", mma ? ", tensor cores" : "");
+    if (g.split.wave && !g.tail)
+        emit_split_rows(c, &g, t);
+    cu_printf(t, "/* %s over %s: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
+              g.tail ? "the rows its large tiles leave" : g.split.wave ? "the rows of whole waves"
+                                                      : "all T*B rows",
+              g.bm, g.bn, g.small && !g.tail ? " for few rows" : "", mma ? ", tensor cores" : "");
     cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(%s)\n{\n"
               "    __shared__ __align__(16) float As[2][%d][%d];\n"
-              "    __shared__ __align__(16) float Ws[2][%d][%d];\n"
-              "    rnnc_pdl();\n"
-              "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
-              "    const int m0 = blockIdx.x * %d, n0 = blockIdx.y * %d;\n"
+              "    __shared__ __align__(16) float Ws[2][%d][%d];\n",
+              (int)lin, sfx, cu_args(c), g.bk, g.bm + pad, g.bk, g.bn + pad);
+    emit_gemm_head(c, &g, t);
+    cu_printf(t,
               "    const size_t TB = (size_t)T * %lld;\n"
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)TB; (void)tx; (void)ty;\n"
               "    float c_[%d][%d];\n"
               "    for (int i = 0; i < %d; ++i) for (int j = 0; j < %d; ++j) c_[i][j] = 0.f;\n"
               "    float4 ra, rw[%d];\n    int k0 = 0;\n",
-              (int)lin, sfx, cu_args(c), g.bk, g.bm + pad, g.bk, g.bn + pad, (long long)c->B, g.bm, g.bn,
               (long long)c->B, g.tm, g.tn, g.tm, g.tn, g.bn / g.bm);
     emit_gemm_loads(t, &g, wsrc, K, c->half);
     emit_gemm_store(t, &g);
@@ -229,7 +278,11 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               g.tm, ri, g.tn, ci);
     if (!cu_emit_gemm_stores(c, lin, t))
         return false;
-    cu_printf(t, "        }\n    }\n}\n");
+    cu_printf(t, "        }\n    }\n");
+    /* the tail finishes after its large tiles: the kernel after it waits for both */
+    if (g.tail)
+        cu_printf(t, "    }\n    rnnc_pdl_wait();\n");
+    cu_printf(t, "}\n");
     return true;
 }
 
@@ -520,11 +573,19 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
     cg_cuda_launch *l = &p->launch[p->n_launch++];
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)g.lin,
-             g.skinny ? "k" : g.small ? "s" : "");
+             g.skinny ? "k" : g.tail ? "t" : g.small ? "s" : "");
     l->min_rows = min_rows;
     l->max_rows = max_rows;
     l->rows_per_block = (unsigned)g.bm;
     l->grid_y = (unsigned)((c->cols[g.lin] + g.bn - 1) / g.bn);
+    l->split = g.split;
+    l->tail = g.tail;
+    if (g.tail) {
+        /* a fixed grid that walks the tail's tiles: one block per wave slot */
+        l->rows_per_block = 0;
+        l->grid = g.split.wave;
+        l->grid_y = 1;
+    }
     l->threads = 256;
     l->smem = g.skinny ? cu_skinny_smem(c) : 0;
     return RNNC_OK;
@@ -542,8 +603,8 @@ rnnc_status cu_place_hoist(cu_ctx *c)
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!is_hoisted_gemm(c, v))
             continue;
-        cu_tile g = choose_tile(c, v), s = {v, true, false, 32, 64, 32, 2, 4},
-                k = {v, false, true, 32, 32, 0, 0, 0};
+        cu_tile g = choose_tile(c, v), s = {v, true, false, 32, 64, 32, 2, 4, {0, 0, 0}, false},
+                k = {v, false, true, 32, 32, 0, 0, 0, {0, 0, 0}, false};
         /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
          * most SMs idle with large tiles (16 blocks of 128 x 128 took about
          * 37 us at T = 1, B = 64, I = H = 512): below the row count where
@@ -561,7 +622,20 @@ rnnc_status cu_place_hoist(cu_ctx *c)
                           : 0;
         if (two && lo >= split)
             lo = split, two = false;
+        /* The large tiles' last wave (800 tiles of 128 x 128 at T = 100, B
+         * = 64, I = H = 512 are 3.03 waves of two blocks on each of 132
+         * SMs) costs a whole wave's time for a few blocks; when it is under
+         * half full its rows go to a tail launch of small tiles over all
+         * the SMs instead.  Two blocks of 128 x 128 fit an SM. */
+        cu_tile tl = s;
+        bool tail = two && g.bm == 128 && c->plan->n_launch + (lo ? 6 : 5) <= CG_CUDA_MAX_LAUNCH;
+        if (tail) {
+            g.split = (cg_cuda_split){2u * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
+            tl.split = g.split;
+            tl.tail = true;
+        }
         if ((st = add_gemm(c, g, two ? split : lo, 0)) ||
+            (tail && (st = add_gemm(c, tl, split, 0))) ||
             (two && lo < split && (st = add_gemm(c, s, lo, split))) ||
             (lo && (st = add_gemm(c, k, 0, lo))))
             return st;

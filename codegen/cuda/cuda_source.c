@@ -115,7 +115,7 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
  * loads its weights during the GEMM's tail; then it lets the next kernel
  * start (after its own wait, so whatever ran before it has finished).
  * griddepcontrol exists from sm_90 on; before, the launch serialises. */
-static void emit_pdl_helper(cu_text *t)
+static void emit_pdl_helper(const cu_ctx *c, cu_text *t)
 {
     cu_printf(t, "/* programmatic dependent launch: wait for the work before this grid, then "
                  "let the next grid start */\n"
@@ -124,6 +124,19 @@ static void emit_pdl_helper(cu_text *t)
                  "    asm volatile(\"griddepcontrol.wait;\" : : : \"memory\");\n"
                  "    asm volatile(\"griddepcontrol.launch_dependents;\" : : : \"memory\");\n"
                  "#endif\n}\n");
+    /* a tail GEMM (cuda_hoist.c) lets the next grid start first and waits last */
+    bool tail = false;
+    for (int i = 0; i < c->plan->n_launch; i++)
+        tail |= c->plan->launch[i].tail;
+    if (tail)
+        cu_printf(t, "__device__ __forceinline__ void rnnc_pdl_go(void)\n{\n"
+                     "#if __CUDA_ARCH__ >= 900\n"
+                     "    asm volatile(\"griddepcontrol.launch_dependents;\" : : : \"memory\");\n"
+                     "#endif\n}\n"
+                     "__device__ __forceinline__ void rnnc_pdl_wait(void)\n{\n"
+                     "#if __CUDA_ARCH__ >= 900\n"
+                     "    asm volatile(\"griddepcontrol.wait;\" : : : \"memory\");\n"
+                     "#endif\n}\n");
 }
 
 /* The source, from the analysis alone. */
@@ -146,7 +159,7 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
     cu_emit_half_helpers(c, t);
     cu_emit_mma_helpers(c, t);
     cu_emit_cp_helpers(c, t);
-    emit_pdl_helper(t);
+    emit_pdl_helper(c, t);
     rnnc_status st = cu_emit_hoist(c, t);
     if (st || (st = cu_emit_step(c, t)))
         return st;
