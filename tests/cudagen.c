@@ -19,6 +19,24 @@ rnnc_status tu_cuda_source(const rnnc_cell *c, rnnc_hoist hoist, const cg_cuda_c
     return st;
 }
 
+rnnc_cell *tu_builtin(const char *name)
+{
+    rnnc_cell *c = NULL;
+    assert_ok(rnnc_cell_builtin(&c, name, NULL));
+    assert_ok(ir_optimise(c, false));
+    return c;
+}
+
+void tu_each_builtin(void (*check)(const rnnc_cell *c, const char *name, bool lstm_or_gru))
+{
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int i = 0; names[i]; i++) {
+        rnnc_cell *c = tu_builtin(names[i]);
+        check(c, names[i], strcmp(names[i], "lstm") == 0 || strcmp(names[i], "gru") == 0);
+        rnnc_cell_destroy(c);
+    }
+}
+
 void tu_compile_clean(const char *src, const char *label, int sm)
 {
     void *cubin = NULL;

@@ -10,6 +10,10 @@
 /* The source of cell c scheduled with `hoist` and generated for cfg. */
 rnnc_status tu_cuda_source(const rnnc_cell *c, rnnc_hoist hoist, const cg_cuda_config *cfg,
                            char **src, cg_cuda_plan *plan);
+/* Built-in cell `name`, optimised (fails the test otherwise); destroy it. */
+rnnc_cell *tu_builtin(const char *name);
+/* check(cell, name, lstm_or_gru) for every built-in cell, optimised. */
+void tu_each_builtin(void (*check)(const rnnc_cell *c, const char *name, bool lstm_or_gru));
 /* Compiles src for sm_<sm>; fails the test (printing src) on an error or a warning. */
 void tu_compile_clean(const char *src, const char *label, int sm);
 

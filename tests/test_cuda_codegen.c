@@ -42,9 +42,7 @@ static void test_builtins_compile(void **state)
     for (int i = 0; names[i]; i++) {
         for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
             const shape *sh = &k_shapes[k];
-            rnnc_cell *c = NULL;
-            assert_ok(rnnc_cell_builtin(&c, names[i], NULL));
-            assert_ok(ir_optimise(c, false));
+            rnnc_cell *c = tu_builtin(names[i]);
             char *src = NULL, label[128];
             cg_cuda_plan plan;
             rnnc_status st = generate(c, sh, &src, &plan);
@@ -79,9 +77,7 @@ static void test_pre_ampere_compile(void **state)
     }
     const char *const *names = rnnc_cell_builtin_names();
     for (int i = 0; names[i]; i++) {
-        rnnc_cell *c = NULL;
-        assert_ok(rnnc_cell_builtin(&c, names[i], NULL));
-        assert_ok(ir_optimise(c, false));
+        rnnc_cell *c = tu_builtin(names[i]);
         cg_cuda_config cfg = {.sizes = {256, 256, 256}, .batch = 32, .sm = 75, .sm_count = 40};
         char *src = NULL, label[128];
         cg_cuda_plan plan;

@@ -153,9 +153,8 @@ static void frag_index(char *buf, size_t n, int tm, const char *who, const char 
 }
 
 /* rnnc_rows<lin>(M): the rows the large tiles take (cg_cuda_split_rows). */
-static void emit_split_rows(const cu_ctx *c, const cu_tile *g, cu_text *t)
+static void emit_split_rows(const cu_tile *g, cu_text *t)
 {
-    (void)c;
     cu_printf(t,
               "/* rows of M the large tiles take: whole waves of %u blocks (a last wave under */\n"
               "/* half full is left to the tail's small tiles) */\n"
@@ -216,7 +215,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
         cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
     if (g.split.wave && !g.tail)
-        emit_split_rows(c, &g, t);
+        emit_split_rows(&g, t);
     cu_printf(t, "/* %s over %s: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
               g.tail ? "the rows its large tiles leave" : g.split.wave ? "the rows of whole waves"
                                                       : "all T*B rows",
