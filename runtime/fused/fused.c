@@ -113,6 +113,7 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
      * shares of the SMs: a kernel started early would hold SMs the other
      * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
     m->pdl = sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0");
+    m->overlap = m->pdl && !cm_env_is("RNNC_FUSED_OVERLAP", "0");
     m->arena = ir_arena_create();
     if (!m->arena)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
