@@ -73,6 +73,9 @@ typedef struct cg_cuda_config {
                           else 1); 0: 2 when B <= 8 and possible */
     int math;          /* rnnc_math: 0 FFMA; 1 TF32, 2 3xTF32 tensor cores (cuda_mma.c)
                           where the shape allows, else FFMA */
+    int ahead;         /* a GEMM beside the step kernel (cg_cuda_launch.overlap) does this
+                          percentage of its tiles before the step kernel may start
+                          (0: 10, the best of 10, 25 and 50 on an H100; 100: all) */
     int dtype;         /* rnnc_dtype of x, y and the weights: F32 (0), F16 or BF16; half
                           models keep the weight arena, x and y in 16 bits (the arena's
                           offsets count elements) and compute in fp32: states, hoisted

@@ -174,14 +174,19 @@ static void emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
     long long cb = (long long)((c->cols[g->lin] + g->bn - 1) / g->bn);
     if (g->overlap) {
         /* one block per SM beside the step kernel, tiles in row order so
-         * the early steps' rows come first */
+         * the early steps' rows come first; the step kernel may start once
+         * every block is past the first `ahead` percent of the tiles (they
+         * run on the whole GPU, the rest beside the steps) */
+        int ahead = c->cfg.ahead > 0 ? (c->cfg.ahead < 100 ? c->cfg.ahead : 100) : 10;
         cu_printf(t,
-                  "    rnnc_pdl();\n"
+                  "    rnnc_pdl_wait();\n"
                   "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
+                  "    const int AHEAD_ = (int)((long long)((M + %d) / %d * %lld) * %d / 100);\n"
                   "    for (int tl_ = blockIdx.x; ; tl_ += gridDim.x) {\n"
                   "    const int m0 = tl_ / %lld * %d, n0 = tl_ %% %lld * %d;\n"
-                  "    if (m0 >= M) break;\n",
-                  (long long)c->B, cb, g->bm, cb, g->bn);
+                  "    if (m0 >= M) break;\n"
+                  "    if (tl_ >= AHEAD_) rnnc_pdl_go();\n",
+                  (long long)c->B, g->bm - 1, g->bm, cb, ahead, cb, g->bm, cb, g->bn);
         return;
     }
     if (!g->tail) {
@@ -625,8 +630,8 @@ static bool is_hoisted_gemm(const cu_ctx *c, int32_t v)
 }
 
 /* The GEMM beside the step kernel (cg_cuda_launch.overlap): a second kernel
- * for the cell's one hoisted linear, tiles of 64 x 128 (two blocks of the
- * large tiles' registers would not fit beside a step block).  The step
+ * for the cell's one hoisted linear, tiles of 128 x 128, one block per SM
+ * (a second would not fit beside a step block).  The step
  * kernel waits for tile rows at its barriers, so not with the tagged
  * exchange (no barrier), nor a row kernel between the two, nor batch_first
  * rows (a step's rows would lie in every tile row); griddepcontrol (sm_90)
@@ -640,7 +645,7 @@ static rnnc_status place_overlap(cu_ctx *c)
     if (n != 1 || c->rows_floats || c->ll ||
         c->cfg.batch_first || c->cfg.sm < 90 || c->plan->n_launch + 2 > CG_CUDA_MAX_LAUNCH)
         return RNNC_OK;
-    cu_tile g = {lin, false, false, 64, 128, 16, 4, 8, {0, 0, 0}, false, true};
+    cu_tile g = {lin, false, false, 128, 128, 8, 8, 8, {0, 0, 0}, false, true};
     return add_gemm(c, g, 0, 0);
 }
 

@@ -108,6 +108,7 @@ struct rt_fused {
     /* run the hoisted GEMM beside the step kernel where the plan has one
      * (cg_cuda_launch.overlap; needs pdl; RNNC_FUSED_OVERLAP=0: off) */
     bool overlap;
+    int ahead; /* cg_cuda_config.ahead (RNNC_FUSED_AHEAD) */
     CUstream aux[3];              /* 0: the second step stream; 1, 2: GEMM streams */
     CUevent *ev;
     int ev_n;
