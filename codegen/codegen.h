@@ -42,15 +42,10 @@
  * the final state k goes there instead of the third copy.  So a forward
  * needs no state copies in or out.  States k >= CG_CUDA_IO always use st.
  * An out buffer must not overlap an in buffer when T = 1 (blocks still
- * read step 0's states while others write the final ones).  rdy, where not
- * 0, says the hoisted GEMM runs beside the step kernel (an overlap launch,
- * below): one counter per tile row of its output, which counts the tiles
- * done; the step kernel waits for a step's rows before it reads them and
- * zeroes the counters at its end. */
+ * read step 0's states while others write the final ones). */
 #define CG_CUDA_IO 4
 typedef struct cg_cuda_io {
     uint64_t in[CG_CUDA_IO], out[CG_CUDA_IO]; /* device pointers */
-    uint64_t rdy;
 } cg_cuda_io;
 
 typedef struct cg_cuda_config {
@@ -73,9 +68,6 @@ typedef struct cg_cuda_config {
                           else 1); 0: 2 when B <= 8 and possible */
     int math;          /* rnnc_math: 0 FFMA; 1 TF32, 2 3xTF32 tensor cores (cuda_mma.c)
                           where the shape allows, else FFMA */
-    int ahead;         /* a GEMM beside the step kernel (cg_cuda_launch.overlap) does this
-                          percentage of its tiles before the step kernel may start
-                          (0: 10, the best of 10, 25 and 50 on an H100; 100: all) */
     int dtype;         /* rnnc_dtype of x, y and the weights: F32 (0), F16 or BF16; half
                           models keep the weight arena, x and y in 16 bits (the arena's
                           offsets count elements) and compute in fp32: states, hoisted
@@ -115,18 +107,13 @@ typedef struct cg_cuda_launch {
                                     a hoisted GEMM's tiles for long and for short sequences */
     cg_cuda_split split;         /* a large-tile GEMM's split of its rows (wave 0: none) */
     bool tail;                   /* the tail of the launch before it: the rows its split leaves */
-    bool overlap;                /* a GEMM over all rows that runs beside the step kernel,
-                                    telling it which tile rows are done (cg_cuda_io.rdy):
-                                    grid of one block per SM, tiles of rows_per_block rows
-                                    walked in row order; only where the runtime chooses it */
 } cg_cuda_launch;
 
 /* Whether launch l runs for a call of T*B = rows rows (its min_rows/max_rows;
- * a tail only when the split leaves it rows; an overlap GEMM never: it
- * replaces the others only where the runtime chooses it). */
+ * a tail only when the split leaves it rows). */
 static inline bool cg_cuda_launch_runs(const cg_cuda_launch *l, size_t rows)
 {
-    return !l->overlap && rows >= l->min_rows && (!l->max_rows || rows < l->max_rows) &&
+    return rows >= l->min_rows && (!l->max_rows || rows < l->max_rows) &&
            (!l->tail || cg_cuda_split_rows(&l->split, rows) < rows);
 }
 

@@ -293,9 +293,9 @@ static void test_model_shapes(void **state)
         /* the wavefront of time chunks: several groups, rows ending mid-chunk */
         {"lstm", 40, 64, 512, 512, 0, 4, false, true, false, 0.0},
         {"gru", 37, 32, 64, 256, 0, 3, false, false, false, 0.0},
-        /* one layer over 1024 rows and more: on sm_90 the hoisted GEMM runs
-         * beside the step kernel; its 128-row tiles cut steps at B = 48,
-         * rows end early, a projection makes two phases */
+        /* one layer over 1024 rows and more: the large GEMM tiles (128
+         * rows) cut steps at B = 48, rows end early, a projection makes
+         * two phases */
         {"lstm", 60, 64, 256, 256, 0, 1, false, true, false, 0.0},
         {"gru", 33, 48, 128, 192, 0, 1, false, true, false, 0.0},
         {"lstm", 45, 40, 96, 160, 32, 1, false, false, false, 0.0},

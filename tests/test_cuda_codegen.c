@@ -235,69 +235,6 @@ static void test_hoist_plan(void **state)
     }
 }
 
-/* The launch of plan p that may run beside the step kernel, or NULL. */
-static const cg_cuda_launch *beside(const cg_cuda_plan *p)
-{
-    const cg_cuda_launch *o = NULL;
-    for (int i = 0; i < p->n_launch; i++)
-        if (p->launch[i].overlap) {
-            assert_null(o); /* at most one */
-            o = &p->launch[i];
-        }
-    return o;
-}
-
-/* The GEMM beside the step kernel: LSTM and GRU at sm_90 with the
- * barrier have one (128-row tiles, one block per SM, never run by the
- * plan's own row bounds), and the step kernel that waits for its rows; not
- * before sm_90 (no griddepcontrol), with batch_first rows, with a row
- * kernel (layernorm_lstm), with the tagged exchange (B = 4), or with
- * nothing hoisted.  `ahead` is the share of tiles before the step starts. */
-static void test_overlap_plan(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *cell;
-        shape sh;
-        int sm, ahead;
-        bool want;
-    } cases[] = {
-        {"lstm", {512, 512, 64, RNNC_HOIST_ALL, false}, 90, 0, true},
-        {"gru", {512, 512, 128, RNNC_HOIST_ALL, false}, 90, 50, true},
-        {"lstm", {1024, 1024, 64, RNNC_HOIST_MATMUL, false}, 90, 0, true},
-        {"lstm", {512, 512, 64, RNNC_HOIST_ALL, false}, 80, 0, false},
-        {"lstm", {512, 512, 64, RNNC_HOIST_ALL, true}, 90, 0, false},
-        {"layernorm_lstm", {512, 512, 64, RNNC_HOIST_ALL, false}, 90, 0, false},
-        {"lstm", {512, 512, 4, RNNC_HOIST_ALL, false}, 90, 0, false},
-        {"lstm", {512, 512, 64, RNNC_HOIST_NONE, false}, 90, 0, false},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rnnc_cell *c = tu_builtin(cases[i].cell);
-        const shape *sh = &cases[i].sh;
-        cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = cases[i].sm,
-                              .sm_count = 132, .batch_first = sh->batch_first,
-                              .ahead = cases[i].ahead};
-        char *src = NULL;
-        cg_cuda_plan plan;
-        assert_ok(tu_cuda_source(c, sh->hoist, &cfg, &src, &plan));
-        const cg_cuda_launch *o = beside(&plan);
-        if ((o != NULL) != cases[i].want)
-            fail_msg("%s case %zu: overlap GEMM %s", cases[i].cell, i, o ? "present" : "absent");
-        assert_int_equal(strstr(src, "rnnc_wait_rows(") != NULL, cases[i].want);
-        if (o) {
-            assert_non_null(strstr(o->name, "rnnc_gemm"));
-            assert_int_equal(o->name[strlen(o->name) - 1], 'o');
-            assert_int_equal(o->rows_per_block, 128);
-            assert_int_equal(o->grid, 132);
-            assert_false(cg_cuda_launch_runs(o, 6400));
-            assert_non_null(strstr(src, cases[i].ahead ? "* 50 / 100" : "* 10 / 100"));
-            assert_non_null(strstr(src, "rnnc_rows_clear(io.rdy, T)"));
-        }
-        free(src);
-        rnnc_cell_destroy(c);
-    }
-}
-
 /* A step value H+1 wide cannot be owned by hidden-unit tiles. */
 static void test_unsupported_names_op(void **state)
 {
@@ -341,7 +278,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hoist_plan),
         cmocka_unit_test(test_gemm_tiers),
-        cmocka_unit_test(test_overlap_plan),
         cmocka_unit_test(test_unsupported_names_op),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_builtins_compile),

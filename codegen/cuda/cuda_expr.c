@@ -52,8 +52,7 @@ bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
         snprintf(buf, n, "__ldcg(s%d_ + gb * %lld + %s)", state_k(c, v), cols, col);
         return true;
     case CU_HOIST_BUF:
-        /* through L2: a GEMM beside the step kernel writes hz while it runs */
-        snprintf(buf, n, "__ldcg(hz + (size_t)%lld * TB + row * %lld + %s)", (long long)c->off[v],
+        snprintf(buf, n, "__ldg(hz + (size_t)%lld * TB + row * %lld + %s)", (long long)c->off[v],
                  cols, col);
         return true;
     default:
@@ -129,7 +128,7 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
         snprintf(buf, n, "fold[%lld + (%s)]", (long long)c->off[v], col);
         return true;
     case CU_HOIST_BUF:
-        snprintf(buf, n, "__ldcg(hz + (size_t)%lld * TB + row * %lld + (%s))",
+        snprintf(buf, n, "__ldg(hz + (size_t)%lld * TB + row * %lld + (%s))",
                  (long long)c->off[v], cols, col);
         return true;
     case CU_STEP_ELEM:

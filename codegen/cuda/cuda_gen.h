@@ -50,7 +50,6 @@ typedef struct cu_tile {
     int bm, bn, bk, tm, tn;
     cg_cuda_split split; /* large tiles: whole waves only (rnnc_rows<lin>) */
     bool tail;    /* small tiles over the rows the split leaves (suffix "t") */
-    bool overlap; /* all rows, beside the step kernel, counting tiles done (suffix "o") */
 } cu_tile;
 
 typedef struct cu_ctx {
@@ -115,9 +114,6 @@ rnnc_status cu_analyse(cu_ctx *c);
 rnnc_status cu_choose_tiles(cu_ctx *c);
 /* The hoisted part's launches and the row kernel's shared slots (cuda_hoist.c). */
 rnnc_status cu_place_hoist(cu_ctx *c);
-/* The tile of the GEMM that may run beside the step kernel, NULL if none
- * (the step kernel then never waits for tile rows). */
-const cu_tile *cu_overlap_tile(const cu_ctx *c);
 /* Which leaves the step's elements read from registers (cuda_regs.c). */
 void cu_place_regs(cu_ctx *c);
 /* Which slices of the step's elements are read (c->live); before cu_place_regs. */

@@ -60,7 +60,7 @@ static cu_tile choose_tile(const cu_ctx *c, int32_t lin)
     int r = c->cfg.gemm_rows;
     if (r != 32 && r != 64 && r != 128)
         r = c->B <= 4 ? 32 : c->B <= 16 ? 64 : 128;
-    cu_tile g = {lin, false, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0, {0, 0, 0}, false, false};
+    cu_tile g = {lin, false, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0, {0, 0, 0}, false};
     g.tm = g.bm / 16;
     g.tn = g.bn / 16;
     return g;
@@ -171,24 +171,6 @@ static void emit_split_rows(const cu_tile *g, cu_text *t)
  * large tiles write, and waits for them at its end (rnnc_pdl_wait). */
 static void emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
 {
-    long long cb = (long long)((c->cols[g->lin] + g->bn - 1) / g->bn);
-    if (g->overlap) {
-        /* one block per SM beside the step kernel, tiles in row order so
-         * the early steps' rows come first; the step kernel may start once
-         * every block is past the first `ahead` percent of the tiles (they
-         * run on the whole GPU, the rest beside the steps) */
-        int ahead = c->cfg.ahead > 0 ? (c->cfg.ahead < 100 ? c->cfg.ahead : 100) : 10;
-        cu_printf(t,
-                  "    rnnc_pdl_wait();\n"
-                  "    const int M = T * %lld, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
-                  "    const int AHEAD_ = (int)((long long)((M + %d) / %d * %lld) * %d / 100);\n"
-                  "    for (int tl_ = blockIdx.x; ; tl_ += gridDim.x) {\n"
-                  "    const int m0 = tl_ / %lld * %d, n0 = tl_ %% %lld * %d;\n"
-                  "    if (m0 >= M) break;\n"
-                  "    if (tl_ >= AHEAD_) rnnc_pdl_go();\n",
-                  (long long)c->B, g->bm - 1, g->bm, cb, ahead, cb, g->bm, cb, g->bn);
-        return;
-    }
     if (!g->tail) {
         char rows[48];
         if (g->split.wave)
@@ -204,6 +186,7 @@ static void emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
             cu_printf(t, "    if (m0 >= M) return; /* the tail's rows */\n");
         return;
     }
+    long long cb = (long long)((c->cols[g->lin] + g->bn - 1) / g->bn);
     cu_printf(t,
               "    rnnc_pdl_go();\n"
               "    const int M = T * %lld, R_ = rnnc_rows%d(M), tid = threadIdx.x, tx = tid %% 16, "
@@ -220,7 +203,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
 {
     cu_tile g = c->tile[i];
     int32_t lin = g.lin;
-    const char *sfx = g.overlap ? "o" : g.tail ? "t" : g.small ? "s" : "";
+    const char *sfx = g.tail ? "t" : g.small ? "s" : "";
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]];
     char wsrc[64], e[4096], ri[160], ci[160];
@@ -234,10 +217,8 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     if (g.split.wave && !g.tail)
         emit_split_rows(&g, t);
     cu_printf(t, "/* %s over %s: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
-              g.overlap ? "all T*B rows beside the step kernel"
-              : g.tail  ? "the rows its large tiles leave"
-              : g.split.wave ? "the rows of whole waves"
-                             : "all T*B rows",
+              g.tail ? "the rows its large tiles leave" : g.split.wave ? "the rows of whole waves"
+                                                      : "all T*B rows",
               g.bm, g.bn, g.small && !g.tail ? " for few rows" : "", mma ? ", tensor cores" : "");
     cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(%s)\n{\n"
@@ -300,13 +281,6 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     /* the tail finishes after its large tiles: the kernel after it waits for both */
     if (g.tail)
         cu_printf(t, "    }\n    rnnc_pdl_wait();\n");
-    /* a tile row is done when its last tile is: every thread's stores made
-     * visible, then one count (the step kernel reads it with an acquire) */
-    if (g.overlap)
-        cu_printf(t, "    __threadfence();\n"
-                     "    __syncthreads();\n"
-                     "    if (tid == 0) atomicAdd(io.rdy + m0 / %d, 1u);\n"
-                     "    }\n", g.bm);
     cu_printf(t, "}\n");
     return true;
 }
@@ -598,7 +572,7 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
     cg_cuda_launch *l = &p->launch[p->n_launch++];
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)g.lin,
-             g.skinny ? "k" : g.overlap ? "o" : g.tail ? "t" : g.small ? "s" : "");
+             g.skinny ? "k" : g.tail ? "t" : g.small ? "s" : "");
     l->min_rows = min_rows;
     l->max_rows = max_rows;
     l->rows_per_block = (unsigned)g.bm;
@@ -609,13 +583,6 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
         /* a fixed grid that walks the tail's tiles: one block per wave slot */
         l->rows_per_block = 0;
         l->grid = g.split.wave;
-        l->grid_y = 1;
-    }
-    if (g.overlap) {
-        /* one block per SM, beside the step kernel's; rows_per_block
-         * tells the runtime how many tile-row counters it needs */
-        l->overlap = true;
-        l->grid = (unsigned)(c->cfg.sm_count > 0 ? c->cfg.sm_count : 132);
         l->grid_y = 1;
     }
     l->threads = 256;
@@ -629,34 +596,14 @@ static bool is_hoisted_gemm(const cu_ctx *c, int32_t v)
            (c->role[v] == CU_HOIST_BUF || c->role[v] == CU_HOIST_TMP);
 }
 
-/* The GEMM beside the step kernel (cg_cuda_launch.overlap): a second kernel
- * for the cell's one hoisted linear, tiles of 128 x 128, one block per SM
- * (a second would not fit beside a step block).  The step
- * kernel waits for tile rows at its barriers, so not with the tagged
- * exchange (no barrier), nor a row kernel between the two, nor batch_first
- * rows (a step's rows would lie in every tile row); griddepcontrol (sm_90)
- * lets the step kernel start while the GEMM runs. */
-static rnnc_status place_overlap(cu_ctx *c)
-{
-    int32_t lin = -1, n = 0;
-    for (int32_t v = 0; v < c->f->n; v++)
-        if (is_hoisted_gemm(c, v))
-            lin = v, n++;
-    if (n != 1 || c->rows_floats || c->ll ||
-        c->cfg.batch_first || c->cfg.sm < 90 || c->plan->n_launch + 2 > CG_CUDA_MAX_LAUNCH)
-        return RNNC_OK;
-    cu_tile g = {lin, false, false, 128, 128, 8, 8, 8, {0, 0, 0}, false, true};
-    return add_gemm(c, g, 0, 0);
-}
-
 rnnc_status cu_place_hoist(cu_ctx *c)
 {
     rnnc_status st;
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!is_hoisted_gemm(c, v))
             continue;
-        cu_tile g = choose_tile(c, v), s = {v, true, false, 32, 64, 32, 2, 4, {0, 0, 0}, false, false},
-                k = {v, false, true, 32, 32, 0, 0, 0, {0, 0, 0}, false, false};
+        cu_tile g = choose_tile(c, v), s = {v, true, false, 32, 64, 32, 2, 4, {0, 0, 0}, false},
+                k = {v, false, true, 32, 32, 0, 0, 0, {0, 0, 0}, false};
         /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
          * most SMs idle with large tiles (16 blocks of 128 x 128 took about
          * 37 us at T = 1, B = 64, I = H = 512): below the row count where
@@ -692,17 +639,7 @@ rnnc_status cu_place_hoist(cu_ctx *c)
             (lo && (st = add_gemm(c, k, 0, lo))))
             return st;
     }
-    if ((st = place_rows(c)))
-        return st;
-    return place_overlap(c);
-}
-
-const cu_tile *cu_overlap_tile(const cu_ctx *c)
-{
-    for (int i = 0; i < c->plan->n_launch; i++)
-        if (c->tile[i].overlap)
-            return &c->tile[i];
-    return NULL;
+    return place_rows(c);
 }
 
 rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)

@@ -124,12 +124,10 @@ static void emit_pdl_helper(const cu_ctx *c, cu_text *t)
                  "    asm volatile(\"griddepcontrol.wait;\" : : : \"memory\");\n"
                  "    asm volatile(\"griddepcontrol.launch_dependents;\" : : : \"memory\");\n"
                  "#endif\n}\n");
-    /* a tail GEMM (cuda_hoist.c) lets the next grid start first and waits
-     * last; a step kernel beside an overlap GEMM does not wait (the GEMM
-     * did, before it let the step kernel start) */
+    /* a tail GEMM (cuda_hoist.c) lets the next grid start first and waits last */
     bool tail = false;
     for (int i = 0; i < c->plan->n_launch; i++)
-        tail |= c->plan->launch[i].tail || c->plan->launch[i].overlap;
+        tail |= c->plan->launch[i].tail;
     if (tail)
         cu_printf(t, "__device__ __forceinline__ void rnnc_pdl_go(void)\n{\n"
                      "#if __CUDA_ARCH__ >= 900\n"
@@ -156,8 +154,8 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
               c->f->name, (long long)c->B, (long long)c->I, (long long)cfg->sizes.H,
               (long long)cfg->sizes.P, cfg->sm, dtype, math, h < 3 ? hoists[h] : "?",
               c->plan->tuning);
-    cu_printf(t, "struct rnnc_io { const float *in[%d]; float *out[%d]; unsigned *rdy; };\n",
-              CG_CUDA_IO, CG_CUDA_IO);
+    cu_printf(t, "struct rnnc_io { const float *in[%d]; float *out[%d]; };\n", CG_CUDA_IO,
+              CG_CUDA_IO);
     cu_emit_half_helpers(c, t);
     cu_emit_mma_helpers(c, t);
     cu_emit_cp_helpers(c, t);

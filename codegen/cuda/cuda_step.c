@@ -81,57 +81,6 @@ static void emit_prelude(const cu_ctx *c, cu_text *t)
               "    m += d * f;\n    q += qb + d * d * n * f;\n    n = nn;\n}\n");
 }
 
-/* With a GEMM beside the step kernel (cuda_hoist.c, place_overlap): the
- * barrier's polling warp also waits, with the same loads in flight, until
- * the GEMM has counted every tile of the tile rows that hold steps [s0, s1)
- * (none past T); its acquire fence then covers those rows too.  The last
- * block zeroes the counters, once every one is complete (with lengths no
- * step may have waited for the last rows). */
-static void emit_overlap_prelude(const cu_ctx *c, cu_text *t)
-{
-    const cu_tile *g = cu_overlap_tile(c);
-    if (!g)
-        return;
-    cu_printf(t,
-              "#define OTM %d /* rows of a tile row of the GEMM beside this kernel */\n"
-              "#define ONCT %lld /* its tiles in a tile row */\n"
-              "__device__ __forceinline__ void rnnc_wait_rows(const unsigned *f, unsigned v, "
-              "const unsigned *rdy, int s0, int s1, int T)\n{\n"
-              "    const int l = threadIdx.x & 31;\n"
-              "    s1 = min(s1, T);\n"
-              "    const int r0 = (int)((size_t)s0 * B / OTM);\n"
-              "    const int r1 = s0 < s1 ? (int)(((size_t)s1 * B - 1) / OTM) : r0 - 1;\n"
-              "    bool ok;\n"
-              "    do {\n"
-              "        ok = true;\n"
-              "#pragma unroll\n"
-              "        for (int i = 0; i < (NUB + 31) / 32; ++i) {\n"
-              "            unsigned a = v;\n"
-              "            if (l + 32 * i < NUB)\n"
-              "                asm volatile(\"ld.relaxed.gpu.global.u32 %%0, [%%1];\" : \"=r\"(a) : "
-              "\"l\"(f + l + 32 * i) : \"memory\");\n"
-              "            ok = ok && a >= v;\n"
-              "        }\n"
-              "        for (int r = r0 + l; r <= r1; r += 32) {\n"
-              "            unsigned a;\n"
-              "            asm volatile(\"ld.relaxed.gpu.global.u32 %%0, [%%1];\" : \"=r\"(a) : "
-              "\"l\"(rdy + r) : \"memory\");\n"
-              "            ok = ok && a >= ONCT;\n"
-              "        }\n"
-              "    } while (!__all_sync(0xffffffffu, ok));\n"
-              "    asm volatile(\"fence.acq_rel.gpu;\" : : : \"memory\");\n}\n"
-              "__device__ void rnnc_rows_clear(unsigned *rdy, int T)\n{\n"
-              "    const int n = (int)(((size_t)T * B + OTM - 1) / OTM);\n"
-              "    for (int r = threadIdx.x; r < n; r += blockDim.x) {\n"
-              "        unsigned a;\n"
-              "        do asm volatile(\"ld.relaxed.gpu.global.u32 %%0, [%%1];\" : \"=r\"(a) : "
-              "\"l\"(rdy + r) : \"memory\");\n"
-              "        while (a < ONCT);\n"
-              "        rdy[r] = 0u;\n"
-              "    }\n}\n",
-              g->bm, (long long)((c->cols[g->lin] + g->bn - 1) / g->bn));
-}
-
 /* The regions of a step block's shared memory, named by node (floats). */
 static void emit_smem_names(const cu_ctx *c, cu_text *t)
 {
@@ -569,17 +518,9 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
               last ? "if (t + 1 < tend_) " : "");
     if (last)
         cu_emit_reg_loads(c, t, false);
-    /* the last warp polls: it has no prefetch loads in flight when E <= NT - 32;
-     * beside a GEMM it waits for step t+2's rows, which the barrier after
-     * step t+1 prefetches */
-    if (last && cu_overlap_tile(c))
-        cu_printf(t, "        if (tid >= NT - 32) {\n"
-                     "            if (io.rdy) rnnc_wait_rows(bar + bb * NUB, epoch, io.rdy, t + 2, t + 3, T);\n"
-                     "            else rnnc_wait(bar + bb * NUB, epoch);\n"
-                     "        }\n");
-    else
-        cu_printf(t, "        if (tid >= NT - 32) rnnc_wait(bar + bb * NUB, epoch);\n");
-    cu_printf(t, "        __syncthreads();\n    }\n");
+    /* the last warp polls: it has no prefetch loads in flight when E <= NT - 32 */
+    cu_printf(t, "        if (tid >= NT - 32) rnnc_wait(bar + bb * NUB, epoch);\n"
+                 "        __syncthreads();\n    }\n");
     return RNNC_OK;
 }
 
@@ -601,7 +542,6 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
                  "units x BT batch rows; blocks exchange states through %s */\n",
               c->ll ? "tagged words (no barrier)" : "global memory and a barrier per phase");
     emit_prelude(c, t);
-    emit_overlap_prelude(c, t);
     emit_smem_names(c, t);
     if (c->ll)
         cu_emit_ll_prelude(t);
@@ -622,18 +562,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     /* the weights are the model's, written before any forward: in flight
      * while the kernel before this one finishes */
     cu_emit_weights(c, t);
-    if (cu_overlap_tile(c))
-        /* beside the GEMM: it waited for the work before it before it let
-         * this kernel start; steps 0 and 1's rows before anything reads them */
-        cu_printf(t, "    if (io.rdy) {\n"
-                     "        rnnc_pdl_go();\n"
-                     "        if (tid >= NT - 32) rnnc_wait_rows(bar + bb * NUB, 0u, io.rdy, 0, 2, T);\n"
-                     "        __syncthreads();\n"
-                     "    } else {\n"
-                     "        rnnc_pdl();\n"
-                     "    }\n");
-    else
-        cu_printf(t, "    rnnc_pdl();\n");
+    cu_printf(t, "    rnnc_pdl();\n");
     cu_emit_reg_loads(c, t, true);
     if (c->ll)
         cu_emit_ll_publish(c, t);
@@ -661,7 +590,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
      * next launch (one node less in a captured graph): the last block to
      * finish (a count in the word after the flags) zeroes them and the
      * count; every other block has passed its last wait by then. */
-    if (!c->ll && !cu_overlap_tile(c))
+    if (!c->ll)
         cu_printf(t, "    __syncthreads();\n"
                      "    if (tid == 0) {\n"
                      "        __threadfence();\n"
@@ -670,20 +599,6 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
                      "            for (unsigned i = 0; i <= gridDim.x; ++i) bar[i] = 0u;\n"
                      "        }\n"
                      "    }\n");
-    else if (!c->ll)
-        /* the same, and the GEMM's tile-row counters: the whole last block */
-        cu_printf(t, "    __shared__ unsigned last_;\n"
-                     "    __syncthreads();\n"
-                     "    if (tid == 0) {\n"
-                     "        __threadfence();\n"
-                     "        last_ = atomicAdd(bar + gridDim.x, 1u) == gridDim.x - 1;\n"
-                     "        if (last_) {\n"
-                     "            __threadfence();\n"
-                     "            for (unsigned i = 0; i <= gridDim.x; ++i) bar[i] = 0u;\n"
-                     "        }\n"
-                     "    }\n"
-                     "    __syncthreads();\n"
-                     "    if (last_ && io.rdy) rnnc_rows_clear(io.rdy, T);\n");
     cu_printf(t, "}\n");
     return RNNC_OK;
 }

@@ -295,51 +295,6 @@ rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem
     return s;
 }
 
-/* What one block of f holds on an SM: registers (allocated per warp in
- * units of 256), shared memory (static, dynamic, the per-block reserve). */
-static rnnc_status block_needs(CUfunction f, unsigned threads, unsigned smem, int reserve,
-                               long *regs, long *shared)
-{
-    int r = 0, st = 0;
-    rnnc_status s = rt_cuda_check(g_api.FuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, f),
-                                  "cuFuncGetAttribute(NUM_REGS)");
-    if (s == RNNC_OK)
-        s = rt_cuda_check(g_api.FuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
-                          "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
-    long warps = ((long)threads + 31) / 32;
-    *regs = warps * (((long)r * 32 + 255) / 256 * 256);
-    *shared = (long)st + (long)smem + reserve;
-    return s;
-}
-
-rnnc_status rt_blocks_fit_beside(CUfunction a, unsigned threads_a, unsigned smem_a, CUfunction b,
-                                 unsigned threads_b, unsigned smem_b, bool *fits)
-{
-    CUdevice dev;
-    int regs = 0, shared = 0, reserve = 0, threads = 0;
-    long ra, sa, rb, sb;
-    *fits = false;
-    rnnc_status s = rt_cuda_check(g_api.CtxGetDevice(&dev), "cuCtxGetDevice");
-    CUdevice_attribute at[] = {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
-                               CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-                               CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
-                               CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR};
-    int *val[] = {&regs, &shared, &reserve, &threads};
-    for (int i = 0; s == RNNC_OK && i < 4; i++)
-        s = rt_cuda_check(g_api.DeviceGetAttribute(val[i], at[i], dev), "cuDeviceGetAttribute");
-    if (s == RNNC_OK)
-        s = block_needs(a, threads_a, smem_a, reserve, &ra, &sa);
-    if (s == RNNC_OK)
-        s = block_needs(b, threads_b, smem_b, reserve, &rb, &sb);
-    if (s == RNNC_OK)
-        s = rt_cuda_check(g_api.FuncSetAttribute(b, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                                 CU_SHAREDMEM_CARVEOUT_MAX_SHARED),
-                          "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)");
-    if (s == RNNC_OK)
-        *fits = ra + rb <= regs && sa + sb <= shared && threads_a + threads_b <= (unsigned)threads;
-    return s;
-}
-
 /* Dynamic shared memory above the 48 KiB default must be opted into per function. */
 static rnnc_status allow_smem(CUfunction f, unsigned smem)
 {

@@ -113,13 +113,6 @@ rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned bl
 /* Blocks of f (with `threads` per block and `smem` bytes) that can be
  * resident at once on the whole device of the current context. */
 rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem, int *blocks);
-/* Whether one block of a (threads_a, dynamic smem_a) and one of b fit on
- * one SM together (registers, shared memory with its per-block reserve,
- * threads), from the functions' attributes and the current device's
- * limits; b's shared-memory carveout is set to the maximum so that an SM
- * that runs b first still has room for a's block. */
-rnnc_status rt_blocks_fit_beside(CUfunction a, unsigned threads_a, unsigned smem_a, CUfunction b,
-                                 unsigned threads_b, unsigned smem_b, bool *fits);
 
 /* Median elapsed ms of `iters` calls of fn(ctx, s) after `warmup`, timed
  * with events on s (for autotuning and time_forward). */

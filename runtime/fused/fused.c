@@ -44,7 +44,6 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     cfg->y_ld = m->spec.dirs * m->spec.hout;
     cfg->math = (int)m->spec.math;
     cfg->dtype = (int)m->spec.dtype;
-    cfg->ahead = m->ahead;
     if (!tuned)
         return;
     cfg->unit_tile = m->tuning.unit_tile;
@@ -114,9 +113,6 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
      * shares of the SMs: a kernel started early would hold SMs the other
      * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
     m->pdl = sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0");
-    m->overlap = m->pdl && !cm_env_is("RNNC_FUSED_OVERLAP", "0");
-    const char *e = getenv("RNNC_FUSED_AHEAD");
-    m->ahead = e ? atoi(e) : 0;
     m->arena = ir_arena_create();
     if (!m->arena)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");

@@ -54,11 +54,10 @@ typedef struct rt_fused_tuning {
 } rt_fused_tuning;
 
 /* Scratch of one running step kernel: hoisted values, the exchange
- * buffer, reduction partials, the barrier's flags, the tile-row counters
- * of a GEMM beside the step kernel (zero between forwards). */
+ * buffer, reduction partials, the barrier's flags. */
 typedef struct rt_fused_slot {
-    CUdeviceptr hz, xb, part, bar, rdy;
-    size_t hz_n, xb_n, part_n, rdy_n;
+    CUdeviceptr hz, xb, part, bar;
+    size_t hz_n, xb_n, part_n;
 } rt_fused_slot;
 
 /* The kernels of layers > 0 (their input is D * Hout wide). */
@@ -68,7 +67,6 @@ typedef struct rt_fused_upper {
     cg_cuda_plan plan;
     rt_kernel kern;
     bool loaded;
-    int beside; /* its overlap GEMM fits beside its step kernel: 1, -1 not, 0 not asked */
 } rt_fused_upper;
 
 struct rt_fused {
@@ -88,7 +86,6 @@ struct rt_fused {
     cg_cuda_plan plan;
     rt_kernel kern;
     bool loaded;
-    int beside; /* as rt_fused_upper's */
     /* device memory: weights and folds (bound), scratch grown on demand */
     CUdeviceptr wts, fold;
     int64_t wts_floats, fold_floats;
@@ -105,10 +102,6 @@ struct rt_fused {
     int share;
     /* launch with programmatic dependent launch (fused_run.c; decided at init) */
     bool pdl;
-    /* run the hoisted GEMM beside the step kernel where the plan has one
-     * (cg_cuda_launch.overlap; needs pdl; RNNC_FUSED_OVERLAP=0: off) */
-    bool overlap;
-    int ahead; /* cg_cuda_config.ahead (RNNC_FUSED_AHEAD) */
     CUstream aux[3];              /* 0: the second step stream; 1, 2: GEMM streams */
     CUevent *ev;
     int ev_n;

@@ -36,13 +36,11 @@ rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch)
     m->plan = plan;
     m->batch = batch;
     m->loaded = false;
-    m->beside = 0;
     if (up) {
         free(m->up.src);
         m->up.src = up;
         m->up.plan = up_plan;
         m->up.loaded = false;
-        m->up.beside = 0;
     }
     return RNNC_OK;
 }
@@ -117,26 +115,6 @@ int64_t rt_fused_st_stride(const rt_fused *m)
     return 3 * max64(p->state_floats, q->state_floats);
 }
 
-/* Counters an overlap GEMM of plan p needs for T*B rows: one per tile row. */
-static size_t rdy_words(const cg_cuda_plan *p, size_t TB)
-{
-    for (int i = 0; i < p->n_launch; i++)
-        if (p->launch[i].overlap && p->launch[i].rows_per_block)
-            return (TB + p->launch[i].rows_per_block - 1) / p->launch[i].rows_per_block;
-    return 0;
-}
-
-/* The counters start zero (the step kernel leaves them zero). */
-static rnnc_status grow_rdy(rt_fused_slot *sl, size_t words)
-{
-    if (words * 4 <= sl->rdy_n)
-        return RNNC_OK;
-    rnnc_status st = rt_fused_grow(&sl->rdy, &sl->rdy_n, words * 4);
-    if (st == RNNC_OK && (st = rt_dev_zero(sl->rdy, sl->rdy_n, NULL)) == RNNC_OK)
-        st = rt_dev_sync(NULL);
-    return st;
-}
-
 /* Scratch of one slot: the largest need of every kernel set. */
 static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
 {
@@ -145,8 +123,7 @@ static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
     if ((st = rt_fused_grow(&sl->hz, &sl->hz_n, TB * (size_t)max64(p->hz_cols, q->hz_cols) * 4)) ||
         (st = rt_fused_grow(&sl->xb, &sl->xb_n, (size_t)max64(p->xb_floats, q->xb_floats) * 4)) ||
         (st = rt_fused_grow(&sl->part, &sl->part_n,
-                            (size_t)max64(p->part_floats, q->part_floats) * 4)) ||
-        (st = grow_rdy(sl, (size_t)max64((int64_t)rdy_words(p, TB), (int64_t)rdy_words(q, TB)))))
+                            (size_t)max64(p->part_floats, q->part_floats) * 4)))
         return st;
     if (rt_fused_bar_bytes(p) > RT_FUSED_BAR_BYTES || rt_fused_bar_bytes(q) > RT_FUSED_BAR_BYTES)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
@@ -183,38 +160,6 @@ static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
     return RNNC_OK;
 }
 
-/* Rows below which the GEMM runs before the step kernel even where it could
- * run beside it: the first tile rows would cost more than they hide. */
-#define RT_OVERLAP_MIN_ROWS 1024
-
-/* The launch of job j's GEMM that runs beside its step kernel in this call,
- * or -1: the hoisted launches then run before it (docs/fused-kernel.md,
- * "The GEMM beside the step kernel"). */
-static int beside_launch(rt_fused *m, const rt_fused_job *j, int which, size_t TB)
-{
-    const cg_cuda_plan *pl = j->k ? &m->up.plan : &m->plan;
-    const rt_kernel *kern = j->k ? &m->up.kern : &m->kern;
-    int *beside = j->k ? &m->up.beside : &m->beside;
-    int both = RT_FUSED_HOIST | RT_FUSED_STEP, o = -1;
-    if (!m->overlap || (which & both) != both || j->rev || TB < RT_OVERLAP_MIN_ROWS)
-        return -1;
-    for (int i = 0; i < pl->n_launch; i++)
-        if (pl->launch[i].overlap)
-            o = i;
-    const cg_cuda_launch *step = &pl->launch[pl->n_launch - 1];
-    if (o < 0 || !step->cooperative)
-        return -1;
-    /* one block of each per SM, or the step kernel would wait for the GEMM */
-    if (*beside == 0) {
-        bool fits = false;
-        rnnc_status st = rt_blocks_fit_beside(kern->fn[pl->n_launch - 1], step->threads,
-                                              step->smem, kern->fn[o], pl->launch[o].threads,
-                                              pl->launch[o].smem, &fits);
-        *beside = st == RNNC_OK && fits ? 1 : -1;
-    }
-    return *beside > 0 ? o : -1;
-}
-
 rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s)
 {
     const cg_cuda_plan *pl = j->k ? &m->up.plan : &m->plan;
@@ -229,24 +174,18 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     size_t TB = (size_t)T * (size_t)m->batch;
     int pdl = m->pdl ? RT_LAUNCH_PDL : 0; /* rt_fused_init says why and when */
-    int o = beside_launch(m, j, which, TB);
-    if (o >= 0)
-        io.rdy = sl->rdy;
     rnnc_status e = RNNC_OK;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
         if (!(which & (l->cooperative ? RT_FUSED_STEP : RT_FUSED_HOIST)))
             continue;
-        /* beside the step kernel, the GEMM over all rows replaces the others */
-        if (o >= 0 ? !l->cooperative && i != o : !cg_cuda_launch_runs(l, TB))
+        if (!cg_cuda_launch_runs(l, TB))
             continue;
         unsigned grid[3] = {l->rows_per_block ? (unsigned)((TB + l->rows_per_block - 1) /
                                                            l->rows_per_block)
                                               : l->grid,
                             l->grid_y ? l->grid_y : 1, 1};
         unsigned block[3] = {l->threads, 1, 1};
-        if (i == o)
-            grid[0] = l->grid, grid[1] = 1;
         if (!l->cooperative) {
             e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args, pdl);
             continue;
@@ -255,19 +194,11 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
          * not match this one's); the barrier's flags the kernel zeroes at its end */
         if (pl->xb_zero_floats > 0)
             e = rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s);
-        /* a kernel sized for a share of the SMs may run beside another, and
-         * one beside the GEMM starts while that runs: an ordinary launch
-         * after the residency check (the GEMM never waits for the step
-         * kernel, so blocks it holds back only start late) */
-        int how = m->share > 1 ? RT_LAUNCH_RESIDENT
-                  : o >= 0     ? RT_LAUNCH_RESIDENT | pdl
-                               : RT_LAUNCH_COOPERATIVE | pdl;
+        /* a kernel sized for a share of the SMs may run beside another */
         if (e == RNNC_OK)
-            e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args, how);
+            e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args,
+                             m->share > 1 ? RT_LAUNCH_RESIDENT : RT_LAUNCH_COOPERATIVE | pdl);
     }
-    /* a GEMM that ran without its step kernel leaves counts behind */
-    if (e != RNNC_OK && o >= 0)
-        rt_dev_zero(sl->rdy, sl->rdy_n, s);
     return e;
 }
 
@@ -380,7 +311,6 @@ void rt_fused_free(rt_fused *m)
                 rt_dev_free(m->slot[i].xb);
                 rt_dev_free(m->slot[i].part);
                 rt_dev_free(m->slot[i].bar);
-                rt_dev_free(m->slot[i].rdy);
             }
             rt_fused_streams_free(m);
         }

@@ -22,7 +22,7 @@ rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdevic
     CUdeviceptr xx = x, yy = y, st = g->st.p, hz = g->hz.p, xb = g->xb.p, part = g->part.p;
     CUdeviceptr bar = g->bar.p, len = g->has_len ? g->dlen.p : 0;
     int r = rev;
-    cg_cuda_io io = {{0}, {0}, 0}; /* states through st: the backward reads its copies */
+    cg_cuda_io io = {{0}, {0}}; /* states through st: the backward reads its copies */
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     if (rt_fused_bar_bytes(pl) > RT_FUSED_BAR_BYTES)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: persistent grid too large");
