@@ -37,12 +37,12 @@ echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
 if [ "${TESTS:-1}" != 0 ]; then
   for t in ${TESTLIST:-gpu_fused_large gpu_fused_model gpu_fused}; do
     t1=$(date +%s)
-    timeout "${TEST_TIMEOUT:-200}" build-gpu/tests/$t > "$OUT/$t.log" 2>&1
+    timeout "${TEST_TIMEOUT:-400}" build-gpu/tests/$t > "$OUT/$t.log" 2>&1
     echo "== $t rc=$? in $(( $(date +%s) - t1 )) s"
     grep -E "FAILED|ERROR|PASSED|rel err" "$OUT/$t.log" | head -12
     [ "$t" = gpu_fused_model ] || continue
     t1=$(date +%s)
-    RNNC_FUSED_CHUNK=3 timeout "${TEST_TIMEOUT:-200}" build-gpu/tests/$t > "$OUT/${t}_chunk3.log" 2>&1
+    RNNC_FUSED_CHUNK=3 timeout "${TEST_TIMEOUT:-400}" build-gpu/tests/$t > "$OUT/${t}_chunk3.log" 2>&1
     echo "== $t (RNNC_FUSED_CHUNK=3) rc=$? in $(( $(date +%s) - t1 )) s"
     grep -E "FAILED|ERROR|PASSED|rel err" "$OUT/${t}_chunk3.log" | head -12
   done
