@@ -24,11 +24,39 @@ static const shape k_shapes[] = {
     {3, 1, 2, RNNC_HOIST_ALL, false},
 };
 
-static rnnc_status generate(rnnc_cell *c, const shape *sh, char **src, cg_cuda_plan *plan)
+static rnnc_status generate(const rnnc_cell *c, const shape *sh, char **src, cg_cuda_plan *plan)
 {
     cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = 90,
                           .sm_count = 132, .batch_first = sh->batch_first};
     return tu_cuda_source(c, sh->hoist, &cfg, src, plan);
+}
+
+/* Every k_shapes shape of one built-in cell generates a complete plan and
+ * compiles for sm_90 (the first also for sm_80). */
+static void builtin_shapes(const rnnc_cell *c, const char *name, bool lstm_or_gru)
+{
+    (void)lstm_or_gru;
+    for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
+        const shape *sh = &k_shapes[k];
+        char *src = NULL, label[128];
+        cg_cuda_plan plan;
+        rnnc_status st = generate(c, sh, &src, &plan);
+        if (st != RNNC_OK)
+            fail_msg("%s I=%lld H=%lld B=%lld hoist %d: %s", name, (long long)sh->I,
+                     (long long)sh->H, (long long)sh->B, sh->hoist, rnnc_last_error());
+        /* the plan is complete: a step kernel, cooperative, last */
+        assert_true(plan.n_launch >= 1);
+        assert_true(plan.launch[plan.n_launch - 1].cooperative);
+        assert_int_equal(plan.out_cols, sh->H);
+        assert_int_equal(plan.n_states, rnnc_cell_state_count(c));
+        assert_non_null(strstr(src, "rnnc_step"));
+        snprintf(label, sizeof label, "%s_%lld_%lld_%lld", name, (long long)sh->I,
+                 (long long)sh->H, (long long)sh->B);
+        tu_compile_clean(src, label, 90);
+        if (k == 0)
+            tu_compile_clean(src, label, 80);
+        free(src);
+    }
 }
 
 static void test_builtins_compile(void **state)
@@ -38,36 +66,25 @@ static void test_builtins_compile(void **state)
         skip();
         return;
     }
-    const char *const *names = rnnc_cell_builtin_names();
-    for (int i = 0; names[i]; i++) {
-        for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
-            const shape *sh = &k_shapes[k];
-            rnnc_cell *c = tu_builtin(names[i]);
-            char *src = NULL, label[128];
-            cg_cuda_plan plan;
-            rnnc_status st = generate(c, sh, &src, &plan);
-            if (st != RNNC_OK)
-                fail_msg("%s I=%lld H=%lld B=%lld hoist %d: %s", names[i], (long long)sh->I,
-                         (long long)sh->H, (long long)sh->B, sh->hoist, rnnc_last_error());
-            /* the plan is complete: a step kernel, cooperative, last */
-            assert_true(plan.n_launch >= 1);
-            assert_true(plan.launch[plan.n_launch - 1].cooperative);
-            assert_int_equal(plan.out_cols, sh->H);
-            assert_int_equal(plan.n_states, rnnc_cell_state_count(c));
-            assert_non_null(strstr(src, "rnnc_step"));
-            snprintf(label, sizeof label, "%s_%lld_%lld_%lld", names[i], (long long)sh->I,
-                     (long long)sh->H, (long long)sh->B);
-            tu_compile_clean(src, label, 90);
-            if (k == 0)
-                tu_compile_clean(src, label, 80);
-            free(src);
-            rnnc_cell_destroy(c);
-        }
-    }
+    tu_each_builtin(builtin_shapes);
 }
 
 /* Before sm_80 there is no cp.async: the weight slices and x take plain
  * loads (a T4, sm_75 with 40 SMs), and griddepcontrol compiles away. */
+static void pre_ampere(const rnnc_cell *c, const char *name, bool lstm_or_gru)
+{
+    (void)lstm_or_gru;
+    cg_cuda_config cfg = {.sizes = {256, 256, 256}, .batch = 32, .sm = 75, .sm_count = 40};
+    char *src = NULL, label[128];
+    cg_cuda_plan plan;
+    if (tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+        fail_msg("%s sm_75: %s", name, rnnc_last_error());
+    assert_null(strstr(src, "cp.async"));
+    snprintf(label, sizeof label, "%s_sm75", name);
+    tu_compile_clean(src, label, 75);
+    free(src);
+}
+
 static void test_pre_ampere_compile(void **state)
 {
     (void)state;
@@ -75,20 +92,7 @@ static void test_pre_ampere_compile(void **state)
         skip();
         return;
     }
-    const char *const *names = rnnc_cell_builtin_names();
-    for (int i = 0; names[i]; i++) {
-        rnnc_cell *c = tu_builtin(names[i]);
-        cg_cuda_config cfg = {.sizes = {256, 256, 256}, .batch = 32, .sm = 75, .sm_count = 40};
-        char *src = NULL, label[128];
-        cg_cuda_plan plan;
-        if (tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
-            fail_msg("%s sm_75: %s", names[i], rnnc_last_error());
-        assert_null(strstr(src, "cp.async"));
-        snprintf(label, sizeof label, "%s_sm75", names[i]);
-        tu_compile_clean(src, label, 75);
-        free(src);
-        rnnc_cell_destroy(c);
-    }
+    tu_each_builtin(pre_ampere);
 }
 
 /* Every shape cuDNN runs has kernels: LSTM and GRU at H = 1024 (W_hh on
