@@ -1,7 +1,7 @@
 /* gpu_fused.c (label gpu): the fused backend against the interpreter for
  * every built-in cell, at B=1, B=3, H=1, H=100, H=257, I != H, T=1, T=1000,
- * the fastrnns shape (T=100, B=64, I=H=512), every hoist setting, batch_first
- * and device pointers; outputs poisoned before each run; max error relative
+ * the fastrnns shape (T=100, B=64, I=H=512), every hoist setting, batch_first,
+ * device pointers and the autotuner's register tiles; outputs poisoned before each run; max error relative
  * to max |reference| <= 1e-5.  Exits 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
@@ -247,6 +247,32 @@ static void test_fastrnns_shape(void **state)
     }
 }
 
+/* The autotuner's register tiles (RNNC_FUSED_TILE "ut,bt,nt,rr,bb") give
+ * the same results: every built-in cell at the benchmark width, and at
+ * H = 100, B = 24 where the tile divides neither the rows nor the batch. */
+static void test_register_tiles(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    static const struct {
+        const char *tile;
+        int64_t T, B, I, H;
+    } t[] = {{"0,0,256,8,4", 20, 64, 512, 512}, {"0,0,512,8,4", 20, 64, 512, 512},
+             {"0,0,256,8,8", 20, 64, 512, 512}, {"0,0,256,4,8", 20, 128, 512, 512},
+             {"0,0,256,16,8", 6, 24, 50, 100}};
+    const char *const *names = rnnc_cell_builtin_names();
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        setenv("RNNC_FUSED_TILE", t[k].tile, 1);
+        for (int c = 0; names[c]; c++) {
+            run_case rc = {names[c], t[k].T, t[k].B, t[k].I, t[k].H, RNNC_HOIST_ALL,
+                           false, false, false, false};
+            printf("  tile %s\n", t[k].tile);
+            run_one(&rc, &rng);
+        }
+    }
+    unsetenv("RNNC_FUSED_TILE");
+}
+
 /* How far fp32 drifts from the double oracle when the layernorm gains are
  * near 1 (printed per step; checked loosely, see run_one). */
 static void test_layernorm_drift(void **state)
@@ -265,6 +291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_cell),
         cmocka_unit_test(test_fastrnns_shape),
+        cmocka_unit_test(test_register_tiles),
         cmocka_unit_test(test_layernorm_drift),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

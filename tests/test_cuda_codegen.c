@@ -95,6 +95,46 @@ static void test_pre_ampere_compile(void **state)
     tu_each_builtin(pre_ampere);
 }
 
+/* Register tiles from the tuning: every built-in cell at the benchmark
+ * shape with 8 x 4, LSTM and GRU also with 8 x 8 and (sm_80) 4 x 8; at
+ * H = 100, B = 24 (rows and batch rows that the tile does not divide) the
+ * generator pads the batch rows and halves RR until it divides. */
+static void register_tiles(const rnnc_cell *c, const char *name, bool lstm_or_gru)
+{
+    static const struct {
+        int64_t I, H, B;
+        int rr, bb, sm;
+    } t[] = {{512, 512, 64, 8, 4, 90}, {512, 512, 64, 8, 8, 90}, {512, 512, 64, 4, 8, 80},
+             {50, 100, 24, 16, 8, 90}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (i > 0 && !lstm_or_gru)
+            break;
+        cg_cuda_config cfg = {.sizes = {t[i].I, t[i].H, t[i].H}, .batch = t[i].B, .sm = t[i].sm,
+                              .sm_count = 132, .reg_rows = t[i].rr, .reg_batch = t[i].bb};
+        char *src = NULL, label[160], want[32];
+        cg_cuda_plan plan;
+        if (tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+            fail_msg("%s %d x %d: %s", name, t[i].rr, t[i].bb, rnnc_last_error());
+        snprintf(want, sizeof want, "rr=%d bb=%d", t[i].rr, t[i].bb);
+        if (t[i].H == 512 && !strstr(plan.tuning, want) && !strstr(plan.tuning, "mma"))
+            fail_msg("%s: tuning %s, wanted %s", name, plan.tuning, want);
+        snprintf(label, sizeof label, "%s_rr%d_bb%d_H%lld (%s)", name, t[i].rr, t[i].bb,
+                 (long long)t[i].H, plan.tuning);
+        tu_compile_clean(src, label, t[i].sm);
+        free(src);
+    }
+}
+
+static void test_register_tiles_compile(void **state)
+{
+    (void)state;
+    if (!rt_nvrtc_available()) {
+        skip();
+        return;
+    }
+    tu_each_builtin(register_tiles);
+}
+
 /* Every shape cuDNN runs has kernels: LSTM and GRU at H = 1024 (W_hh on
  * chip, x staged in chunks) and H = 2048 (W_hh streamed every step), B in
  * {1, 64, 256}, for an H100 (132 SMs) and an A100 (108); and an LSTM with a
@@ -274,6 +314,11 @@ static void test_bad_config(void **state)
     char *src = NULL;
     cg_cuda_plan plan;
     assert_status(generate(c, &sh, &src, &plan), RNNC_ERR_INVALID_ARG);
+    cg_cuda_config cfg = {.sizes = {8, 16, 16}, .batch = 8, .sm = 90, .reg_rows = 3};
+    assert_status(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan), RNNC_ERR_INVALID_ARG);
+    cfg.reg_rows = 0;
+    cfg.reg_batch = 32;
+    assert_status(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan), RNNC_ERR_INVALID_ARG);
     rnnc_cell_destroy(c);
 }
 
@@ -287,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_builtins_compile),
         cmocka_unit_test(test_large_shapes_compile),
         cmocka_unit_test(test_pre_ampere_compile),
+        cmocka_unit_test(test_register_tiles_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

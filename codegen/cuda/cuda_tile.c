@@ -148,6 +148,23 @@ static bool rows_divide(const cu_ctx *c, int rr)
     return true;
 }
 
+/* The lane's register tile: RR weight rows x BB batch rows, from the
+ * tuning where it fits the block (BB at most BT, RR dividing every
+ * linear's rows), else 4 x 4 (1 x 1 under 8 batch rows).  Each k step of
+ * 4 reads RR + BB 16-byte words of shared memory for 4 RR BB FMAs; a
+ * 16-byte load takes 4 shared-memory cycles a warp, so 4 x 4 is bound by
+ * shared memory at twice the FMA time (measured with ncu on the H100:
+ * every LDS.128 4 wavefronts), 8 x 8 balances the two. */
+static void choose_register_tiles(cu_ctx *c)
+{
+    int bb = c->cfg.reg_batch, rr = c->cfg.reg_rows;
+    c->BB = bb > 0 && bb <= c->BT ? bb : c->BT >= 8 ? 4 : 1;
+    c->BTP = (int)up(c->BT, c->BB);
+    c->RR = rr > 0 && rows_divide(c, rr) ? rr : c->BT >= 8 ? 4 : 1;
+    while (c->RR > 1 && !rows_divide(c, c->RR))
+        c->RR /= 2;
+}
+
 /* Large blocks (many units and rows, e.g. H = 2048 at B = 256) take larger
  * register tiles, so the lanes fit one block of at most 1024 threads. */
 static void grow_register_tiles(cu_ctx *c)
@@ -176,12 +193,7 @@ static void try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t l
     c->NUB = (int)cdiv(c->H, ut);
     if ((int64_t)c->NUB * c->NBB > sm_count)
         return;
-    c->BB = c->BT >= 8 ? 4 : 1;
-    c->BTP = (int)up(c->BT, c->BB);
-    c->RR = c->BT >= 8 ? 4 : 1;
-    for (int32_t i = 0; i < c->f->n; i++)
-        while (c->role[i] == CU_STEP_LINEAR && c->RR > 1 && (slices(c, i) * c->UT) % c->RR)
-            c->RR /= 2;
+    choose_register_tiles(c);
     grow_register_tiles(c);
     /* streamed weights: more lanes split K, so a warp reads whole 32-byte
      * sectors of a row */

@@ -44,11 +44,17 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     cfg->y_ld = m->spec.dirs * m->spec.hout;
     cfg->math = (int)m->spec.math;
     cfg->dtype = (int)m->spec.dtype;
-    if (!tuned)
-        return;
-    cfg->unit_tile = m->tuning.unit_tile;
-    cfg->batch_tile = m->tuning.batch_tile;
-    cfg->threads = m->tuning.threads;
+    if (tuned)
+        rt_fused_tuning_apply(m->tuning, cfg);
+}
+
+void rt_fused_tuning_apply(rt_fused_tuning t, cg_cuda_config *cfg)
+{
+    cfg->unit_tile = t.unit_tile;
+    cfg->batch_tile = t.batch_tile;
+    cfg->threads = t.threads;
+    cfg->reg_rows = t.reg_rows;
+    cfg->reg_batch = t.reg_batch;
 }
 
 void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)

@@ -51,6 +51,7 @@ typedef struct rt_fused_train_ops {
 /* The tuning fields of cg_cuda_config; 0 = the generator's choice. */
 typedef struct rt_fused_tuning {
     int unit_tile, batch_tile, threads;
+    int reg_rows, reg_batch; /* the lanes' register tile */
 } rt_fused_tuning;
 
 /* Scratch of one running step kernel: hoisted values, the exchange
@@ -150,6 +151,8 @@ void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg
 /* The same for layer kind k (0: layer 0, 1: layers above), with the
  * tuning of the last rt_fused_config(tuned). */
 void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda_config *cfg);
+/* The tuning's fields into cfg. */
+void rt_fused_tuning_apply(rt_fused_tuning t, cg_cuda_config *cfg);
 /* Everything of create that needs no GPU: checks, schedule, a trial
  * generation, for target sm with sm_count SMs (rnnc compile uses it). */
 rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count);
