@@ -154,6 +154,9 @@ rnnc_status cg_cuda_source(const ir_schedule *s, const cg_cuda_config *cfg, char
 /* The same, with what the runtime needs to run it. */
 rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,
                              cg_cuda_plan *plan);
+/* A valid reg_rows or reg_batch: 0 (the generator's choice) or a power of 2
+ * up to 16. */
+bool cg_cuda_reg_tile_ok(int v);
 
 /* ================================================================ 2. LLVM */
 

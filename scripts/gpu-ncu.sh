@@ -3,9 +3,11 @@
 # Nsight Compute (ncu --clock-control none, as the device notes ask) at the
 # shapes whose figures are missed.  Builds rnnc (Release, no LLVM) against
 # .deps/ (scripts/gpu-deps.sh); for each case runs one `rnnc compare` of the
-# fused backend and profiles the second launch of rnnc_step.  Reports (the
+# fused backend and profiles the second launch of rnnc_step (or $KERNEL).  Reports (the
 # details page as text, the SASS source page as CSV with bench/ncu_phases.py's
 # summary of it, the .ncu-rep) go to $OUT/ncu.tgz.
+#   KERNEL=regex  the kernel to profile (default rnnc_step; rnnc_gemm: the
+#         hoisted GEMM)
 #   CASES="name:tile:args;..."  cases to run (default below): a name, the
 #         RNNC_FUSED_TILE value (ut,bt,nt[,rr,bb]; 0 = the heuristic) and
 #         `rnnc compare` arguments
@@ -36,7 +38,7 @@ for c in "${cases[@]}"; do
   RNNC_FUSED_TILE=$tile timeout 300 "$NCU" --clock-control none --section SpeedOfLight \
     --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
     --section ComputeWorkloadAnalysis --section LaunchStats --section Occupancy \
-    --section SourceCounters -k regex:rnnc_step --launch-skip 1 --launch-count 1 -f \
+    --section SourceCounters -k "regex:${KERNEL:-rnnc_step}" --launch-skip 1 --launch-count 1 -f \
     -o "$OUT/$name" build-gpu/rnnc compare --cell lstm --seq 100 --warmup 1 --iters 1 \
     --backends fused $args > "$OUT/$name.run.txt" 2>&1
   echo "== $name rc=$?"

@@ -1,8 +1,9 @@
 /* gpu_fused.c (label gpu): the fused backend against the interpreter for
  * every built-in cell, at B=1, B=3, H=1, H=100, H=257, I != H, T=1, T=1000,
  * the fastrnns shape (T=100, B=64, I=H=512), every hoist setting, batch_first,
- * device pointers and the autotuner's register tiles; outputs poisoned before each run; max error relative
- * to max |reference| <= 1e-5.  Exits 77 without a GPU. */
+ * device pointers and the autotuner's register tiles; outputs poisoned before
+ * each run; max error relative to max |reference| <= 1e-5.  Exits 77 without
+ * a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,10 +264,10 @@ static void test_register_tiles(void **state)
     const char *const *names = rnnc_cell_builtin_names();
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         setenv("RNNC_FUSED_TILE", t[k].tile, 1);
+        printf("  tile %s\n", t[k].tile);
         for (int c = 0; names[c]; c++) {
             run_case rc = {names[c], t[k].T, t[k].B, t[k].I, t[k].H, RNNC_HOIST_ALL,
                            false, false, false, false};
-            printf("  tile %s\n", t[k].tile);
             run_one(&rc, &rng);
         }
     }

@@ -31,8 +31,7 @@ static void release(ctx_mem *m)
     m->n = 0;
 }
 
-/* 0 (the generator's choice) or 1, 2, 4, 8, 16. */
-static bool reg_tile_ok(int v)
+bool cg_cuda_reg_tile_ok(int v)
 {
     return v == 0 || (v > 0 && v <= 16 && (v & (v - 1)) == 0);
 }
@@ -53,7 +52,7 @@ static rnnc_status check_config(const ir_schedule *s, const cg_cuda_config *cfg)
     if (cfg->threads % 32 || cfg->threads > 1024 || cfg->unit_tile < 0 || cfg->batch_tile < 0)
         return err_fail(RNNC_ERR_INVALID_ARG, "cg_cuda: bad tuning (threads %d, tiles %d x %d)",
                         cfg->threads, cfg->unit_tile, cfg->batch_tile);
-    if (!reg_tile_ok(cfg->reg_rows) || !reg_tile_ok(cfg->reg_batch))
+    if (!cg_cuda_reg_tile_ok(cfg->reg_rows) || !cg_cuda_reg_tile_ok(cfg->reg_batch))
         return err_fail(RNNC_ERR_INVALID_ARG,
                         "cg_cuda: bad register tile %d x %d (0 or a power of 2 up to 16)",
                         cfg->reg_rows, cfg->reg_batch);

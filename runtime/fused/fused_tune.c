@@ -75,12 +75,6 @@ static bool tuning_field(const char **p, const char *name, int max, int *out)
 /* Tiles of up to 2^16 units or rows; 0 = the generator's choice everywhere. */
 #define MAX_TUNING_TILE 65536
 
-/* A register tile edge: 0 or a power of 2 up to 16 (cg_cuda_config). */
-static bool reg_edge(int v)
-{
-    return v == 0 || (v > 0 && v <= 16 && (v & (v - 1)) == 0);
-}
-
 /* "ut=U bt=B nt=N", then " rr=R bb=S" where the register tile is not the
  * generator's choice. */
 bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t)
@@ -94,7 +88,7 @@ bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t)
     if (*p == ' ' && (p++, !tuning_field(&p, "rr", 16, &rr) || *p++ != ' ' ||
                       !tuning_field(&p, "bb", 16, &bb)))
         return false;
-    if (*p != '\0' || !reg_edge(rr) || !reg_edge(bb))
+    if (*p != '\0' || !cg_cuda_reg_tile_ok(rr) || !cg_cuda_reg_tile_ok(bb))
         return false;
     *t = (rt_fused_tuning){ut, bt, nt, rr, bb};
     return true;
@@ -425,7 +419,7 @@ static bool from_env(rt_fused_tuning *t)
     if (!e || sscanf(e, "%d,%d,%d,%d,%d", &ut, &bt, &nt, &rr, &bb) < 1)
         return false;
     *t = (rt_fused_tuning){ut > 0 ? ut : 0, bt > 0 ? bt : 0, nt > 0 ? nt : 0,
-                           reg_edge(rr) ? rr : 0, reg_edge(bb) ? bb : 0};
+                           cg_cuda_reg_tile_ok(rr) ? rr : 0, cg_cuda_reg_tile_ok(bb) ? bb : 0};
     return true;
 }
 
