@@ -139,6 +139,12 @@ int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, rt_fused_tu
         add(out, &n, max, (rt_fused_tuning){.threads = 512, .reg_rows = 8, .reg_batch = 4});
         add(out, &n, max, (rt_fused_tuning){.reg_rows = 8, .reg_batch = 8});
     }
+    /* H = 1024, B = 64: W_hh streamed at two batch groups with 8 x 4 tiles
+     * took 3.696 ms against 3.889 on chip (bench/results/h100/rejected/
+     * interleave/, where it came up) */
+    if (batch >= 32)
+        add(out, &n, max,
+            (rt_fused_tuning){.batch_tile = 32, .threads = 512, .reg_rows = 8, .reg_batch = 4});
     for (size_t i = 0; i < sizeof bts / sizeof bts[0]; i++)
         if (bts[i] <= batch)
             add(out, &n, max, (rt_fused_tuning){.batch_tile = bts[i]});
