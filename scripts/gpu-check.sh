@@ -7,24 +7,12 @@
 #   COMPARE=0   skip the rnnc compare runs     BENCHES=regex  only those bench_* programs
 set -u
 cd "$(dirname "$0")/.."
-FINAL=${OUT:-/tmp/rnnc-gpu-out}
-# $OUT brings back at most 8 files: logs go to a folder that is packed at the end.
-OUT=$(mktemp -d)
-trap 'tar -C "$OUT" -czf "$FINAL/results.tgz" . ; cp "$OUT"/*.json "$FINAL"/ 2>/dev/null' EXIT
-mkdir -p "$FINAL"
-# CMake refuses include paths inside the source tree: use a copy of .deps.
-deps=/tmp/rnnc-deps
-rm -rf "$deps" && cp -r .deps "$deps"
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
-
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; \
-  ls /usr/local/cuda/lib64 2>/dev/null | grep -E 'libcudnn\.so\.[0-9]+\.' ; \
-  find / -name 'libcudnn.so.9*' -path '*lib*' 2>/dev/null | head -3; nvcc --version | tail -2; } > "$OUT/machine.txt" 2>&1
+. scripts/gpu-env.sh
+gpu_env results.tgz json
+gpu_machine
 
 t0=$(date +%s)
-cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
-      -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
+gpu_configure &&
 cmake --build build-gpu -j 16 -- -k >> "$OUT/build.log" 2>&1
 rc=$?
 # A target that failed to build is reported; what did build still runs.

@@ -9,20 +9,12 @@
 #   TESTS=0 skip the tests   BENCH=0 skip the comparisons
 set -u
 cd "$(dirname "$0")/.."
-FINAL=${OUT:-/tmp/rnnc-gpu-out}
-OUT=$(mktemp -d)
-trap 'tar -C "$OUT" -czf "$FINAL/half.tgz" .' EXIT
-mkdir -p "$FINAL"
-deps=/tmp/rnnc-deps
-rm -rf "$deps" && cp -r .deps "$deps"
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; \
-  find / -name 'libcudnn.so.9*' -path '*lib*' 2>/dev/null | head -2; nvcc --version | tail -2; } > "$OUT/machine.txt" 2>&1
+. scripts/gpu-env.sh
+gpu_env half.tgz
+gpu_machine
 cat "$OUT/machine.txt"
 t0=$(date +%s)
-cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
-      -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
+gpu_configure &&
 cmake --build build-gpu -j 16 --target rnnc_cli gpu_fused_half gpu_fused >> "$OUT/build.log" 2>&1
 rc=$?
 echo "build rc=$rc in $(( $(date +%s) - t0 )) s"

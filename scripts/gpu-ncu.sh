@@ -13,16 +13,10 @@
 #         `rnnc compare` arguments
 set -u
 cd "$(dirname "$0")/.."
-FINAL=${OUT:-/tmp/rnnc-gpu-out}
-OUT=$(mktemp -d)
-trap 'tar -C "$OUT" -czf "$FINAL/ncu.tgz" .' EXIT
-mkdir -p "$FINAL"
-deps=/tmp/rnnc-deps
-rm -rf "$deps" && cp -r .deps "$deps"
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache} RNNC_AUTOTUNE=0
-cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
-      -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
+. scripts/gpu-env.sh
+gpu_env ncu.tgz
+export RNNC_AUTOTUNE=0
+gpu_configure &&
   cmake --build build-gpu -j 16 --target rnnc_cli >> "$OUT/build.log" 2>&1 ||
   { tail -20 "$OUT/build.log"; exit 1; }
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

@@ -9,19 +9,11 @@
 #   TESTS=0  skip the tests    REFS=0  skip the references    COMPARE=0  skip the timings
 set -u
 cd "$(dirname "$0")/.."
-FINAL=${OUT:-/tmp/rnnc-gpu-out}
-OUT=$(mktemp -d)
-trap 'tar -C "$OUT" -czf "$FINAL/results.tgz" .' EXIT
-mkdir -p "$FINAL"
-deps=/tmp/rnnc-deps
-rm -rf "$deps" && cp -r .deps "$deps"
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export RNNC_CACHE_DIR=${RNNC_CACHE_DIR:-/tmp/rnnc-cache}
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2;
-  find / -name 'libcudnn.so.9*' -path '*lib*' 2>/dev/null | head -2; } > "$OUT/machine.txt" 2>&1
+. scripts/gpu-env.sh
+gpu_env results.tgz
+gpu_machine
 t0=$(date +%s)
-cmake -S . -B build-gpu -DRNNC_WITH_LLVM=OFF -DRNNC_DEPS_PREFIX="$deps" -DCMAKE_BUILD_TYPE=Release \
-      -DRNNC_WERROR=OFF > "$OUT/build.log" 2>&1 &&
+gpu_configure &&
 cmake --build build-gpu -j 16 --target rnnc_cli gpu_fused_grad gpu_cudnn_grad gpu_model_checks gpu_fused gpu_fused_model \
       >> "$OUT/build.log" 2>&1
 rc=$?

@@ -37,6 +37,12 @@ void tu_each_builtin(void (*check)(const rnnc_cell *c, const char *name, bool ls
     }
 }
 
+void tu_require_nvrtc(void)
+{
+    if (!rt_nvrtc_available())
+        skip();
+}
+
 void tu_compile_clean(const char *src, const char *label, int sm)
 {
     void *cubin = NULL;

@@ -14,6 +14,9 @@ rnnc_status tu_cuda_source(const rnnc_cell *c, rnnc_hoist hoist, const cg_cuda_c
 rnnc_cell *tu_builtin(const char *name);
 /* check(cell, name, lstm_or_gru) for every built-in cell, optimised. */
 void tu_each_builtin(void (*check)(const rnnc_cell *c, const char *name, bool lstm_or_gru));
+/* Skips the calling test where NVRTC is not found (cmocka's skip() leaves
+ * the test from here). */
+void tu_require_nvrtc(void);
 /* Compiles src for sm_<sm>; fails the test (printing src) on an error or a warning. */
 void tu_compile_clean(const char *src, const char *label, int sm);
 

@@ -9,7 +9,6 @@
 #include "codegen/codegen.h"
 #include "ir/ir.h"
 #include "cudagen.h"
-#include "runtime/device/device.h"
 #include "testutil.h"
 
 typedef struct shape {
@@ -62,10 +61,7 @@ static void builtin_shapes(const rnnc_cell *c, const char *name, bool lstm_or_gr
 static void test_builtins_compile(void **state)
 {
     (void)state;
-    if (!rt_nvrtc_available()) {
-        skip();
-        return;
-    }
+    tu_require_nvrtc();
     tu_each_builtin(builtin_shapes);
 }
 
@@ -88,10 +84,7 @@ static void pre_ampere(const rnnc_cell *c, const char *name, bool lstm_or_gru)
 static void test_pre_ampere_compile(void **state)
 {
     (void)state;
-    if (!rt_nvrtc_available()) {
-        skip();
-        return;
-    }
+    tu_require_nvrtc();
     tu_each_builtin(pre_ampere);
 }
 
@@ -128,10 +121,7 @@ static void register_tiles(const rnnc_cell *c, const char *name, bool lstm_or_gr
 static void test_register_tiles_compile(void **state)
 {
     (void)state;
-    if (!rt_nvrtc_available()) {
-        skip();
-        return;
-    }
+    tu_require_nvrtc();
     tu_each_builtin(register_tiles);
 }
 
@@ -142,10 +132,7 @@ static void test_register_tiles_compile(void **state)
 static void test_large_shapes_compile(void **state)
 {
     (void)state;
-    if (!rt_nvrtc_available()) {
-        skip();
-        return;
-    }
+    tu_require_nvrtc();
     static const char *cells[] = {"lstm", "gru"};
     static const int64_t Hs[] = {1024, 2048}, Bs[] = {1, 64, 256};
     static const int sms[][2] = {{90, 132}, {80, 108}};

@@ -10,7 +10,6 @@
 #include "codegen/codegen.h"
 #include "ir/ir.h"
 #include "cudagen.h"
-#include "runtime/device/device.h"
 #include "testutil.h"
 
 typedef struct shape {
@@ -74,10 +73,7 @@ static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
 static void test_math_modes_compile(void **state)
 {
     (void)state;
-    if (!rt_nvrtc_available()) {
-        skip();
-        return;
-    }
+    tu_require_nvrtc();
     tu_each_builtin(check_cell);
     char path[1024];
     const char *dir = getenv("RNNC_SOURCE_DIR");
