@@ -3,7 +3,8 @@
  * NVRTC for sm_80 and sm_90 with no error and no warning (NVRTC needs no
  * GPU); x, y and the weights are 16-bit and read through the conversions;
  * the step's linears run on tensor cores (mma.sync m16n8k16) where the
- * tiles allow, else FFMA, and the hoisted GEMMs on m16n8k8; the step's
+ * tiles allow, else FFMA, and the hoisted GEMMs on m16n8k8 (few rows) or
+ * 16-bit tiles on m16n8k16 (cuda_gemm16.c); the step's
  * weight slices take half the shared memory of fp32's. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,12 +58,18 @@ static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
                 assert_non_null(strstr(src, "rnnc_f2h(act_ ?")); /* y rounded to the dtype */
                 assert_non_null(strstr(src, dtypes[d] == RNNC_BF16 ? "bf16 model" : "f16 model"));
                 bool mma = strstr(plan.tuning, " mma") != NULL;
-                assert_int_equal(mma, strstr(src, "mma.sync.aligned.m16n8k16") != NULL);
+                assert_int_equal(mma, strstr(src, "rnnc_mma16(d0_") != NULL);
                 if (strcmp(name, "lstm") == 0 && sms[i] == 90)
                     assert_int_equal(mma, sh->step_mma);
-                /* the hoisted GEMM (hoist all: x W_ih^T) on tensor cores, m16n8k8 */
-                if (sh->hoist == RNNC_HOIST_ALL)
+                /* the hoisted GEMM (hoist all: x W_ih^T) on tensor cores:
+                 * m16n8k8 from fp32 tiles for few rows, and the large
+                 * tiles 16-bit through ldmatrix (K a multiple of 8) */
+                if (sh->hoist == RNNC_HOIST_ALL) {
+                    bool g16 = sh->I % 8 == 0 && sh->B > 16;
                     assert_non_null(strstr(src, "rnnc_mma8h(c_"));
+                    assert_int_equal(g16, strstr(src, "rnnc_ldsm4(a_[i]") != NULL);
+                    assert_int_equal(g16, strstr(src, "rnnc_mma16(c_") != NULL);
+                }
                 snprintf(label, sizeof label, "%s_%s_I%lld_H%lld_B%lld (%s)", name,
                          rnnc_dtype_name(dtypes[d]), (long long)sh->I, (long long)sh->H,
                          (long long)sh->B, plan.tuning);

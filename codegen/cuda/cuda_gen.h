@@ -50,6 +50,7 @@ typedef struct cu_tile {
     int bm, bn, bk, tm, tn;
     cg_cuda_split split; /* large tiles: whole waves only (rnnc_rows<lin>) */
     bool tail;    /* small tiles over the rows the split leaves (suffix "t") */
+    bool g16;     /* a half model's large tiles kept 16-bit (cuda_gemm16.c) */
 } cu_tile;
 
 typedef struct cu_ctx {
@@ -124,6 +125,15 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
 /* The epilogue of hoisted linear lin's GEMM: every hoisted buffer made from
  * it, stored to hz (acc, m, col, TB in scope; cuda_hoist.c). */
 bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t);
+/* A tile's kernel head (rnnc_pdl, M, tid, m0, n0, the split's early
+ * return) and, before the kernel, its split's row count (rnnc_rows<lin>). */
+void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t);
+void cu_emit_gemm_rows(const cu_tile *g, cu_text *t);
+/* A half model's large tiles on sm_80+ kept 16-bit (cuda_gemm16.c):
+ * whether tile g takes them, their dynamic shared memory, launch i's kernel. */
+bool cu_gemm16_fits(const cu_ctx *c, const cu_tile *g);
+unsigned cu_gemm16_smem(void);
+bool cu_emit_gemm16(const cu_ctx *c, int i, cu_text *t);
 /* The GEMM for very few rows (cuda_skinny.c): whether linear lin can take
  * it, the row count below which it runs, its shared memory (bytes), and
  * the kernel of launch i. */

@@ -75,9 +75,15 @@ void cu_emit_half_helpers(const cu_ctx *c, cu_text *t)
               "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
               "                 : \"r\"(a0), \"r\"(a1), \"r\"(b0));\n}\n",
               ty, ty, ty);
-    if (!c->mma)
-        return;
-    /* the step's d += a b: A 16 x 16 (row), B 16 x 8 (col), two 16-bit values a register */
+    /* d += a b: A 16 x 16 (row), B 16 x 8 (col), two 16-bit values a
+     * register (the step on tensor cores, the 16-bit GEMM tiles); four
+     * 8 x 8 matrices of 16-bit values from shared memory, each lane
+     * pointing at one 16-byte row (the 16-bit GEMM tiles) */
+    cu_printf(t,
+              "__device__ __forceinline__ void rnnc_ldsm4(unsigned *r, const rnnc_h *p)\n{\n"
+              "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+              "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%%0, %%1, %%2, %%3}, [%%4];\"\n"
+              "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n");
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_mma16(float &d0, float &d1, float &d2, float &d3, "
               "unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)\n{\n"

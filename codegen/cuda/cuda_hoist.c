@@ -60,7 +60,7 @@ static cu_tile choose_tile(const cu_ctx *c, int32_t lin)
     int r = c->cfg.gemm_rows;
     if (r != 32 && r != 64 && r != 128)
         r = c->B <= 4 ? 32 : c->B <= 16 ? 64 : 128;
-    cu_tile g = {lin, false, false, r, r == 32 ? 64 : 128, 1024 / r, 0, 0, {0, 0, 0}, false};
+    cu_tile g = {.lin = lin, .bm = r, .bn = r == 32 ? 64 : 128, .bk = 1024 / r};
     g.tm = g.bm / 16;
     g.tn = g.bn / 16;
     return g;
@@ -153,7 +153,7 @@ static void frag_index(char *buf, size_t n, int tm, const char *who, const char 
 }
 
 /* rnnc_rows<lin>(M): the rows the large tiles take (cg_cuda_split_rows). */
-static void emit_split_rows(const cu_tile *g, cu_text *t)
+void cu_emit_gemm_rows(const cu_tile *g, cu_text *t)
 {
     cu_printf(t,
               "/* rows of M the large tiles take: whole waves of %u blocks (a last wave under */\n"
@@ -169,7 +169,7 @@ static void emit_split_rows(const cu_tile *g, cu_text *t)
  * rows of whole waves; a tail walks the tiles of the rows left (its grid is
  * fixed), and lets the kernel after it start at once: it reads nothing the
  * large tiles write, and waits for them at its end (rnnc_pdl_wait). */
-static void emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
+void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
 {
     if (!g->tail) {
         char rows[48];
@@ -215,7 +215,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
         cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
     if (g.split.wave && !g.tail)
-        emit_split_rows(&g, t);
+        cu_emit_gemm_rows(&g, t);
     cu_printf(t, "/* %s over %s: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
               g.tail ? "the rows its large tiles leave" : g.split.wave ? "the rows of whole waves"
                                                       : "all T*B rows",
@@ -225,7 +225,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "    __shared__ __align__(16) float As[2][%d][%d];\n"
               "    __shared__ __align__(16) float Ws[2][%d][%d];\n",
               (int)lin, sfx, cu_args(c), g.bk, g.bm + pad, g.bk, g.bn + pad);
-    emit_gemm_head(c, &g, t);
+    cu_emit_gemm_head(c, &g, t);
     cu_printf(t,
               "    const size_t TB = (size_t)T * %lld;\n"
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)TB; (void)tx; (void)ty;\n"
@@ -586,7 +586,7 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
         l->grid_y = 1;
     }
     l->threads = 256;
-    l->smem = g.skinny ? cu_skinny_smem(c) : 0;
+    l->smem = g.skinny ? cu_skinny_smem(c) : g.g16 ? cu_gemm16_smem() : 0;
     return RNNC_OK;
 }
 
@@ -602,8 +602,9 @@ rnnc_status cu_place_hoist(cu_ctx *c)
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!is_hoisted_gemm(c, v))
             continue;
-        cu_tile g = choose_tile(c, v), s = {v, true, false, 32, 64, 32, 2, 4, {0, 0, 0}, false},
-                k = {v, false, true, 32, 32, 0, 0, 0, {0, 0, 0}, false};
+        cu_tile g = choose_tile(c, v),
+                s = {.lin = v, .small = true, .bm = 32, .bn = 64, .bk = 32, .tm = 2, .tn = 4},
+                k = {.lin = v, .skinny = true, .bm = 32, .bn = 32};
         /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
          * most SMs idle with large tiles (16 blocks of 128 x 128 took about
          * 37 us at T = 1, B = 64, I = H = 512): below the row count where
@@ -633,6 +634,7 @@ rnnc_status cu_place_hoist(cu_ctx *c)
             tl.split = g.split;
             tl.tail = true;
         }
+        g.g16 = cu_gemm16_fits(c, &g);
         if ((st = add_gemm(c, g, two ? split : lo, 0)) ||
             (tail && (st = add_gemm(c, tl, split, 0))) ||
             (two && lo < split && (st = add_gemm(c, s, lo, split))) ||
@@ -651,7 +653,8 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)
             continue;
         if (i == 0 || c->tile[i - 1].lin != lin)
             cu_printf(t, "#define N_ %lld\n", (long long)c->cols[lin]);
-        if (!(c->tile[i].skinny ? cu_emit_skinny(c, i, t) : emit_gemm(c, i, t)))
+        const cu_tile *g = &c->tile[i];
+        if (!(g->skinny ? cu_emit_skinny(c, i, t) : g->g16 ? cu_emit_gemm16(c, i, t) : emit_gemm(c, i, t)))
             return RNNC_ERR_UNSUPPORTED;
         /* N_ is a macro so that the loads above read as plain code */
         if (i + 1 == p->n_launch || c->tile[i + 1].lin != lin)

@@ -1,0 +1,182 @@
+/*
+ * cuda_gemm16.c: the large-tile hoisted GEMM of a half-precision model
+ * (F16, BF16) on sm_80 and later, kept in 16 bits from global memory to
+ * the tensor cores.
+ *
+ * The generic tiles (cuda_hoist.c) widen the 16-bit inputs to fp32 in
+ * shared memory, k-major, and pack each fragment back from scalar loads:
+ * two 32-bit shared loads and a cvt per 16-bit pair, through one register
+ * stage.  Here a 128 x 128 tile walks K in slices of 32 through a 4-stage
+ * cp.async pipeline (three slices in flight while one is multiplied), the
+ * slices stay 16-bit with K contiguous (x rows and W rows both, which is
+ * what mma's "row.col" layout wants), fragments come from ldmatrix.x4 and
+ * the products are m16n8k16.  Rows are padded to 40 halves (80 bytes): the
+ * eight 16-byte rows of one ldmatrix phase then fall on distinct banks.
+ *
+ * Requires: K a multiple of 8 (whole 16-byte chunks a row); x and the
+ * weight a multiple of 16 bytes apart from their rows' starts, checked at
+ * run time (a caller's x at an odd offset takes plain loads instead).
+ * Keeps: the accumulator layout of the other tensor-core tiles
+ * (cu_mma_gemm_layout), so the epilogue is theirs.
+ */
+#include <stdio.h>
+
+#include "codegen/cuda/cuda_gen.h"
+
+#define G16_BM 128
+#define G16_BN 128
+#define G16_BK 32   /* K columns a slice */
+#define G16_KP 40   /* halves a shared row: 32 + 8 of padding */
+#define G16_STAGES 4
+
+bool cu_gemm16_fits(const cu_ctx *c, const cu_tile *g)
+{
+    long long K = (long long)c->cols[c->f->nodes[g->lin].a[0]];
+    return c->half && c->cfg.sm >= 80 && K % 8 == 0 && !g->small && !g->skinny && !g->tail &&
+           g->bm == G16_BM && g->bn == G16_BN;
+}
+
+unsigned cu_gemm16_smem(void)
+{
+    return (unsigned)(G16_STAGES * (G16_BM + G16_BN) * G16_KP * 2);
+}
+
+/* LOAD_(s, kt): slice kt of the tile's x rows and W rows into stage s, two
+ * 16-byte chunks of each per thread (4 chunks a 32-half row), zero-filled
+ * past M, N and K.  Where a pointer is not 16-byte aligned the chunks go
+ * through registers instead (same zeros, no cp.async). */
+static void emit_load(cu_text *t)
+{
+    cu_printf(t,
+              "#define LOAD_(s, kt) { \\\n"
+              "    _Pragma(\"unroll\") for (int q_ = 0; q_ < 4; ++q_) { \\\n"
+              "        const int ch_ = tid + (q_ & 1) * 256, r_ = ch_ >> 2, k_ = (kt) * %d + (ch_ & 3) * 8; \\\n"
+              "        const bool isx_ = q_ < 2; \\\n"
+              "        const int gr_ = (isx_ ? m0 : n0) + r_; \\\n"
+              "        const bool ok_ = gr_ < (isx_ ? M : N_) && k_ < K_; \\\n"
+              "        const rnnc_h *src_ = (isx_ ? x : wsrc_) + (ok_ ? (size_t)gr_ * K_ + k_ : 0); \\\n"
+              "        rnnc_h *dst_ = (isx_ ? As_ : Ws_) + ((s) * %d + r_) * %d + (ch_ & 3) * 8; \\\n"
+              "        if (al_) rnnc_cp16((float *)dst_, (const float *)src_, ok_); \\\n"
+              "        else { uint4 v_ = make_uint4(0u, 0u, 0u, 0u); \\\n"
+              "            if (ok_) { unsigned h_[8]; for (int e_ = 0; e_ < 8; ++e_) h_[e_] = __ldg(src_ + e_); \\\n"
+              "                v_ = make_uint4(h_[0] | h_[1] << 16, h_[2] | h_[3] << 16, h_[4] | h_[5] << 16, h_[6] | h_[7] << 16); } \\\n"
+              "            *(uint4 *)dst_ = v_; } \\\n"
+              "    } \\\n"
+              "    asm volatile(\"cp.async.commit_group;\" : : : \"memory\"); \\\n"
+              "}\n",
+              G16_BK, G16_BM, G16_KP);
+}
+
+/* One slice (stage s) of the warp's 32 x 64 sub-tile: per k-step of 16,
+ * two ldmatrix.x4 of x (the A fragments of two 16-row tiles) and four of W
+ * (the B fragments of eight 8-column tiles), then 16 products.  Lane l
+ * points ldmatrix at row l % 16, column (l / 16) * 8 of A, and at row
+ * (l % 8) + (l / 16) * 8, column ((l / 8) % 2) * 8 of W: the four 8 x 8
+ * matrices then land in the registers in fragment order (PTX ISA,
+ * "Matrix fragments for mma.m16n8k16"). */
+static void emit_slice(cu_text *t)
+{
+    cu_printf(t,
+              "        const rnnc_h *const a_s = As_ + (s_ * %d + wr_ + (l_ & 15)) * %d + (l_ >> 4) * 8;\n"
+              "        const rnnc_h *const w_s = Ws_ + (s_ * %d + wc_ + (l_ & 7) + (l_ >> 4) * 8) * %d + "
+              "((l_ >> 3) & 1) * 8;\n"
+              "#pragma unroll\n"
+              "        for (int kk = 0; kk < %d; kk += 16) {\n"
+              "            unsigned a_[2][4], b_[8][2];\n"
+              "#pragma unroll\n"
+              "            for (int i = 0; i < 2; ++i) rnnc_ldsm4(a_[i], a_s + i * 16 * %d + kk);\n"
+              "#pragma unroll\n"
+              "            for (int j = 0; j < 4; ++j) {\n"
+              "                unsigned r_[4];\n"
+              "                rnnc_ldsm4(r_, w_s + j * 16 * %d + kk);\n"
+              "                b_[2 * j][0] = r_[0]; b_[2 * j][1] = r_[1];\n"
+              "                b_[2 * j + 1][0] = r_[2]; b_[2 * j + 1][1] = r_[3];\n"
+              "            }\n"
+              "#pragma unroll\n"
+              "            for (int i = 0; i < 2; ++i)\n"
+              "#pragma unroll\n"
+              "                for (int j = 0; j < 8; ++j)\n"
+              "                    rnnc_mma16(c_[2 * i][2 * j], c_[2 * i][2 * j + 1], c_[2 * i + 1][2 * j], "
+              "c_[2 * i + 1][2 * j + 1], a_[i][0], a_[i][1], a_[i][2], a_[i][3], b_[j][0], b_[j][1]);\n"
+              "        }\n",
+              G16_BM, G16_KP, G16_BN, G16_KP, G16_BK, G16_KP, G16_KP);
+}
+
+/* The pipeline: stages 0..S-2 loaded ahead; at slice kt, wait until slice
+ * kt has landed (at most S-2 younger groups pending), one block barrier
+ * (every warp is also done with slice kt-1, whose stage the next load
+ * takes), put slice kt+S-1 in flight, multiply slice kt.  Every trip
+ * commits a group, empty or not, so the wait's count stays exact. */
+static void emit_pipeline(cu_text *t)
+{
+    cu_printf(t,
+              "    for (int s = 0; s < %d; ++s) {\n"
+              "        if (s < KT_) LOAD_(s, s) else asm volatile(\"cp.async.commit_group;\" : : : \"memory\");\n"
+              "    }\n"
+              "    for (int kt = 0; kt < KT_; ++kt) {\n"
+              "        asm volatile(\"cp.async.wait_group %d;\" : : : \"memory\");\n"
+              "        __syncthreads();\n"
+              "        {\n"
+              "            const int nk_ = kt + %d;\n"
+              "            if (nk_ < KT_) LOAD_(nk_ %% %d, nk_) else asm volatile(\"cp.async.commit_group;\" : : : \"memory\");\n"
+              "        }\n"
+              "        const int s_ = kt %% %d;\n",
+              G16_STAGES - 1, G16_STAGES - 2, G16_STAGES - 1, G16_STAGES, G16_STAGES);
+    emit_slice(t);
+    cu_printf(t, "    }\n    asm volatile(\"cp.async.wait_all;\" : : : \"memory\");\n#undef LOAD_\n");
+}
+
+bool cu_emit_gemm16(const cu_ctx *c, int i, cu_text *t)
+{
+    cu_tile g = c->tile[i];
+    const ir_node *nd = &c->f->nodes[g.lin];
+    long long K = (long long)c->cols[nd->a[0]];
+    char e[4096], ri[160], ci[160];
+    cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
+    if (g.split.wave)
+        cu_emit_gemm_rows(&g, t);
+    cu_printf(t,
+              "/* %s over %s: tiles of %d x %d, 16-bit slices of %d columns through a %d-stage "
+              "cp.async pipeline, ldmatrix, mma m16n8k16 */\n",
+              cu_describe(c, g.lin, e, sizeof e),
+              g.split.wave ? "the rows of whole waves" : "all T*B rows", g.bm, g.bn, G16_BK,
+              G16_STAGES);
+    cu_printf(t,
+              "extern \"C\" __global__ void __launch_bounds__(256, 2) rnnc_gemm%d(%s)\n{\n"
+              "    extern __shared__ float4 smem4_[];\n"
+              "    rnnc_h *const As_ = (rnnc_h *)smem4_; /* [stage][row][k] */\n"
+              "    rnnc_h *const Ws_ = As_ + %d * %d;\n",
+              (int)g.lin, cu_args(c), G16_STAGES * G16_BM, G16_KP);
+    cu_emit_gemm_head(c, &g, t);
+    cu_printf(t,
+              "    enum { K_ = %lld, KT_ = (%lld + %d) / %d };\n"
+              "    const size_t TB = (size_t)T * %lld;\n"
+              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)tx; (void)ty; (void)TB;\n"
+              "    const rnnc_h *const wsrc_ = wts + %lld;\n"
+              "    const bool al_ = (((size_t)x | (size_t)wsrc_) & 15) == 0;\n"
+              "    const int l_ = tid & 31;\n"
+              "    const int wr_ = (tid >> 5) / 2 * 32, wc_ = (tid >> 5) %% 2 * 64;\n"
+              "    float c_[%d][%d];\n"
+              "#pragma unroll\n"
+              "    for (int i = 0; i < %d; ++i)\n"
+              "#pragma unroll\n"
+              "        for (int j = 0; j < %d; ++j) c_[i][j] = 0.f;\n",
+              K, K, G16_BK - 1, G16_BK, (long long)c->B, (long long)c->off[nd->a[1]], g.tm, g.tn,
+              g.tm, g.tn);
+    emit_load(t);
+    emit_pipeline(t);
+    cu_printf(t,
+              "    for (int i = 0; i < %d; ++i) {\n"
+              "        const int m = m0 + %s;\n"
+              "        if (m >= M) continue;\n"
+              "        for (int j = 0; j < %d; ++j) {\n"
+              "            const int col = n0 + %s;\n"
+              "            if (col >= N_) continue;\n"
+              "            const float acc = c_[i][j];\n"
+              "            (void)acc;\n",
+              g.tm, ri, g.tn, ci);
+    if (!cu_emit_gemm_stores(c, g.lin, t))
+        return false;
+    cu_printf(t, "        }\n    }\n}\n");
+    return true;
+}
