@@ -41,30 +41,48 @@ unsigned cu_gemm16_smem(void)
     return (unsigned)(G16_STAGES * (G16_BM + G16_BN) * G16_KP * 2);
 }
 
-/* LOAD_(s, kt): slice kt of the tile's x rows and W rows into stage s, two
- * 16-byte chunks of each per thread (4 chunks a 32-half row), zero-filled
- * past M, N and K.  Where a pointer is not 16-byte aligned the chunks go
- * through registers instead (same zeros, no cp.async). */
-static void emit_load(cu_text *t)
+/* Each thread's four 16-byte chunks of a slice (two of x rows, two of W
+ * rows, 4 chunks a 32-half row), fixed for the whole K walk: where each
+ * row starts in global memory (its column of chunks included), whether the
+ * row exists, where the chunk lands in a stage. */
+static void emit_chunks(cu_text *t)
+{
+    cu_printf(t,
+              "    const rnnc_h *src_[4];\n"
+              "    bool row_[4];\n"
+              "    int dst_[4];\n"
+              "#pragma unroll\n"
+              "    for (int q = 0; q < 4; ++q) {\n"
+              "        const int ch = tid + (q & 1) * 256, r = ch >> 2, kc = (ch & 3) * 8;\n"
+              "        const int gr = (q < 2 ? m0 : n0) + r;\n"
+              "        row_[q] = gr < (q < 2 ? M : N_);\n"
+              "        src_[q] = (q < 2 ? x : wsrc_) + (row_[q] ? (size_t)gr * K_ + kc : 0);\n"
+              "        dst_[q] = (q < 2 ? 0 : %d) + r * %d + kc;\n"
+              "    }\n",
+              G16_STAGES * G16_BM * G16_KP, G16_KP);
+}
+
+/* LOAD_(s, kt): slice kt into stage s, zero-filled past M, N and K (the
+ * K test only where K is not a whole number of slices).  Where a pointer
+ * is not 16-byte aligned the chunks go through registers instead (same
+ * zeros, no cp.async). */
+static void emit_load(cu_text *t, long long K)
 {
     cu_printf(t,
               "#define LOAD_(s, kt) { \\\n"
               "    _Pragma(\"unroll\") for (int q_ = 0; q_ < 4; ++q_) { \\\n"
-              "        const int ch_ = tid + (q_ & 1) * 256, r_ = ch_ >> 2, k_ = (kt) * %d + (ch_ & 3) * 8; \\\n"
-              "        const bool isx_ = q_ < 2; \\\n"
-              "        const int gr_ = (isx_ ? m0 : n0) + r_; \\\n"
-              "        const bool ok_ = gr_ < (isx_ ? M : N_) && k_ < K_; \\\n"
-              "        const rnnc_h *src_ = (isx_ ? x : wsrc_) + (ok_ ? (size_t)gr_ * K_ + k_ : 0); \\\n"
-              "        rnnc_h *dst_ = (isx_ ? As_ : Ws_) + ((s) * %d + r_) * %d + (ch_ & 3) * 8; \\\n"
-              "        if (al_) rnnc_cp16((float *)dst_, (const float *)src_, ok_); \\\n"
+              "        const bool ok_ = row_[q_]%s; \\\n"
+              "        const rnnc_h *const s_ = src_[q_] + (ok_ ? (kt) * %d : 0); \\\n"
+              "        rnnc_h *const d_ = As_ + dst_[q_] + (s) * %d; \\\n"
+              "        if (al_) rnnc_cp16((float *)d_, (const float *)s_, ok_); \\\n"
               "        else { uint4 v_ = make_uint4(0u, 0u, 0u, 0u); \\\n"
-              "            if (ok_) { unsigned h_[8]; for (int e_ = 0; e_ < 8; ++e_) h_[e_] = __ldg(src_ + e_); \\\n"
+              "            if (ok_) { unsigned h_[8]; for (int e_ = 0; e_ < 8; ++e_) h_[e_] = __ldg(s_ + e_); \\\n"
               "                v_ = make_uint4(h_[0] | h_[1] << 16, h_[2] | h_[3] << 16, h_[4] | h_[5] << 16, h_[6] | h_[7] << 16); } \\\n"
-              "            *(uint4 *)dst_ = v_; } \\\n"
+              "            *(uint4 *)d_ = v_; } \\\n"
               "    } \\\n"
               "    asm volatile(\"cp.async.commit_group;\" : : : \"memory\"); \\\n"
               "}\n",
-              G16_BK, G16_BM, G16_KP);
+              K % G16_BK ? " && (kt) * 32 + (tid & 3) * 8 < K_" : "", G16_BK, G16_BM * G16_KP);
 }
 
 /* One slice (stage s) of the warp's 32 x 64 sub-tile: per k-step of 16,
@@ -163,20 +181,11 @@ bool cu_emit_gemm16(const cu_ctx *c, int i, cu_text *t)
               "        for (int j = 0; j < %d; ++j) c_[i][j] = 0.f;\n",
               K, K, G16_BK - 1, G16_BK, (long long)c->B, (long long)c->off[nd->a[1]], g.tm, g.tn,
               g.tm, g.tn);
-    emit_load(t);
+    emit_chunks(t);
+    emit_load(t, K);
     emit_pipeline(t);
-    cu_printf(t,
-              "    for (int i = 0; i < %d; ++i) {\n"
-              "        const int m = m0 + %s;\n"
-              "        if (m >= M) continue;\n"
-              "        for (int j = 0; j < %d; ++j) {\n"
-              "            const int col = n0 + %s;\n"
-              "            if (col >= N_) continue;\n"
-              "            const float acc = c_[i][j];\n"
-              "            (void)acc;\n",
-              g.tm, ri, g.tn, ci);
-    if (!cu_emit_gemm_stores(c, g.lin, t))
+    if (!cu_emit_gemm_epilogue(c, g.lin, g.tm, g.tn, 2, ri, ci, t))
         return false;
-    cu_printf(t, "        }\n    }\n}\n");
+    cu_printf(t, "}\n");
     return true;
 }

@@ -125,6 +125,11 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
 /* The epilogue of hoisted linear lin's GEMM: every hoisted buffer made from
  * it, stored to hz (acc, m, col, TB in scope; cuda_hoist.c). */
 bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t);
+/* The same for a whole tile (cuda_hoist.c): accumulators c_[tm][tn] at tile
+ * row ri and column ci (C expressions of i and j), columns consecutive in
+ * runs of w (2 or 4), stored as vectors where whole and aligned. */
+bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, const char *ri,
+                           const char *ci, cu_text *t);
 /* A tile's kernel head (rnnc_pdl, M, tid, m0, n0, the split's early
  * return) and, before the kernel, its split's row count (rnnc_rows<lin>). */
 void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t);
@@ -174,7 +179,9 @@ void cu_emit_state_io(const cu_ctx *c, cu_text *t);
  * then the words of the states read whole. */
 void cu_ll_choose(cu_ctx *c);
 void cu_ll_place(cu_ctx *c);
-void cu_emit_ll_prelude(cu_text *t);
+void cu_emit_ll_prelude(const cu_ctx *c, cu_text *t);
+/* The word of state sv's slice sl (value n<s>_<sl>) for step t + 1. */
+void cu_emit_ll_put(const cu_ctx *c, int32_t sv, int s, int sl, cu_text *t);
 void cu_emit_ll_publish(const cu_ctx *c, cu_text *t);
 void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t);
 /* Batched 16-byte copies global -> shared (cuda_regs.c); the weight slices. */

@@ -265,23 +265,65 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "        if (more) STORE_(cb ^ 1);\n"
               "        __syncthreads();\n"
               "    }\n"
-              "#undef STORE_\n"
-              "    for (int i = 0; i < %d; ++i) {\n"
-              "        const int m = m0 + %s;\n"
-              "        if (m >= M) continue;\n"
-              "        for (int j = 0; j < %d; ++j) {\n"
-              "            const int col = n0 + %s;\n"
-              "            if (col >= N_) continue;\n"
-              "            const float acc = c_[i][j];\n"
-              "            (void)acc;\n",
-              g.tm, ri, g.tn, ci);
-    if (!cu_emit_gemm_stores(c, lin, t))
+              "#undef STORE_\n");
+    /* the FFMA tiles' columns come in fours (twos at 32 rows), mma's in pairs */
+    if (!cu_emit_gemm_epilogue(c, lin, g.tm, g.tn, mma || g.tn < 4 ? 2 : 4, ri, ci, t))
         return false;
-    cu_printf(t, "        }\n    }\n");
     /* the tail finishes after its large tiles: the kernel after it waits for both */
     if (g.tail)
         cu_printf(t, "    }\n    rnnc_pdl_wait();\n");
     cu_printf(t, "}\n");
+    return true;
+}
+
+/* The epilogue of a tile whose thread owns accumulators c_[tm][tn] at tile
+ * row ri(i) and column ci(j), columns consecutive in runs of w (j = w jv +
+ * e is column ci(w jv) + e).  Each run's values are computed, then stored
+ * as one w-wide vector where the run is whole and aligned (a warp's scalar
+ * stores touched a 32-byte sector for 4 or 8 bytes of it), else one by
+ * one.  The column read by a run's expressions is clamped to the last one
+ * (fold[col] past N_ is out of bounds). */
+bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, const char *ri,
+                           const char *ci, cu_text *t)
+{
+    char e[4096], d[256];
+    const char *vec = w == 4 ? "float4" : "float2";
+    cu_printf(t,
+              "#pragma unroll\n"
+              "    for (int i = 0; i < %d; ++i) {\n"
+              "        const int m = m0 + %s;\n"
+              "        if (m >= M) continue;\n"
+              "#pragma unroll\n"
+              "        for (int jv = 0; jv < %d; ++jv) {\n"
+              "            const int j = jv * %d, col0 = n0 + %s;\n"
+              "            if (col0 >= N_) continue;\n",
+              tm, ri, tn / w, w, ci);
+    for (int32_t v = 0; v < c->f->n; v++) {
+        if (c->role[v] != CU_HOIST_BUF || c->gemm[v] != lin)
+            continue;
+        if (!epi_expr(c, v, lin, e, sizeof e))
+            return false;
+        cu_printf(t,
+                  "            { /* %s */\n"
+                  "                float v_[%d];\n"
+                  "#pragma unroll\n"
+                  "                for (int e_ = 0; e_ < %d; ++e_) {\n"
+                  "                    const int col = min(col0 + e_, N_ - 1);\n"
+                  "                    const float acc = c_[i][j + e_];\n"
+                  "                    (void)acc; (void)col;\n"
+                  "                    v_[e_] = %s;\n"
+                  "                }\n"
+                  "                float *const p_ = hz + (size_t)%lld * TB + (size_t)m * %lld + col0;\n"
+                  "                if (col0 + %d <= N_ && ((size_t)p_ & %d) == 0)\n"
+                  "                    *(%s *)p_ = make_%s(%s);\n"
+                  "                else\n"
+                  "                    for (int e_ = 0; e_ < %d && col0 + e_ < N_; ++e_) p_[e_] = v_[e_];\n"
+                  "            }\n",
+                  cu_describe(c, v, d, sizeof d), w, w, e, (long long)c->off[v],
+                  (long long)c->cols[lin], w, 4 * w - 1, vec, vec,
+                  w == 4 ? "v_[0], v_[1], v_[2], v_[3]" : "v_[0], v_[1]", w);
+    }
+    cu_printf(t, "        }\n    }\n");
     return true;
 }
 

@@ -11,8 +11,16 @@
  * same argument as the double-buffered states).  Tags from an earlier
  * forward must not match, so the runtime zeroes the words before each one
  * (plan xb_zero_floats).
+ *
+ * A half model whose step runs on tensor cores multiplies h rounded to its
+ * dtype, so a 32-bit word carries all a reader needs: the 16-bit value and
+ * a 16-bit tag ((step mod 65535) + 1, never the zeroed word's 0).  The
+ * exchange then moves the bytes of the fp32 states the barrier exchanges,
+ * without the barrier (the fp32 words' 64 bits made the tagged exchange
+ * slower than the barrier at B = 64).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
@@ -21,11 +29,16 @@ static int32_t slices(const cu_ctx *c, int32_t v)
     return c->k[v] < 1 ? 1 : c->k[v];
 }
 
+/* 32-bit words: a 16-bit value and a 16-bit tag (a half model on tensor cores). */
+static bool words16(const cu_ctx *c)
+{
+    return c->half && c->mma;
+}
+
 static bool ll_possible(const cu_ctx *c)
 {
     const ir_fn *f = c->f;
-    /* the tagged words stage fp32 x; a half model's tensor cores want 16-bit */
-    if (c->s->n_phases != 1 || (c->half && c->mma))
+    if (c->s->n_phases != 1)
         return false;
     for (int32_t i = 0; i < f->n; i++) {
         if (c->need[i] & (CU_NEED_XB | CU_NEED_PART))
@@ -55,6 +68,11 @@ void cu_ll_choose(cu_ctx *c)
      * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
      * and the polls read twice the bytes, the barrier was as fast or faster. */
     c->ll = ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
+    /* the tuning text names it: the autotuner drops a candidate asking for
+     * it that comes out as the barrier's kernel */
+    size_t len = strlen(c->plan->tuning);
+    if (c->ll && len + 3 < sizeof c->plan->tuning)
+        memcpy(c->plan->tuning + len, " ll", 4);
 }
 
 /* After the analysis has marked the states read whole (CU_NEED_WHOLE). */
@@ -69,14 +87,31 @@ void cu_ll_place(cu_ctx *c)
         if (!(c->need[sv] & CU_NEED_WHOLE))
             continue;
         c->xb[sv] = p->xb_floats;
-        p->xb_floats += 4 * c->B * c->cols[sv];
+        p->xb_floats += (words16(c) ? 2 : 4) * c->B * c->cols[sv];
     }
     p->xb_zero_floats = p->xb_floats;
 }
 
-void cu_emit_ll_prelude(cu_text *t)
+void cu_emit_ll_prelude(const cu_ctx *c, cu_text *t)
 {
+    if (words16(c)) {
+        cu_printf(t,
+                  "__device__ __forceinline__ unsigned rnnc_ll_tag(int t) { return (unsigned)(t %% 65535) + 1u; }\n"
+                  "__device__ __forceinline__ void rnnc_ll_put(float *p, float v, unsigned tag)\n{\n"
+                  "    const unsigned w = (tag << 16) | rnnc_f2h(v);\n"
+                  "    asm volatile(\"st.relaxed.gpu.global.u32 [%%0], %%1;\" : : \"l\"(p), \"r\"(w) : "
+                  "\"memory\");\n}\n"
+                  "/* four words: their 16-bit values packed in v, true when every tag matches */\n"
+                  "__device__ __forceinline__ bool rnnc_ll_get4(const float *p, unsigned tag, uint2 &v)\n{\n"
+                  "    unsigned a, b, c, d;\n"
+                  "    asm volatile(\"ld.relaxed.gpu.global.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\" : \"=r\"(a), "
+                  "\"=r\"(b), \"=r\"(c), \"=r\"(d) : \"l\"(p) : \"memory\");\n"
+                  "    v = make_uint2((a & 0xffffu) | (b << 16), (c & 0xffffu) | (d << 16));\n"
+                  "    return ((a >> 16) == tag) & ((b >> 16) == tag) & ((c >> 16) == tag) & ((d >> 16) == tag);\n}\n");
+        return;
+    }
     cu_printf(t,
+              "__device__ __forceinline__ unsigned rnnc_ll_tag(int t) { return (unsigned)t + 1u; }\n"
               "__device__ __forceinline__ void rnnc_ll_put(float *p, float v, unsigned tag)\n{\n"
               "    const unsigned long long w = ((unsigned long long)tag << 32) | __float_as_uint(v);\n"
               "    asm volatile(\"st.relaxed.gpu.global.u64 [%%0], %%1;\" : : \"l\"(p), \"l\"(w) : "
@@ -87,6 +122,24 @@ void cu_emit_ll_prelude(cu_text *t)
               "\"=l\"(b) : \"l\"(p) : \"memory\");\n"
               "    v = make_float2(__uint_as_float((unsigned)a), __uint_as_float((unsigned)b));\n"
               "    return (unsigned)(a >> 32) == tag && (unsigned)(b >> 32) == tag;\n}\n");
+}
+
+/* Word `idx` (a C expression) of state copy `copy` for state sv: fp32
+ * words are two floats wide, 16-bit ones one. */
+static void word_at(const cu_ctx *c, int32_t sv, const char *copy, const char *idx, char *buf,
+                    size_t n)
+{
+    snprintf(buf, n, "xb + %lld + ((size_t)(%s) * B * %lld + %s)%s", (long long)c->xb[sv], copy,
+             (long long)c->cols[sv], idx, words16(c) ? "" : " * 2");
+}
+
+void cu_emit_ll_put(const cu_ctx *c, int32_t sv, int s, int sl, cu_text *t)
+{
+    char w[256], idx[128];
+    snprintf(idx, sizeof idx, "(size_t)gb * %lld + %lld + gu", (long long)c->cols[sv],
+             (long long)sl * c->H);
+    word_at(c, sv, "(t + 1) & 1", idx, w, sizeof w);
+    cu_printf(t, "        rnnc_ll_put(%s, n%d_%d, rnnc_ll_tag(t + 1));\n", w, s, sl);
 }
 
 /* Before the first step: each block publishes its elements of the initial
@@ -103,46 +156,59 @@ void cu_emit_ll_publish(const cu_ctx *c, cu_text *t)
         if (c->xb[sv] < 0)
             continue;
         long long C = (long long)c->cols[sv];
-        for (int sl = 0; sl < slices(c, sv); sl++)
-            cu_printf(t,
-                      "        rnnc_ll_put(xb + %lld + ((size_t)gb * %lld + %lld + gu) * 2, "
-                      "__ldcg(si%d_ + (size_t)gb * %lld + %lld + gu), 1u);\n",
-                      (long long)c->xb[sv], C, (long long)sl * c->H, s, C, (long long)sl * c->H);
+        for (int sl = 0; sl < slices(c, sv); sl++) {
+            char w[256], idx[128];
+            snprintf(idx, sizeof idx, "(size_t)gb * %lld + %lld + gu", C, (long long)sl * c->H);
+            word_at(c, sv, "0", idx, w, sizeof w);
+            cu_printf(t, "        rnnc_ll_put(%s, __ldcg(si%d_ + %s), rnnc_ll_tag(0));\n", w, s, idx);
+        }
     }
     cu_printf(t, "    }\n");
 }
 
-/* Stages state x of linear lin for step t from copy t&1, tag t+1: up to 8
- * 16-byte polls in flight per thread, repeated until every tag matches. */
+/* Stages state x of linear lin for step t from copy t&1, tag of step t:
+ * up to 8 16-byte polls in flight per thread, those whose tags did not
+ * match polled again until every one does.  16-bit words are staged as
+ * the 16-bit x of the tensor cores (smh_), fp32 words as fp32 (sm_). */
 void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     int32_t xv = c->f->nodes[lin].a[0];
     long long K = (long long)c->cols[xv];
+    bool w16 = words16(c);
+    int per = w16 ? 4 : 2; /* values a poll */
+    char src[256], dst[96];
+    word_at(c, xv, "t & 1", "0", src, sizeof src);
+    snprintf(dst, sizeof dst, w16 ? "*(uint2 *)&smh_[b * %d + cq * 4]" : "*(float2 *)&sm_[b * %d + cq * 2]",
+             c->kp[lin]);
     cu_printf(t,
               "    {\n"
-              "        enum { N2_ = BTP * %lld, U_ = (N2_ + NT - 1) / NT < 8 ? (N2_ + NT - 1) / NT : 8 };\n"
-              "        const float *src_ = xb + %lld + (size_t)(t & 1) * B * %lld;\n"
-              "        const unsigned tag_ = (unsigned)t + 1u;\n"
-              "        for (int i0_ = 0; i0_ < N2_; i0_ += U_ * NT) {\n"
-              "            float2 v_[U_];\n"
-              "            bool ok_;\n"
-              "#pragma unroll\n"
-              "            for (int j_ = 0; j_ < U_; ++j_) v_[j_] = make_float2(0.f, 0.f);\n"
-              "            do {\n"
-              "                ok_ = true;\n"
-              "#pragma unroll\n"
-              "                for (int j_ = 0; j_ < U_; ++j_) {\n"
-              "                    const int i = i0_ + j_ * NT + tid, b = i / %lld, c2 = i %% %lld, gb = b0 + b;\n"
-              "                    if (i < N2_ && b < BT && gb < B && !rnnc_ll_get2(src_ + ((size_t)gb * %lld + c2 * 2) * 2, tag_, v_[j_])) ok_ = false;\n"
-              "                }\n"
-              "            } while (!ok_);\n"
+              "        enum { NQ_ = BTP * %lld, U_ = (NQ_ + NT - 1) / NT < 8 ? (NQ_ + NT - 1) / NT : 8 };\n"
+              "        const float *const src_ = %s;\n"
+              "        const unsigned tag_ = rnnc_ll_tag(t);\n"
+              "        for (int i0_ = 0; i0_ < NQ_; i0_ += U_ * NT) {\n"
+              "            %s v_[U_];\n"
+              "            unsigned todo_ = 0u;\n"
               "#pragma unroll\n"
               "            for (int j_ = 0; j_ < U_; ++j_) {\n"
-              "                const int i = i0_ + j_ * NT + tid, b = i / %lld, c2 = i %% %lld;\n"
-              "                if (i < N2_) *(float2 *)&sm_[b * %d + c2 * 2] = v_[j_];\n"
+              "                const int i = i0_ + j_ * NT + tid, b = i / %lld, gb = b0 + b;\n"
+              "                if (i < NQ_ && b < BT && gb < B) todo_ |= 1u << j_;\n"
+              "            }\n"
+              "            while (todo_) {\n"
+              "#pragma unroll\n"
+              "                for (int j_ = 0; j_ < U_; ++j_) {\n"
+              "                    const int i = i0_ + j_ * NT + tid, b = i / %lld, cq = i %% %lld, gb = b0 + b;\n"
+              "                    if ((todo_ >> j_ & 1u) && rnnc_ll_get%d(src_ + ((size_t)gb * %lld + cq * %d)%s, tag_, v_[j_]))\n"
+              "                        todo_ &= ~(1u << j_);\n"
+              "                }\n"
+              "            }\n"
+              "#pragma unroll\n"
+              "            for (int j_ = 0; j_ < U_; ++j_) {\n"
+              "                const int i = i0_ + j_ * NT + tid, b = i / %lld, cq = i %% %lld, gb = b0 + b;\n"
+              "                if (i < NQ_) %s = b < BT && gb < B ? v_[j_] : %s;\n"
               "            }\n"
               "        }\n"
               "    }\n"
               "    __syncthreads();\n",
-              K / 2, (long long)c->xb[xv], 2 * K, K / 2, K / 2, K, K / 2, K / 2, c->kp[lin]);
+              K / per, src, w16 ? "uint2" : "float2", K / per, K / per, K / per, per, K, per,
+              w16 ? "" : " * 2", K / per, K / per, dst, w16 ? "make_uint2(0u, 0u)" : "make_float2(0.f, 0.f)");
 }

@@ -408,10 +408,7 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
             long long at = (long long)c->plan->state[s].offset, C = (long long)c->cols[nx],
                       so = (long long)(sl * c->H);
             if (ll)
-                cu_printf(t,
-                          "        rnnc_ll_put(xb + %lld + ((size_t)(((t + 1) & 1) * B + gb) * %lld + "
-                          "%lld + gu) * 2, n%d_%d, (unsigned)t + 2u);\n",
-                          (long long)c->xb[sv], C, so, s, sl);
+                cu_emit_ll_put(c, sv, s, sl, t);
             if (whole)
                 cu_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
                           at, C, so, s, sl);
@@ -544,7 +541,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     emit_prelude(c, t);
     emit_smem_names(c, t);
     if (c->ll)
-        cu_emit_ll_prelude(t);
+        cu_emit_ll_prelude(c, t);
     cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(%s)\n{\n"
               "    extern __shared__ float4 smem4_[];\n"

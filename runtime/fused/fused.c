@@ -55,6 +55,8 @@ void rt_fused_tuning_apply(rt_fused_tuning t, cg_cuda_config *cfg)
     cfg->threads = t.threads;
     cfg->reg_rows = t.reg_rows;
     cfg->reg_batch = t.reg_batch;
+    if (t.exchange)
+        cfg->exchange = t.exchange;
 }
 
 void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)

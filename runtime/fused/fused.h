@@ -52,6 +52,7 @@ typedef struct rt_fused_train_ops {
 typedef struct rt_fused_tuning {
     int unit_tile, batch_tile, threads;
     int reg_rows, reg_batch; /* the lanes' register tile */
+    int exchange;            /* cg_cuda_config.exchange: 0 the generator's choice, 2 tagged words */
 } rt_fused_tuning;
 
 /* Scratch of one running step kernel: hoisted values, the exchange
