@@ -41,25 +41,17 @@ unsigned cu_gemm16_smem(void)
     return (unsigned)(G16_STAGES * (G16_BM + G16_BN) * G16_KP * 2);
 }
 
-/* Each thread's four 16-byte chunks of a slice (two of x rows, two of W
- * rows, 4 chunks a 32-half row), fixed for the whole K walk: where each
- * row starts in global memory (its column of chunks included), whether the
- * row exists, where the chunk lands in a stage. */
+/* Each thread's four 16-byte chunks of a slice (4 chunks a 32-half row):
+ * rows r and r + 64 of x (q = 0, 1) and of W (q = 2, 3) at chunk column
+ * tid & 3, fixed for the whole K walk, in few registers: one row start
+ * each in x and W (clamped to a row that exists) and one shared offset. */
 static void emit_chunks(cu_text *t)
 {
     cu_printf(t,
-              "    const rnnc_h *src_[4];\n"
-              "    bool row_[4];\n"
-              "    int dst_[4];\n"
-              "#pragma unroll\n"
-              "    for (int q = 0; q < 4; ++q) {\n"
-              "        const int ch = tid + (q & 1) * 256, r = ch >> 2, kc = (ch & 3) * 8;\n"
-              "        const int gr = (q < 2 ? m0 : n0) + r;\n"
-              "        row_[q] = gr < (q < 2 ? M : N_);\n"
-              "        src_[q] = (q < 2 ? x : wsrc_) + (row_[q] ? (size_t)gr * K_ + kc : 0);\n"
-              "        dst_[q] = (q < 2 ? 0 : %d) + r * %d + kc;\n"
-              "    }\n",
-              G16_STAGES * G16_BM * G16_KP, G16_KP);
+              "    const int r0_ = tid >> 2, kc_ = (tid & 3) * 8, dst_ = r0_ * %d + kc_;\n"
+              "    const rnnc_h *const sx_ = x + (size_t)min(m0 + r0_, M - 1) * K_ + kc_;\n"
+              "    const rnnc_h *const sw_ = wsrc_ + (size_t)min(n0 + r0_, N_ - 1) * K_ + kc_;\n",
+              G16_KP);
 }
 
 /* LOAD_(s, kt): slice kt into stage s, zero-filled past M, N and K (the
@@ -68,12 +60,16 @@ static void emit_chunks(cu_text *t)
  * zeros, no cp.async). */
 static void emit_load(cu_text *t, long long K)
 {
+    char kcheck[96] = "";
+    if (K % G16_BK)
+        snprintf(kcheck, sizeof kcheck, " && (kt) * %d + kc_ < K_", G16_BK);
     cu_printf(t,
               "#define LOAD_(s, kt) { \\\n"
               "    _Pragma(\"unroll\") for (int q_ = 0; q_ < 4; ++q_) { \\\n"
-              "        const bool ok_ = row_[q_]%s; \\\n"
-              "        const rnnc_h *const s_ = src_[q_] + (ok_ ? (kt) * %d : 0); \\\n"
-              "        rnnc_h *const d_ = As_ + dst_[q_] + (s) * %d; \\\n"
+              "        const int r_ = (q_ & 1) * 64; \\\n"
+              "        const bool ok_ = (q_ < 2 ? m0 + r0_ + r_ < M : n0 + r0_ + r_ < N_)%s; \\\n"
+              "        const rnnc_h *const s_ = (q_ < 2 ? sx_ : sw_) + (ok_ ? r_ * K_ + (kt) * %d : 0); \\\n"
+              "        rnnc_h *const d_ = As_ + dst_ + (q_ >> 1) * %d + r_ * %d + (s) * %d; \\\n"
               "        if (al_) rnnc_cp16((float *)d_, (const float *)s_, ok_); \\\n"
               "        else { uint4 v_ = make_uint4(0u, 0u, 0u, 0u); \\\n"
               "            if (ok_) { unsigned h_[8]; for (int e_ = 0; e_ < 8; ++e_) h_[e_] = __ldg(s_ + e_); \\\n"
@@ -82,7 +78,7 @@ static void emit_load(cu_text *t, long long K)
               "    } \\\n"
               "    asm volatile(\"cp.async.commit_group;\" : : : \"memory\"); \\\n"
               "}\n",
-              K % G16_BK ? " && (kt) * 32 + (tid & 3) * 8 < K_" : "", G16_BK, G16_BM * G16_KP);
+              kcheck, G16_BK, G16_STAGES * G16_BM * G16_KP, G16_KP, G16_BM * G16_KP);
 }
 
 /* One slice (stage s) of the warp's 32 x 64 sub-tile: per k-step of 16,
