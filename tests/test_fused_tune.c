@@ -50,10 +50,10 @@ static void test_candidates(void **state)
 {
     (void)state;
     rt_fused_tuning c[20];
-    int n = rt_fused_candidates(64, 512, 132, c, 16);
+    int n = rt_fused_candidates(64, 512, 132, false, c, 16);
     assert_true(n >= 8 && n <= 16);
     assert_true(same(c[0], (rt_fused_tuning){0, 0, 0, 0, 0, 0}));
-    bool bt8 = false, bt32 = false, wide = false, regs = false, tagged = false;
+    bool bt8 = false, bt32 = false, wide = false, regs = false;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < i; j++)
             assert_false(same(c[i], c[j]));
@@ -64,13 +64,28 @@ static void test_candidates(void **state)
         bt32 |= c[i].batch_tile == 32;
         wide |= c[i].unit_tile > 0;
         regs |= c[i].reg_rows == 8 && c[i].reg_batch >= 4;
-        tagged |= c[i].exchange == 2;
-        assert_true(c[i].exchange == 0 || c[i].exchange == 2);
+        assert_int_equal(c[i].exchange, 0); /* fp32: the barrier's bytes are half the words' */
     }
-    assert_true(bt8 && bt32 && wide && regs && tagged);
+    assert_true(bt8 && bt32 && wide && regs);
+    /* a half model also tries the first tilings with tagged words */
+    rt_fused_tuning h[24];
+    int nh = rt_fused_candidates(64, 512, 132, true, h, 24), tagged = 0;
+    for (int i = 0; i < nh; i++) {
+        if (h[i].exchange == 0)
+            continue;
+        assert_int_equal(h[i].exchange, 2);
+        rt_fused_tuning b = h[i];
+        b.exchange = 0;
+        bool paired = false;
+        for (int j = 0; j < i; j++)
+            paired |= same(h[j], b);
+        assert_true(paired);
+        tagged++;
+    }
+    assert_int_equal(tagged, 4);
     /* max bounds the list; B=1 has no batch tiles to try */
-    assert_int_equal(rt_fused_candidates(64, 512, 132, c, 3), 3);
-    n = rt_fused_candidates(1, 512, 132, c, 20);
+    assert_int_equal(rt_fused_candidates(64, 512, 132, false, c, 3), 3);
+    n = rt_fused_candidates(1, 512, 132, true, c, 20);
     assert_true(n >= 3);
     for (int i = 0; i < n; i++)
         assert_true(c[i].batch_tile <= 1 && c[i].reg_rows == 0 && c[i].reg_batch == 0 &&
@@ -85,7 +100,7 @@ static void test_candidates_generate(void **state)
     rnnc_model *mod = model("lstm", 512, 512, RNNC_HOIST_ALL);
     rt_fused *f = fused(mod, 90, 132);
     rt_fused_tuning c[20];
-    int n = rt_fused_candidates(64, 512, 132, c, 20), ok = 0, distinct = 0;
+    int n = rt_fused_candidates(64, 512, 132, false, c, 20), ok = 0, distinct = 0;
     char seen[20][96];
     bool regs = false;
     for (int i = 0; i < n; i++) {

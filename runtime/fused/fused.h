@@ -180,9 +180,10 @@ void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n);
 /* Tuning text "ut=U bt=B nt=T" (records and bundles). */
 void rt_fused_tuning_text(rt_fused_tuning t, char *buf, size_t n);
 bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t);
-/* Candidates to time, the heuristic ({0,0,0}) first; returns how many. */
-int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, rt_fused_tuning *out,
-                        int max);
+/* Candidates to time, the heuristic ({0,0,0}) first; returns how many.
+ * tagged: also the first ones with the tagged exchange (half models). */
+int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged,
+                        rt_fused_tuning *out, int max);
 /* The tuning for `batch`, in the order of the section comment; *from says
  * which ("environment", "bundle", "record", "autotune", "heuristic", ...). */
 void rt_fused_choose(rt_fused *m, int64_t batch, rt_fused_tuning *t, const char **from);

@@ -19,7 +19,7 @@
 
 #ifdef RT_HAVE_CUDA_H
 
-#define MAX_CANDIDATES 20
+#define MAX_CANDIDATES 24
 #define MAX_THREADS 8
 #define DEFAULT_BUDGET_MS 2000.0
 #define KEY_MAX 512
@@ -131,24 +131,28 @@ static int auto_unit_tile(int64_t batch, int64_t hidden, int sm_count, int64_t b
  * other thread counts, then wider unit tiles (half the blocks: cheaper
  * grid barriers, more work per block).  Below 8 rows a block has 1 x 1
  * tiles and no register-tile candidates. */
-int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, rt_fused_tuning *out,
-                        int max)
+int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged,
+                        rt_fused_tuning *out, int max)
 {
     static const int bts[] = {16, 32, 8, 64};
     int n = 0;
     if (sm_count <= 0)
         sm_count = 132;
     add(out, &n, max, (rt_fused_tuning){0});
-    /* Tagged words instead of the barrier where the generator takes them
-     * (a candidate that comes out as the barrier's kernel is dropped): a
-     * bf16 LSTM at B = 64, I = H = 512 on the H100 went 0.497 -> 0.438 ms
-     * with 32-bit words, but H = 1024 went 1.275 -> 1.623 */
-    if (batch > 8)
-        add(out, &n, max, (rt_fused_tuning){.exchange = 2});
     if (batch >= 8) {
         add(out, &n, max, (rt_fused_tuning){.reg_rows = 8, .reg_batch = 4});
         add(out, &n, max, (rt_fused_tuning){.threads = 512, .reg_rows = 8, .reg_batch = 4});
         add(out, &n, max, (rt_fused_tuning){.reg_rows = 8, .reg_batch = 8});
+    }
+    /* Tagged words instead of the barrier (tagged: a half model, whose
+     * 32-bit words move the barrier's bytes), with the tilings above; a
+     * candidate that comes out as the barrier's kernel is dropped.  On the
+     * H100 a bf16 LSTM at B = 64, I = H = 512 went 0.497 -> 0.438 ms (tuned
+     * tiles), H = 1024 1.275 -> 1.623 */
+    for (int i = 0, k = n; tagged && batch > 8 && i < k; i++) {
+        rt_fused_tuning t = out[i];
+        t.exchange = 2;
+        add(out, &n, max, t);
     }
     /* H = 1024, B = 64: W_hh streamed at two batch groups with 8 x 4 tiles
      * took 3.696 ms against 3.889 on chip (bench/results/h100/rejected/
@@ -389,7 +393,8 @@ static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *no
     rt_fused_tuning list[MAX_CANDIDATES];
     cand c[MAX_CANDIDATES];
     int sms = m->sm_count / (m->share > 1 ? m->share : 1);
-    int n = rt_fused_candidates(batch, m->spec.sizes[0].H, sms, list, MAX_CANDIDATES);
+    int n = rt_fused_candidates(batch, m->spec.sizes[0].H, sms, rt_dtype_is_half(m->spec.dtype),
+                                list, MAX_CANDIDATES);
     n = generate(m, batch, list, n, c);
     compile_all(c, n, t0 + 0.75 * budget);
     double t_compiled = cm_now_ms();
