@@ -19,7 +19,7 @@
 
 #ifdef RT_HAVE_CUDA_H
 
-#define MAX_CANDIDATES 24
+#define MAX_CANDIDATES 40
 #define MAX_THREADS 8
 #define DEFAULT_BUDGET_MS 2000.0
 #define KEY_MAX 512
@@ -124,6 +124,28 @@ static int auto_unit_tile(int64_t batch, int64_t hidden, int sm_count, int64_t b
     return (int)((hidden + (per > 0 ? per : 1) - 1) / (per > 0 ? per : 1));
 }
 
+/* Each of the n candidates followed by itself with tagged words instead of
+ * the barrier, as far as max allows.  For half models, whose 32-bit words
+ * move the barrier's bytes; which tiling wins changes with the exchange
+ * (H100, bf16 LSTM B = 64, I = H = 512: 0.438 ms with tagged words and
+ * tuned tiles, 0.531 with the heuristic's, 0.490 the best with the
+ * barrier; at H = 1024 tagged words lost, 1.275 -> 1.623).  A candidate
+ * that comes out as the barrier's kernel is dropped when generated. */
+static int with_tagged(rt_fused_tuning *out, int n, int max)
+{
+    rt_fused_tuning base[MAX_CANDIDATES];
+    int k = 0;
+    n = n < MAX_CANDIDATES ? n : MAX_CANDIDATES;
+    memcpy(base, out, sizeof base[0] * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        add(out, &k, max, base[i]);
+        rt_fused_tuning t = base[i];
+        t.exchange = 2;
+        add(out, &k, max, t);
+    }
+    return k;
+}
+
 /* In order of promise, so that a short budget times the likeliest first:
  * larger register tiles (fewer shared-memory reads per FMA: on the H100
  * 8 x 4 took B = 64 1.125 -> 1.069 ms and, at 512 threads, B = 128 2.021
@@ -143,16 +165,6 @@ int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged
         add(out, &n, max, (rt_fused_tuning){.reg_rows = 8, .reg_batch = 4});
         add(out, &n, max, (rt_fused_tuning){.threads = 512, .reg_rows = 8, .reg_batch = 4});
         add(out, &n, max, (rt_fused_tuning){.reg_rows = 8, .reg_batch = 8});
-    }
-    /* Tagged words instead of the barrier (tagged: a half model, whose
-     * 32-bit words move the barrier's bytes), with the tilings above; a
-     * candidate that comes out as the barrier's kernel is dropped.  On the
-     * H100 a bf16 LSTM at B = 64, I = H = 512 went 0.497 -> 0.438 ms (tuned
-     * tiles), H = 1024 1.275 -> 1.623 */
-    for (int i = 0, k = n; tagged && batch > 8 && i < k; i++) {
-        rt_fused_tuning t = out[i];
-        t.exchange = 2;
-        add(out, &n, max, t);
     }
     /* H = 1024, B = 64: W_hh streamed at two batch groups with 8 x 4 tiles
      * took 3.696 ms against 3.889 on chip (bench/results/h100/rejected/
@@ -175,7 +187,7 @@ int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged
         if (bts[i] <= batch)
             add(out, &n, max, (rt_fused_tuning){.batch_tile = bts[i], .threads = 512});
     add(out, &n, max, (rt_fused_tuning){.threads = 1024});
-    return n;
+    return tagged && batch > 8 ? with_tagged(out, n, max) : n;
 }
 
 /* ---------------------------------------------------------------- results kept in memory */
@@ -391,7 +403,9 @@ static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *no
 {
     double t0 = cm_now_ms(), budget = budget_ms();
     rt_fused_tuning list[MAX_CANDIDATES];
-    cand c[MAX_CANDIDATES];
+    cand *c = calloc(MAX_CANDIDATES, sizeof *c); /* kernel plans: too large for the stack */
+    if (!c)
+        return false;
     int sms = m->sm_count / (m->share > 1 ? m->share : 1);
     int n = rt_fused_candidates(batch, m->spec.sizes[0].H, sms, rt_dtype_is_half(m->spec.dtype),
                                 list, MAX_CANDIDATES);
@@ -429,6 +443,7 @@ static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *no
                  t_compiled - t0, cm_now_ms() - t_compiled, c[0].ms, c[w].ms,
                  (long long)timing_steps(m, batch));
     }
+    free(c);
     return w >= 0;
 }
 
