@@ -92,6 +92,11 @@ typedef struct cu_ctx {
     /* Tagged exchange (cuda_ll.c): states read whole are published as 64-bit
      * words (value, step tag) at xb + xb[state], two copies by step parity. */
     bool ll;
+    /* With the barrier, a half model on tensor cores: the states its
+     * linears read whole are also published rounded to 16 bits at xb +
+     * xb[state] (two copies by step parity), and staged from there after
+     * step 0: half the bytes of the fp32 states (cuda_ll.c). */
+    bool h16;
     /* The step's linears run on tensor cores (cuda_mma.c). */
     bool mma;
     /* F16 or BF16 model: x, y and the weights are 16-bit (cuda_half.c). */
@@ -184,6 +189,9 @@ void cu_emit_ll_prelude(const cu_ctx *c, cu_text *t);
 void cu_emit_ll_put(const cu_ctx *c, int32_t sv, int s, int sl, cu_text *t);
 void cu_emit_ll_publish(const cu_ctx *c, cu_text *t);
 void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t);
+/* c->h16: the source of row gb, column cc of state x's 16-bit copy read
+ * at step t. */
+void cu_h16_src(const cu_ctx *c, int32_t xv, char *buf, size_t n);
 /* Batched 16-byte copies global -> shared (cuda_regs.c); the weight slices. */
 void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
                    const char *src, const char *dst, bool cached);
@@ -193,9 +201,12 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t);
  * column kk (shared memory, or global; 16-bit in a half model). */
 void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t);
-/* The same from fp32 to 16-bit values in shared memory (dst: 8-byte words). */
+/* The same from fp32 to 16-bit values in shared memory (dst: 8-byte words),
+ * and from 16-bit to 16-bit (src too), both through L2 (data of this kernel). */
 void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
                     const char *dst);
+void cu_emit_copy4hh(cu_text *t, long long n4, const char *idx, const char *cond,
+                     const char *src, const char *dst);
 const char *cu_float_lit(double v, char *buf, size_t n);
 /* A node for a comment: "%16 sigmoid(f)", "%21 c_next = add(%17, %20)";
  * a leaf as "state h", "input x", "param w" (cuda_text.c). */

@@ -18,6 +18,10 @@
  * exchange then moves the bytes of the fp32 states the barrier exchanges,
  * without the barrier (the fp32 words' 64 bits made the tagged exchange
  * slower than the barrier at B = 64).
+ *
+ * Such a model with the barrier (c->h16) publishes the same 16-bit values
+ * with no tag, and its steps after the first stage them instead of the
+ * fp32 states (step 0 reads the caller's): half the bytes a step.
  */
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +72,7 @@ void cu_ll_choose(cu_ctx *c)
      * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
      * and the polls read twice the bytes, the barrier was as fast or faster. */
     c->ll = ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
+    c->h16 = !c->ll && words16(c) && ll_possible(c);
     /* the tuning text names it: the autotuner drops a candidate asking for
      * it that comes out as the barrier's kernel */
     size_t len = strlen(c->plan->tuning);
@@ -79,17 +84,20 @@ void cu_ll_choose(cu_ctx *c)
 void cu_ll_place(cu_ctx *c)
 {
     const ir_fn *f = c->f;
-    if (!c->ll)
+    if (!c->ll && !c->h16)
         return;
     cg_cuda_plan *p = c->plan;
+    /* floats a value takes over the two copies: 64-bit words 4, 32-bit 2, 16-bit values 1 */
+    int per = c->h16 ? 1 : words16(c) ? 2 : 4;
     for (int s = 0; s < f->n_states; s++) {
         int32_t sv = f->states[s].node;
         if (!(c->need[sv] & CU_NEED_WHOLE))
             continue;
         c->xb[sv] = p->xb_floats;
-        p->xb_floats += (words16(c) ? 2 : 4) * c->B * c->cols[sv];
+        p->xb_floats += per * c->B * c->cols[sv];
     }
-    p->xb_zero_floats = p->xb_floats;
+    if (c->ll)
+        p->xb_zero_floats = p->xb_floats;
 }
 
 void cu_emit_ll_prelude(const cu_ctx *c, cu_text *t)
@@ -138,8 +146,21 @@ void cu_emit_ll_put(const cu_ctx *c, int32_t sv, int s, int sl, cu_text *t)
     char w[256], idx[128];
     snprintf(idx, sizeof idx, "(size_t)gb * %lld + %lld + gu", (long long)c->cols[sv],
              (long long)sl * c->H);
+    if (c->h16) {
+        cu_printf(t, "        __stcg((rnnc_h *)(xb + %lld) + (size_t)((t + 1) & 1) * B * %lld + %s, "
+                     "rnnc_f2h(n%d_%d));\n",
+                  (long long)c->xb[sv], (long long)c->cols[sv], idx, s, sl);
+        return;
+    }
     word_at(c, sv, "(t + 1) & 1", idx, w, sizeof w);
     cu_printf(t, "        rnnc_ll_put(%s, n%d_%d, rnnc_ll_tag(t + 1));\n", w, s, sl);
+}
+
+void cu_h16_src(const cu_ctx *c, int32_t xv, char *buf, size_t n)
+{
+    long long K = (long long)c->cols[xv];
+    snprintf(buf, n, "(const rnnc_h *)(xb + %lld) + (size_t)(t & 1) * B * %lld + (size_t)gb * %lld + cc",
+             (long long)c->xb[xv], K, K);
 }
 
 /* Before the first step: each block publishes its elements of the initial

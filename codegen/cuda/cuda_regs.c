@@ -346,6 +346,12 @@ void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
     copy_vec(t, n4, idx, cond, src, dst, cached, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)", NULL);
 }
 
+void cu_emit_copy4hh(cu_text *t, long long n4, const char *idx, const char *cond,
+                     const char *src, const char *dst)
+{
+    copy_vec(t, n4, idx, cond, src, dst, false, "uint2", "make_uint2(0u, 0u)", NULL);
+}
+
 void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
                     const char *dst)
 {

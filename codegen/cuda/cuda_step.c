@@ -148,10 +148,19 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
         snprintf(src, sizeof src, "%s + cc", base);
         snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->xkp[lin]);
         snprintf(cond, sizeof cond, "b < BT && gb < B && cc < %lld", K);
+        bool h16 = c->h16 && c->role[xv] == CU_LEAF_STATE && c->xb[xv] >= 0 && !chunked;
         if (c->half && c->mma) {
-            /* 16-bit x for the tensor cores (cuda_mma_half.c) */
+            /* 16-bit x for the tensor cores (cuda_mma_half.c); after step 0
+             * from the states' 16-bit copy where there is one */
             snprintf(dst, sizeof dst, "&smh_[b * %d + c4 * 4]", c->xkp[lin]);
+            if (h16)
+                cu_printf(t, "    if (t == 0)\n");
             cu_emit_copy4h(t, c->BTP * (KC / 4), idx, cond, src, dst);
+            if (h16) {
+                cu_h16_src(c, xv, src, sizeof src);
+                cu_printf(t, "    else\n");
+                cu_emit_copy4hh(t, c->BTP * (KC / 4), idx, cond, src, dst);
+            }
         } else {
             cu_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
         }
@@ -402,8 +411,10 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
     }
     for (int s = 0; s < f->n_states; s++) {
         int32_t nx = f->states[s].next, sv = f->states[s].node;
-        bool reg = cu_in_regs(c, sv), ll = c->ll && c->xb[sv] >= 0;
-        bool whole = !ll && (!reg || (c->need[sv] & CU_NEED_WHOLE));
+        bool reg = cu_in_regs(c, sv), ll = (c->ll || c->h16) && c->xb[sv] >= 0;
+        /* the fp32 copy: for the elements (not in registers) and the linears
+         * (unless they read a tagged or 16-bit copy) */
+        bool whole = !reg || (!ll && (c->need[sv] & CU_NEED_WHOLE));
         for (int sl = 0; sl < slices(c, nx); sl++) {
             long long at = (long long)c->plan->state[s].offset, C = (long long)c->cols[nx],
                       so = (long long)(sl * c->H);
