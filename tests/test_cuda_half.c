@@ -63,6 +63,11 @@ static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
                 assert_int_equal(mma, strstr(src, "rnnc_mma16(d0_") != NULL);
                 if (strcmp(name, "lstm") == 0 && sms[i] == 90)
                     assert_int_equal(mma, sh->step_mma);
+                /* LSTM and GRU with the barrier on tensor cores stage 16-bit
+                 * copies of h after step 0 (c->h16) */
+                if ((strcmp(name, "lstm") == 0 || strcmp(name, "gru") == 0) && mma &&
+                    !strstr(plan.tuning, " ll"))
+                    assert_non_null(strstr(src, "__stcg((rnnc_h *)(xb + "));
                 /* the hoisted GEMM (hoist all: x W_ih^T) on tensor cores:
                  * m16n8k8 from fp32 tiles for few rows, and the large
                  * tiles 16-bit through ldmatrix (K a multiple of 8) */
