@@ -4,7 +4,7 @@
  * fused kernels keep x, y, weights and the outputs between layers in 16 bits
  * and compute in fp32), T = 100: every built-in cell and one .cell cell, 1
  * and 2 layers; bidirectional with lengths; device pointers (the states
- * converted on the device); B = 4; the benchmark width; the step linears
+ * converted on the device; x also at an odd offset); B = 4; the benchmark width; the step linears
  * on FFMA and on tensor cores (mma.sync m16n8k16).  max|out-ref|/max|ref| of
  * y and of the final states: bf16 <= 2e-2, f16 <= 5e-3.  Outputs start
  * poisoned (NaN).  Training a half model is refused.  Exits 77 without a
@@ -36,6 +36,7 @@ typedef struct hcase {
     int layers;
     bool bi, lengths, dev;
     rnnc_dtype dt;
+    int xoff; /* dev: x this many elements past a 256-byte aligned allocation */
 } hcase;
 
 static rnnc_model *make(const hcase *hc, rnnc_backend be)
@@ -148,9 +149,10 @@ static void free_bufs(bufs *b)
 static void forward_dev(rnnc_model *f, const hcase *hc, bufs *b)
 {
     CUdeviceptr dx = 0, dy = 0, di[MAX_STATES] = {0}, df[MAX_STATES] = {0};
-    assert_ok(rt_dev_alloc(&dx, b->nx * 2));
+    size_t off = (size_t)hc->xoff * 2;
+    assert_ok(rt_dev_alloc(&dx, b->nx * 2 + off));
     assert_ok(rt_dev_alloc(&dy, b->ny * 2));
-    assert_ok(rt_dev_upload(dx, b->x, b->nx * 2, NULL));
+    assert_ok(rt_dev_upload(dx + off, b->x, b->nx * 2, NULL));
     assert_ok(rt_dev_upload(dy, b->y, b->ny * 2, NULL)); /* poisoned */
     const void *in[MAX_STATES] = {0};
     void *out[MAX_STATES] = {0};
@@ -163,7 +165,7 @@ static void forward_dev(rnnc_model *f, const hcase *hc, bufs *b)
         out[s] = (void *)(uintptr_t)df[s];
     }
     assert_ok(rt_dev_sync(NULL));
-    rnnc_forward_args a = {.seq_len = hc->T, .batch = hc->B, .x = (const void *)(uintptr_t)dx,
+    rnnc_forward_args a = {.seq_len = hc->T, .batch = hc->B, .x = (const void *)(uintptr_t)(dx + off),
                            .y = (void *)(uintptr_t)dy, .init = in, .final = out,
                            .lengths = b->len, .device_pointers = true};
     if (rnnc_model_forward(f, &a))
@@ -207,9 +209,10 @@ static void run_case(const hcase *hc, uint64_t *rng)
         double e = rel_err_half(b.fin[s], b.finr[s], b.nst[s], hc->dt);
         ef = e > ef || e != e ? e : ef;
     }
-    printf("  %-15s %-4s L=%d%s%s%s B=%lld H=%lld  y %.2e  final %.2e\n", hc->cell,
+    printf("  %-15s %-4s L=%d%s%s%s%s B=%lld H=%lld  y %.2e  final %.2e\n", hc->cell,
            rnnc_dtype_name(hc->dt), hc->layers, hc->bi ? " bi" : "", hc->lengths ? " lengths" : "",
-           hc->dev ? " device" : "", (long long)hc->B, (long long)hc->H, ey, ef);
+           hc->dev ? " device" : "", hc->xoff ? " x-odd" : "", (long long)hc->B, (long long)hc->H,
+           ey, ef);
     fflush(stdout);
     if (!(ey <= tol) || !(ef <= tol))
         fail_msg("%s %s L=%d: rel err y %.3g final %.3g > %g", hc->cell, rnnc_dtype_name(hc->dt),
@@ -234,21 +237,23 @@ static void each_case(rnnc_dtype dt)
             setenv("RNNC_FUSED_TILE", "8,16,128", 1);
         for (int i = 0; names[i]; i++)
             for (int layers = 1; layers <= 2; layers++) {
-                hcase hc = {names[i], 100, 32, 128, 128, layers, false, false, false, dt};
+                hcase hc = {names[i], 100, 32, 128, 128, layers, false, false, false, dt, 0};
                 run_case(&hc, &rng);
             }
         for (int layers = 1; layers <= 2; layers++) {
-            hcase hc = {"cifg", 100, 32, 128, 128, layers, false, false, false, dt};
+            hcase hc = {"cifg", 100, 32, 128, 128, layers, false, false, false, dt, 0};
             run_case(&hc, &rng);
         }
         unsetenv("RNNC_FUSED_TILE");
     }
     static const hcase more[] = {
-        {"lstm", 100, 32, 128, 128, 2, true, true, false, 0},
-        {"gru", 100, 32, 128, 128, 1, true, false, true, 0},
-        {"lstm", 100, 32, 128, 128, 2, false, true, true, 0},
-        {"lstm", 100, 4, 128, 128, 1, false, false, false, 0},
-        {"lstm", 20, 64, 512, 512, 1, false, false, true, 0},
+        {"lstm", 100, 32, 128, 128, 2, true, true, false, 0, 0},
+        {"gru", 100, 32, 128, 128, 1, true, false, true, 0, 0},
+        {"lstm", 100, 32, 128, 128, 2, false, true, true, 0, 0},
+        {"lstm", 100, 4, 128, 128, 1, false, false, false, 0, 0},
+        {"lstm", 20, 64, 512, 512, 1, false, false, true, 0, 0},
+        /* x at an odd offset (a tensor view): the runtime copies it */
+        {"lstm", 20, 64, 512, 512, 1, false, false, true, 0, 1},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         hcase hc = more[i];
@@ -274,7 +279,7 @@ static void test_training_refused(void **state)
 {
     (void)state;
     uint64_t rng = tu_seed();
-    hcase hc = {"lstm", 4, 2, 8, 8, 1, false, false, false, RNNC_BF16};
+    hcase hc = {"lstm", 4, 2, 8, 8, 1, false, false, false, RNNC_BF16, 0};
     rnnc_model *f = make(&hc, RNNC_BACKEND_FUSED);
     tu_set_random_weights_on(&f, 1, &rng, -0.3, 0.3);
     bufs b;

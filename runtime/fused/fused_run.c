@@ -136,6 +136,14 @@ static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
     return rt_dev_sync(NULL);
 }
 
+/* Whether x goes through the model's own device copy: host memory, or a
+ * caller's device buffer not 16-byte aligned (the GEMMs read x 8 or 16
+ * bytes at a time: a tensor at an odd offset would fault). */
+static bool x_staged(const rnnc_forward_args *a)
+{
+    return !a->device_pointers || (uintptr_t)a->x % 16 != 0;
+}
+
 /* Scratch for every kernel set of the model: the largest need of each;
  * states per pseudo-layer (layers of a wavefront keep theirs between
  * chunks); a second slot when kernels run at once. */
@@ -153,9 +161,9 @@ static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
     for (int i = 0; m->spec.layers > 1 && i < 2 && i < m->spec.layers - 1; i++)
         if ((st = rt_fused_grow(&m->lay[i], &m->lay_n[i], TB * width * esz)))
             return st;
-    if (!a->device_pointers &&
-        ((st = rt_fused_grow(&m->dx, &m->dx_n, TB * (size_t)m->plan.in_cols * esz)) ||
-         (st = rt_fused_grow(&m->dy, &m->dy_n, TB * width * esz))))
+    if (x_staged(a) && (st = rt_fused_grow(&m->dx, &m->dx_n, TB * (size_t)m->plan.in_cols * esz)))
+        return st;
+    if (!a->device_pointers && (st = rt_fused_grow(&m->dy, &m->dy_n, TB * width * esz)))
         return st;
     return RNNC_OK;
 }
@@ -246,9 +254,13 @@ rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a)
         return st;
     size_t TB = (size_t)a->seq_len * (size_t)a->batch;
     size_t esz = rt_fused_esz(m), ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * esz;
-    CUdeviceptr x = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->x : m->dx;
+    size_t nx = TB * (size_t)m->plan.in_cols * esz;
+    CUdeviceptr x = x_staged(a) ? m->dx : (CUdeviceptr)(uintptr_t)a->x;
     CUdeviceptr y = a->device_pointers ? (CUdeviceptr)(uintptr_t)a->y : m->dy;
-    if (!a->device_pointers && (st = rt_dev_upload(x, a->x, TB * (size_t)m->plan.in_cols * esz, s)))
+    if (!a->device_pointers && (st = rt_dev_upload(x, a->x, nx, s)))
+        return st;
+    if (a->device_pointers && x_staged(a) &&
+        (st = rt_dev_copy(x, (CUdeviceptr)(uintptr_t)a->x, nx, s)))
         return st;
     if ((st = rt_fused_run_model(m, a, x, y, s)))
         return st;
