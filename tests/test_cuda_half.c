@@ -23,11 +23,13 @@ typedef struct shape {
 
 /* The default shape; K = 37 (no 4-wide loads) at B = 3; an upper layer's
  * input (I = 2H); hoist none (x staged by the step, converted); H = 2048
- * at B = 256 (weights streamed or x in chunks). */
+ * at B = 256 (weights streamed or x in chunks); K = 200 (16-bit GEMM tiles
+ * with a last slice past K). */
 static const shape k_shapes[] = {
     {512, 512, 64, RNNC_HOIST_ALL, true},   {37, 48, 3, RNNC_HOIST_ALL, false},
     {1024, 512, 64, RNNC_HOIST_ALL, true},  {64, 64, 4, RNNC_HOIST_NONE, false},
     {2048, 2048, 256, RNNC_HOIST_ALL, false}, {256, 256, 64, RNNC_HOIST_NONE, true},
+    {200, 512, 64, RNNC_HOIST_ALL, true},
 };
 
 static int lstm_gru_seen;
