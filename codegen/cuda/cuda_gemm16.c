@@ -13,9 +13,10 @@
  * the products are m16n8k16.  Rows are padded to 40 halves (80 bytes): the
  * eight 16-byte rows of one ldmatrix phase then fall on distinct banks.
  *
- * Requires: K a multiple of 8 (whole 16-byte chunks a row); x and the
- * weight a multiple of 16 bytes apart from their rows' starts, checked at
- * run time (a caller's x at an odd offset takes plain loads instead).
+ * Requires: K a multiple of 8 (whole 16-byte chunks a row).  x and the
+ * weight are checked for 16-byte alignment at run time and take plain
+ * loads where not (the runtime copies a caller's unaligned x, but a
+ * weight's offset in the arena is not padded).
  * Keeps: the accumulator layout of the other tensor-core tiles
  * (cu_mma_gemm_layout), so the epilogue is theirs.
  */

@@ -71,8 +71,9 @@ void cu_ll_choose(cu_ctx *c)
     /* Measured on an H100 (docs/fused-kernel.md): tagged words win by far at
      * B=1 (2.9 -> 1.5 us per step); at B=64, where each block stages 16 rows
      * and the polls read twice the bytes, the barrier was as fast or faster. */
-    c->ll = ll_possible(c) && (ex == 2 || (ex == 0 && c->B <= 8));
-    c->h16 = !c->ll && words16(c) && ll_possible(c);
+    bool can = ll_possible(c);
+    c->ll = can && (ex == 2 || (ex == 0 && c->B <= 8));
+    c->h16 = !c->ll && words16(c) && can;
     /* the tuning text names it: the autotuner drops a candidate asking for
      * it that comes out as the barrier's kernel */
     size_t len = strlen(c->plan->tuning);
@@ -133,12 +134,14 @@ void cu_emit_ll_prelude(const cu_ctx *c, cu_text *t)
 }
 
 /* Word `idx` (a C expression) of state copy `copy` for state sv: fp32
- * words are two floats wide, 16-bit ones one. */
+ * words are two floats wide, 32-bit ones one, c->h16's plain values 16
+ * bits (an rnnc_h pointer). */
 static void word_at(const cu_ctx *c, int32_t sv, const char *copy, const char *idx, char *buf,
                     size_t n)
 {
-    snprintf(buf, n, "xb + %lld + ((size_t)(%s) * B * %lld + %s)%s", (long long)c->xb[sv], copy,
-             (long long)c->cols[sv], idx, words16(c) ? "" : " * 2");
+    snprintf(buf, n, "%sxb + %lld%s + ((size_t)(%s) * B * %lld + %s)%s", c->h16 ? "(rnnc_h *)(" : "",
+             (long long)c->xb[sv], c->h16 ? ")" : "", copy, (long long)c->cols[sv], idx,
+             words16(c) ? "" : " * 2");
 }
 
 void cu_emit_ll_put(const cu_ctx *c, int32_t sv, int s, int sl, cu_text *t)
@@ -146,21 +149,18 @@ void cu_emit_ll_put(const cu_ctx *c, int32_t sv, int s, int sl, cu_text *t)
     char w[256], idx[128];
     snprintf(idx, sizeof idx, "(size_t)gb * %lld + %lld + gu", (long long)c->cols[sv],
              (long long)sl * c->H);
-    if (c->h16) {
-        cu_printf(t, "        __stcg((rnnc_h *)(xb + %lld) + (size_t)((t + 1) & 1) * B * %lld + %s, "
-                     "rnnc_f2h(n%d_%d));\n",
-                  (long long)c->xb[sv], (long long)c->cols[sv], idx, s, sl);
-        return;
-    }
     word_at(c, sv, "(t + 1) & 1", idx, w, sizeof w);
-    cu_printf(t, "        rnnc_ll_put(%s, n%d_%d, rnnc_ll_tag(t + 1));\n", w, s, sl);
+    if (c->h16)
+        cu_printf(t, "        __stcg(%s, rnnc_f2h(n%d_%d));\n", w, s, sl);
+    else
+        cu_printf(t, "        rnnc_ll_put(%s, n%d_%d, rnnc_ll_tag(t + 1));\n", w, s, sl);
 }
 
 void cu_h16_src(const cu_ctx *c, int32_t xv, char *buf, size_t n)
 {
-    long long K = (long long)c->cols[xv];
-    snprintf(buf, n, "(const rnnc_h *)(xb + %lld) + (size_t)(t & 1) * B * %lld + (size_t)gb * %lld + cc",
-             (long long)c->xb[xv], K, K);
+    char idx[96];
+    snprintf(idx, sizeof idx, "(size_t)gb * %lld + cc", (long long)c->cols[xv]);
+    word_at(c, xv, "t & 1", idx, buf, n);
 }
 
 /* Before the first step: each block publishes its elements of the initial
