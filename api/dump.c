@@ -9,6 +9,9 @@
 #include "api/api.h"
 #include "runtime/cpu/cpu.h"
 #include "codegen/codegen.h"
+#ifdef RNNC_HAVE_CUDA
+#include "runtime/fused/fused.h"
+#endif
 
 static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes sz,
                                  const rnnc_dump_desc *d, char **text)
@@ -25,7 +28,14 @@ static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes
 #ifdef RNNC_HAVE_CUDA
         cg_cuda_config cfg = {.sizes = sz, .batch = d->batch, .sm = d->sm > 0 ? d->sm : 90,
                               .math = (int)d->math, .dtype = (int)d->dtype};
-        st = cg_cuda_source(&s, &cfg, text);
+        rt_fused_tuning tu;
+        if (d->tuning && !rt_fused_tuning_parse(d->tuning, &tu))
+            st = err_fail(RNNC_ERR_INVALID_ARG,
+                          "tuning '%s' is not 'ut=U bt=B nt=N[ rr=R bb=S][ ex=E]'", d->tuning);
+        else if (d->tuning)
+            rt_fused_tuning_apply(tu, &cfg);
+        if (st == RNNC_OK)
+            st = cg_cuda_source(&s, &cfg, text);
 #else
         (void)sz;
         st = err_fail(RNNC_ERR_NOT_BUILT, "the CUDA generator is not built (no CUDA toolkit)");

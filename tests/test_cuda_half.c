@@ -62,7 +62,7 @@ static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
                 assert_non_null(strstr(src, "rnnc_f2h(act_ ?")); /* y rounded to the dtype */
                 assert_non_null(strstr(src, dtypes[d] == RNNC_BF16 ? "bf16 model" : "f16 model"));
                 bool mma = strstr(plan.tuning, " mma") != NULL;
-                assert_int_equal(mma, strstr(src, "rnnc_mma16(d0_") != NULL);
+                assert_int_equal(mma, strstr(src, "rnnc_mma16(d_[") != NULL);
                 if (strcmp(name, "lstm") == 0 && sms[i] == 90)
                     assert_int_equal(mma, sh->step_mma);
                 /* LSTM and GRU with the barrier on tensor cores stage 16-bit

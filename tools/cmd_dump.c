@@ -10,25 +10,28 @@
 static const char dump_help[] =
     "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda|llvm|backward\n"
     "                 [--input-size I --hidden-size H --batch B --proj-size P --hoist ...]\n"
-    "                 [--math ffma|tf32|3xtf32 --dtype f32|f16|bf16 --sm N]\n"
+    "                 [--math ffma|tf32|3xtf32 --dtype f32|f16|bf16 --sm N --tuning T]\n"
     "\n"
     "Prints the cell at one stage: ir (as parsed), opt (after the optimising passes),\n"
     "schedule (the hoisted and recurrent parts), cuda (the generated CUDA C; nothing is\n"
     "compiled), llvm (the CPU backend's LLVM module, when built with LLVM), backward\n"
     "(the backward step of the optimised cell, with what the forward saves and the\n"
     "per-step weight gradients).  schedule, cuda and llvm need --input-size,\n"
-    "--hidden-size and --batch; cuda is specialised on --math, --dtype and --sm too.\n"
+    "--hidden-size and --batch; cuda is specialised on --math, --dtype, --sm and --tuning too.\n"
     "\n"
     "  --stage S               ir, opt, schedule, cuda, llvm or backward\n"
     "  --batch B               batch size the code is specialised for\n"
     "  --sm N                  GPU architecture of the cuda stage (default 90: sm_90)\n"
+    "  --tuning T              the step kernel's tiles as RNNC_LOG=info logs a tuning, e.g.\n"
+    "                          'ut=0 bt=32 nt=512' or 'ut=0 bt=8 nt=0 ex=2' (0: the\n"
+    "                          generator's choice; default: all of it)\n"
     "\n";
 
-enum { OPT_STAGE = CLI_OPT_FIRST_OWN, OPT_BATCH, OPT_SM };
+enum { OPT_STAGE = CLI_OPT_FIRST_OWN, OPT_BATCH, OPT_SM, OPT_TUNING };
 
 typedef struct dump_args {
     cli_model_opts m;
-    const char *stage;
+    const char *stage, *tuning;
     int64_t batch, sm;
 } dump_args;
 
@@ -39,6 +42,7 @@ static bool own_option(void *args, int c, const char *arg)
     case OPT_STAGE: r->stage = arg; return true;
     case OPT_BATCH: return cli_int("dump", "batch", arg, 1, INT32_MAX, &r->batch);
     case OPT_SM: return cli_int("dump", "sm", arg, 50, 1000, &r->sm);
+    case OPT_TUNING: r->tuning = arg; return true;
     default: return cli_model_opt(&r->m, "dump", c, arg);
     }
 }
@@ -50,6 +54,7 @@ static int parse(int argc, char **argv, dump_args *r)
         {"stage", required_argument, NULL, OPT_STAGE},
         {"batch", required_argument, NULL, OPT_BATCH},
         {"sm", required_argument, NULL, OPT_SM},
+        {"tuning", required_argument, NULL, OPT_TUNING},
         {NULL, 0, NULL, 0},
     };
     static const cli_command cmd = {"dump", dump_help, true, "h", opts, own_option};
@@ -82,7 +87,8 @@ static rnnc_status dump(const dump_args *r)
         return s;
     rnnc_dump_desc d = {.input_size = r->m.input_size, .hidden_size = r->m.hidden_size,
                         .proj_size = r->m.proj_size > 0 ? r->m.proj_size : 0, .batch = r->batch,
-                        .hoist = hoist, .math = r->m.math, .dtype = r->m.dtype, .sm = (int)r->sm};
+                        .hoist = hoist, .math = r->m.math, .dtype = r->m.dtype, .sm = (int)r->sm,
+                        .tuning = r->tuning};
     s = rnnc_cell_dump_desc(cell, r->stage, &d, &text);
     if (s == RNNC_OK) {
         size_t n = strlen(text);

@@ -214,28 +214,18 @@ const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
 const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
 /* Tensor cores for the TF32 math modes and half models (cuda_mma.c; a
  * half model's hoisted GEMM takes m16n8k8 with 16-bit operands): the device helpers
- * (nothing in FFMA); whether a step linear fits with x staged `chunk`
- * columns at a time; the step linear (stage: the x staging of
- * cuda_step.c); whether a hoisted GEMM tile runs on them, its accumulator
+ * (nothing in FFMA); whether a hoisted GEMM tile runs on them, its accumulator
  * layout (tile row/column expressions of i and j) and one K slice. */
 void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t);
+/* rnnc_ldsm4 and rnnc_ldsm2: four or two 8 x 8 matrices of 16-bit values
+ * (or 8 x 4 of 32-bit ones) from shared memory, each lane pointing at one
+ * 16-byte row (ldmatrix; sm_75 on). */
+void cu_emit_ldsm_helpers(cu_text *t);
+/* The step's linears on tensor cores, both kinds (cuda_mma_step.c): whether
+ * linear lin fits with x staged `chunk` columns at a time, and the linear
+ * (stage: the x staging of cuda_step.c; a half model's x is staged 16-bit),
+ * its results where the FFMA loops put them. */
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
-/* The K loop of a step linear on tensor cores, shared by both dtypes: x
- * through stage (whole, or in chunks of kc columns), then trips of na
- * k-steps of kw columns each; kstep(t, tpw, k, kk, a) emits k-step a for
- * the warp's tpw tiles at x column k and weight column kk, both made by
- * the printf format col from "k" or "kk" and 8 a. */
-typedef struct cu_mma_kloop {
-    int na, kw, tpw;
-    const char *col;
-    rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *);
-    void (*kstep)(cu_text *t, int tpw, const char *k, const char *kk, int a);
-} cu_mma_kloop;
-rnnc_status cu_emit_mma_kloop(const cu_ctx *c, int32_t lin, const cu_mma_kloop *l, cu_text *t);
-/* After the K loop: the na accumulator sets of the warp's tpw tiles summed
- * into linear lin's R result rows in shared memory. */
-void cu_emit_mma_results(const cu_ctx *c, int32_t lin, int tpw, int tiles, int na, int R,
-                         cu_text *t);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);
@@ -247,11 +237,6 @@ void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk, bool half);
  * to 8 bytes) and, on tensor cores, rnnc_mma16. */
 const char *cu_args(const cu_ctx *c);
 void cu_emit_half_helpers(const cu_ctx *c, cu_text *t);
-/* A half model's step linear on tensor cores (mma.sync m16n8k16, 16-bit
- * W and x, fp32 accumulators; cuda_mma_half.c): x is staged as 16-bit
- * values (c->half && c->mma), the results land where FFMA puts them. */
-rnnc_status cu_emit_mma_linear_half(const cu_ctx *c, int32_t lin, cu_text *t,
-                                    rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
  * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
 const char *cu_unary_fmt(int op);

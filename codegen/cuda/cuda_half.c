@@ -5,7 +5,7 @@
  * every computation (accumulation, the cell's element-wise math, states,
  * hoisted values, the exchange between blocks, folds) stays fp32, as the
  * interpreter computes on the rounded inputs and weights; only the step's
- * tensor cores (cuda_mma_half.c) multiply h rounded to the dtype.  y is
+ * tensor cores (cuda_mma_step.c) multiply h rounded to the dtype.  y is
  * rounded to the dtype (nearest even) when stored.  The step block's
  * weight slices are kept in shared memory as 16-bit values: half the
  * bytes of fp32, which the tiling counts (cuda_tile.c).
@@ -76,14 +76,8 @@ void cu_emit_half_helpers(const cu_ctx *c, cu_text *t)
               "                 : \"r\"(a0), \"r\"(a1), \"r\"(b0));\n}\n",
               ty, ty, ty);
     /* d += a b: A 16 x 16 (row), B 16 x 8 (col), two 16-bit values a
-     * register (the step on tensor cores, the 16-bit GEMM tiles); four
-     * 8 x 8 matrices of 16-bit values from shared memory, each lane
-     * pointing at one 16-byte row (the 16-bit GEMM tiles) */
-    cu_printf(t,
-              "__device__ __forceinline__ void rnnc_ldsm4(unsigned *r, const rnnc_h *p)\n{\n"
-              "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
-              "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%%0, %%1, %%2, %%3}, [%%4];\"\n"
-              "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n");
+     * register (the step on tensor cores, the 16-bit GEMM tiles) */
+    cu_emit_ldsm_helpers(t);
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_mma16(float &d0, float &d1, float &d2, float &d3, "
               "unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)\n{\n"

@@ -1,7 +1,8 @@
 /*
  * cuda_mma.c: tensor-core (mma.sync m16n8k8, TF32 operands, fp32
- * accumulation) code for the fp32 math modes tf32 and 3xtf32, in the
- * persistent step kernel's linears and in the hoisted GEMMs.
+ * accumulation) helpers for the fp32 math modes tf32 and 3xtf32, and the
+ * hoisted GEMMs' slices on tensor cores (both kinds; the step's linears
+ * are cuda_mma_step.c).
  *
  * tf32 rounds each operand to TF32 (cvt.rna, as cuDNN's TF32 mode) and
  * takes one product.  3xtf32 splits each operand a into hi = tf32(a) and
@@ -13,28 +14,31 @@
  * with .tf32), lane = 4 g + q: A (16 x 8, row-major) a0 = (g, q),
  * a1 = (g + 8, q), a2 = (g, q + 4), a3 = (g + 8, q + 4); B (8 x 8) b0 =
  * (k q, n g), b1 = (k q + 4, n g); C/D (16 x 8) c0 = (g, 2q), c1 = (g,
- * 2q + 1), c2 = (g + 8, 2q), c3 = (g + 8, 2q + 1).  In the step the A
- * operand is the block's W slice (rows of W are rows of A, K contiguous)
- * and the B operand is the staged x (batch row n, K contiguous: B in
- * "col" layout); shared rows padded to 4 mod 32 floats make both loads
- * free of bank conflicts.
+ * 2q + 1), c2 = (g + 8, 2q), c3 = (g + 8, 2q + 1).
  */
 #include <stdio.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
-/* Tiles a warp takes at most in the step (accumulators: 8 per tile). */
-#define MMA_MAX_TILES_PER_WARP 4
-
-static int32_t slices(const cu_ctx *c, int32_t v)
+void cu_emit_ldsm_helpers(cu_text *t)
 {
-    return c->k[v] < 1 ? 1 : c->k[v];
+    cu_printf(t,
+              "__device__ __forceinline__ void rnnc_ldsm4(unsigned *r, const void *p)\n{\n"
+              "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+              "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%%0, %%1, %%2, %%3}, [%%4];\"\n"
+              "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a));\n}\n"
+              "__device__ __forceinline__ void rnnc_ldsm2(unsigned *r, const void *p)\n{\n"
+              "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+              "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%%0, %%1}, [%%2];\"\n"
+              "                 : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a));\n}\n");
 }
 
 void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t)
 {
     if (c->cfg.math == 0)
         return;
+    if (!c->half) /* (a half model's helpers have them) */
+        cu_emit_ldsm_helpers(t);
     cu_printf(t,
               "#define RNNC_MATH %d\n"
               "__device__ __forceinline__ unsigned rnnc_tf32(float x)\n{\n"
@@ -66,134 +70,6 @@ void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t)
               "#endif\n"
               "    rnnc_mma8(d0, d1, d2, d3, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1]);\n}\n",
               c->cfg.math);
-}
-
-/* ---------------------------------------------------------------- step */
-
-static int64_t cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
-static int64_t step_tiles(const cu_ctx *c, int32_t lin)
-{
-    return cdiv((int64_t)slices(c, lin) * c->UT, 16) * cdiv(c->BTP, 8);
-}
-
-/* Whether linear lin of the step runs on tensor cores when x is staged
- * `chunk` columns at a time: a TF32 math mode or a half model, weights on chip, K and the
- * chunk whole numbers of two k-steps, and enough tiles for at least half
- * the warps (at small batches the step is latency-bound and FFMA, more
- * accurate, is as fast). */
-bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
-{
-    int64_t K = c->cols[c->f->nodes[lin].a[0]], tiles = step_tiles(c, lin), nw = c->NT / 32;
-    /* 16-bit mma.sync m16n8k16 (and bf16 at all) needs sm_80 */
-    if ((c->cfg.math == 0 && !c->half) || (c->half && c->cfg.sm < 80) || c->stream || K % 16 ||
-        chunk % 16)
-        return false;
-    return tiles * 2 >= nw && tiles <= nw * MMA_MAX_TILES_PER_WARP;
-}
-
-/* The fragment loads, splits and products of one k-step of 8 columns at
- * x column `k` (weight column `kk`), accumulator set s. */
-static void emit_kstep(cu_text *t, int tpw, const char *k, const char *kk, int s)
-{
-    for (int j = 0; j < tpw; j++)
-        cu_printf(t,
-                  "            {\n"
-                  "                unsigned ah[4], al[4], bh[2], bl[2];\n"
-                  "                rnnc_sp(wa%d_[%s], ah[0], al[0]); rnnc_sp(wb%d_[%s], ah[1], al[1]);\n"
-                  "                rnnc_sp(wa%d_[%s + 4], ah[2], al[2]); rnnc_sp(wb%d_[%s + 4], ah[3], al[3]);\n"
-                  "                rnnc_sp(xa%d_[%s], bh[0], bl[0]); rnnc_sp(xa%d_[%s + 4], bh[1], bl[1]);\n"
-                  "                rnnc_mma3(d%d_[%d][0], d%d_[%d][1], d%d_[%d][2], d%d_[%d][3], ah, al, bh, bl);\n"
-                  "            }\n",
-                  j, kk, j, kk, j, kk, j, kk, j, k, j, k, j, s, j, s, j, s, j, s);
-}
-
-/* Each tile's sum of its na accumulator sets into the linear's result
- * rows in shared memory (SM_L). */
-void cu_emit_mma_results(const cu_ctx *c, int32_t lin, int tpw, int tiles, int na, int R,
-                         cu_text *t)
-{
-    int nw = c->NT / 32;
-    for (int j = 0; j < tpw; j++) {
-        cu_printf(t,
-                  "        if (wp_ + %d < %d) {\n"
-                  "            const int r_ = mt%d_ * 16 + g_, n_ = nt%d_ * 8 + 2 * q_;\n"
-                  "            float *const o_ = sm_ + SM_L%d;\n"
-                  "            for (int h_ = 0; h_ < 2; ++h_)\n"
-                  "                for (int e_ = 0; e_ < 2; ++e_)\n"
-                  "                    if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
-                  "                        o_[(r_ + 8 * h_) * (BTP + 1) + n_ + e_] = ",
-                  j * nw, tiles, j, j, (int)lin, R);
-        for (int a = 0; a < na; a++)
-            cu_printf(t, "%sd%d_[%d][2 * h_ + e_]", a ? " + " : "", j, a);
-        cu_printf(t, ";\n        }\n");
-    }
-}
-
-rnnc_status cu_emit_mma_kloop(const cu_ctx *c, int32_t lin, const cu_mma_kloop *l, cu_text *t)
-{
-    long long K = (long long)c->cols[c->f->nodes[lin].a[0]], KC = c->kc[lin];
-    bool chunked = KC < K;
-    rnnc_status st;
-    if (chunked)
-        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
-    if ((st = l->stage(c, lin, chunked, t)))
-        return st;
-    if (chunked)
-        cu_printf(t,
-                  "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
-                  "#pragma unroll 2\n        for (int k = 0; k < kn_; k += %d) {\n"
-                  "            const int kk = k0_ + k;\n",
-                  KC, K, KC, KC, l->kw * l->na);
-    else
-        cu_printf(t, "#pragma unroll 2\n        for (int k = 0; k < %lld; k += %d) {\n"
-                     "            const int kk = k;\n", K, l->kw * l->na);
-    for (int a = 0; a < l->na; a++) {
-        char k[48], kk[48];
-        snprintf(k, sizeof k, l->col, "k", 8 * a);
-        snprintf(kk, sizeof kk, l->col, "kk", 8 * a);
-        l->kstep(t, l->tpw, k, kk, a);
-    }
-    cu_printf(t, "        }\n");
-    if (chunked)
-        cu_printf(t, "        __syncthreads();\n    }\n");
-    return RNNC_OK;
-}
-
-/* The step linear lin on tensor cores: warp w owns tiles w, w + NW, ...
- * (16 weight rows x 8 batch rows each) over all of K; two accumulator
- * sets (even and odd k-steps) keep two products in flight per tile. */
-rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
-                               rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
-{
-    long long K = (long long)c->cols[c->f->nodes[lin].a[0]], KC = c->kc[lin];
-    int R = slices(c, lin) * c->UT, NTN = (int)cdiv(c->BTP, 8), nw = c->NT / 32;
-    int tiles = (int)step_tiles(c, lin), tpw = (int)cdiv(tiles, nw);
-    /* independent accumulator sets per tile (k-steps round robin): a warp
-     * owns few tiles, so its products form chains of mma latency */
-    int na = K % 32 == 0 && KC % 32 == 0 ? 4 : 2;
-    cu_mma_kloop loop = {.na = na, .kw = 8, .tpw = tpw, .col = "%s + %d", .stage = stage,
-                         .kstep = emit_kstep};
-    rnnc_status st;
-    cu_printf(t, "    {\n        const int wp_ = tid >> 5, g_ = (tid & 31) >> 2, q_ = tid & 3;\n");
-    for (int j = 0; j < tpw; j++)
-        cu_printf(t,
-                  "        const int tl%d_ = min(wp_ + %d, %d), mt%d_ = tl%d_ / %d, nt%d_ = tl%d_ %% %d;\n"
-                  "        const float *const wa%d_ = sm_ + SM_W%d + min(mt%d_ * 16 + g_, %d) * %d + q_;\n"
-                  "        const float *const wb%d_ = sm_ + SM_W%d + min(mt%d_ * 16 + g_ + 8, %d) * %d + q_;\n"
-                  "        const float *const xa%d_ = sm_ + min(nt%d_ * 8 + g_, BTP - 1) * %d + q_;\n"
-                  "        float d%d_[%d][4] = {};\n",
-                  j, j * nw, tiles - 1, j, j, NTN, j, j, NTN, j, (int)lin, j, R - 1,
-                  c->kp[lin], j, (int)lin, j, R - 1, c->kp[lin], j, j, c->xkp[lin],
-                  j, na);
-    if ((st = cu_emit_mma_kloop(c, lin, &loop, t)))
-        return st;
-    cu_emit_mma_results(c, lin, tpw, tiles, na, R, t);
-    cu_printf(t, "    }\n    __syncthreads();\n");
-    return RNNC_OK;
 }
 
 /* ---------------------------------------------------------------- hoist */

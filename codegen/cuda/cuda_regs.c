@@ -12,6 +12,7 @@
  * FFMA loops' reads of them (16-bit in a half model, widened to fp32).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
@@ -312,10 +313,14 @@ static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond
     char store[200];
     snprintf(store, sizeof store, svt ? "*(%s *)(%s) = rnnc_pack4(v_[j_]);"
                                       : "*(%s *)(%s) = v_[j_];", svt ? svt : vt, dst);
-    /* up to 8 loads in flight per thread; NT is a macro of the kernel */
+    /* up to 32 registers of loads in flight per thread (8 float4s; 16
+     * uint2s up to 512 threads: a 16-bit x of 32 rows of 1024 in one
+     * round), 8 at 1024 threads (64 registers a thread); NT is a macro of
+     * the kernel */
+    const char *cap = strcmp(vt, "uint2") == 0 ? "(NT > 512 ? 8 : 16)" : "8";
     cu_printf(t,
               "    {\n"
-              "        enum { N4_ = %lld, U_ = (N4_ + NT - 1) / NT < 8 ? (N4_ + NT - 1) / NT : 8 };\n"
+              "        enum { N4_ = %lld, U_ = (N4_ + NT - 1) / NT < %s ? (N4_ + NT - 1) / NT : %s };\n"
               "        for (int i0_ = 0; i0_ < N4_; i0_ += U_ * NT) {\n"
               "            %s v_[U_];\n"
               "#pragma unroll\n"
@@ -337,7 +342,7 @@ static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond
               "            }\n"
               "        }\n"
               "    }\n",
-              n4, vt, zero, idx, cond, cached ? "__ldg" : "__ldcg", vt, src, idx, store);
+              n4, cap, cap, vt, zero, idx, cond, cached ? "__ldg" : "__ldcg", vt, src, idx, store);
 }
 
 void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,

@@ -150,7 +150,7 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
         snprintf(cond, sizeof cond, "b < BT && gb < B && cc < %lld", K);
         bool h16 = c->h16 && c->role[xv] == CU_LEAF_STATE && c->xb[xv] >= 0 && !chunked;
         if (c->half && c->mma) {
-            /* 16-bit x for the tensor cores (cuda_mma_half.c); after step 0
+            /* 16-bit x for the tensor cores (cuda_mma_step.c); after step 0
              * from the states' 16-bit copy where there is one */
             snprintf(dst, sizeof dst, "&smh_[b * %d + c4 * 4]", c->xkp[lin]);
             if (h16)
@@ -187,8 +187,7 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
 static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     if (c->mma)
-        return c->half ? cu_emit_mma_linear_half(c, lin, t, emit_stage)
-                       : cu_emit_mma_linear(c, lin, t, emit_stage);
+        return cu_emit_mma_linear(c, lin, t, emit_stage);
     long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
     int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
     bool chunked = KC < K4;

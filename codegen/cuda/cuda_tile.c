@@ -44,7 +44,7 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
         }
     }
     /* tensor cores for every step linear or none (a TF32 math mode, or a
-     * half model: cuda_mma_half.c); their fragment loads want rows padded
+     * half model: cuda_mma_step.c); their fragment loads want rows padded
      * to 4 mod 32 words (4 floats, 8 16-bit values) */
     c->mma = c->cfg.math != 0 || c->half;
     for (int32_t i = 0; i < f->n; i++) {

@@ -1,0 +1,357 @@
+/*
+ * cuda_mma_step.c: the persistent step kernel's linears on tensor cores,
+ * both kinds: TF32 (mma.sync m16n8k8; the fp32 math modes tf32 and
+ * 3xtf32, helpers in cuda_mma.c) and 16-bit (m16n8k16; F16 and BF16
+ * models, helpers in cuda_half.c).  A is the block's W slice in shared
+ * memory (rows of W, K contiguous), B the staged x (batch row n, K
+ * contiguous: "col" layout), accumulators fp32; the results land in the
+ * linear's rows in shared memory (SM_L) where the FFMA loops put them, so
+ * the element phase is the same.
+ *
+ * Warp layout.  The block's product is MT x NTN tiles of 16 weight rows x
+ * 8 batch rows.  A warp owns WM x WN of them, so each A fragment it loads
+ * serves WN products and each B fragment WM (the shared-memory bytes a
+ * step reads, not the products, bounded the step at H = 1024: with one
+ * tile a warp every fragment was loaded for one product); KS groups of
+ * warps split K (interleaved k-steps) and add their partial tiles through
+ * shared memory, in a fixed order, so the sums do not depend on timing.
+ * The partial tiles reuse the staged x's region: every warp is past its
+ * last read of x when they are written.
+ *
+ * Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k8 / k16"),
+ * lane = 4 g + q: TF32 A a0 = (g, q), a1 = (g + 8, q), a2 = (g, q + 4),
+ * a3 = (g + 8, q + 4), B b0 = (k q, n g), b1 = (k q + 4, n g); 16-bit
+ * (32-bit words of two k) A a0 = (g, word q), a1 = (g + 8, q), a2 = (g,
+ * q + 4), a3 = (g + 8, q + 4), B b0 = (word q, n g), b1 = (word q + 4, n
+ * g); C/D c0 = (g, 2q), c1 = (g, 2q + 1), c2 = (g + 8, 2q), c3 = (g + 8,
+ * 2q + 1).  So both kinds load words q and q + 4 of rows g and g + 8:
+ * rows padded to 4 mod 32 words make the loads free of bank conflicts.
+ */
+#include <stdio.h>
+
+#include "codegen/cuda/cuda_gen.h"
+
+/* Tiles a warp takes at most (4 accumulators each). */
+#define MMA_MAX_TILES_PER_WARP 8
+
+typedef struct mma_warps {
+    int mt, ntn;   /* tiles along the W rows (16) and the batch rows (8) */
+    int wm, wn;    /* tiles a warp owns */
+    int ks;        /* K split over warp groups */
+    int g, gn;     /* warp groups, of them along the batch rows */
+    int na;        /* accumulator sets (k-steps round robin) of a one-tile warp */
+    int kw;        /* columns of one k-step: 8 (TF32) or 16 (16-bit) */
+    int pp;        /* floats per row of a partial-sum slice */
+} mma_warps;
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static int rows(const cu_ctx *c, int32_t lin)
+{
+    return (c->k[lin] < 1 ? 1 : c->k[lin]) * c->UT;
+}
+
+static int64_t kdim(const cu_ctx *c, int32_t lin)
+{
+    return c->cols[c->f->nodes[lin].a[0]];
+}
+
+/* Floats a row of a partial slice takes: 8 mod 32, so the float2 stores
+ * of a half warp (4 rows g, 8 columns 2q) hit distinct banks. */
+static int partial_pitch(int ntn)
+{
+    return (int)((ntn * 8 - 8 + 31) / 32 * 32 + 8);
+}
+
+/* The shared-memory bytes one step's multiply moves with layout w: the
+ * fragments each warp group loads, and with a K split the partial tiles
+ * written and read back (plus a barrier's worth).  Tensor-pipe time is
+ * the same for every layout; measured on the H100 (bf16 H = 1024, B = 64
+ * at 512 threads: 2 x 2 tiles and 4 K groups 0.884 ms, 2 x 4 and 4 K
+ * groups, half the warps, 0.947), layouts that keep every warp busy win,
+ * so those come first (choose_warps). */
+static int64_t layout_cost(const cu_ctx *c, int32_t lin, const mma_warps *w)
+{
+    int64_t K = kdim(c, lin), eb = c->half ? 2 : 4;
+    int64_t bytes = (int64_t)w->g * K * eb * (w->wm * 16 + w->wn * 8);
+    int64_t red = w->ks > 1 ? 2 * w->ks * (int64_t)rows(c, lin) * c->BTP * 4 + 200 * 128 : 0;
+    return (bytes + red) / 128;
+}
+
+/* Whether layout w is possible: work for at least half the warps, the interleaved k-steps dividing K and the chunk, the partial
+ * slices inside the staged x's region (xs_floats < 0: not known yet, no
+ * split). */
+static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t chunk,
+                      int64_t xs_floats)
+{
+    int64_t K = kdim(c, lin), nw = c->NT / 32, stride = (int64_t)w->ks * w->kw * w->na;
+    if ((int64_t)w->g * w->ks > nw || (int64_t)w->g * w->ks * 2 < nw)
+        return false;
+    if (K % stride || chunk % stride)
+        return false;
+    return w->ks == 1 || (xs_floats >= 0 && (int64_t)(w->ks - 1) * w->mt * 16 * w->pp <= xs_floats);
+}
+
+/* The layout of linear lin's product with the most warps busy, the
+ * fewest bytes among those; false when none fits. */
+static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs_floats,
+                         mma_warps *best)
+{
+    mma_warps w = {.mt = (int)cdiv(rows(c, lin), 16), .ntn = (int)cdiv(c->BTP, 8),
+                   .kw = c->half ? 16 : 8};
+    int64_t best_cost = -1, best_busy = 0;
+    w.pp = partial_pitch(w.ntn);
+    /* (a warp's tiles past the edge are clamped and their results dropped) */
+    for (w.wm = 1; w.wm <= 4 && w.wm / 2 < w.mt; w.wm *= 2)
+        for (w.wn = 1; w.wn <= 8 && w.wn / 2 < w.ntn; w.wn *= 2) {
+            if (w.wm * w.wn > MMA_MAX_TILES_PER_WARP)
+                continue;
+            w.gn = (int)cdiv(w.ntn, w.wn);
+            w.g = (int)cdiv(w.mt, w.wm) * w.gn;
+            for (w.ks = 1; w.ks <= 16; w.ks *= 2)
+                /* a warp of one tile keeps several products in flight */
+                for (w.na = w.wm * w.wn == 1 ? 4 : 1; w.na >= 1; w.na /= 2) {
+                    if (!layout_ok(c, lin, &w, chunk, xs_floats))
+                        continue;
+                    int64_t cost = layout_cost(c, lin, &w), busy = (int64_t)w.g * w.ks;
+                    if (best_cost < 0 || busy > best_busy ||
+                        (busy == best_busy && cost < best_cost)) {
+                        best_cost = cost;
+                        best_busy = busy;
+                        *best = w;
+                    }
+                    break;
+                }
+        }
+    return best_cost >= 0;
+}
+
+/* Whether linear lin of the step runs on tensor cores when x is staged
+ * `chunk` columns at a time: a TF32 math mode or a half model (16-bit
+ * mma.sync needs sm_80), weights on chip, K and the chunk whole numbers
+ * of k-steps, and a warp layout without a K split (the shared-memory
+ * layout is not known yet) for at least half the warps. */
+bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
+{
+    mma_warps w;
+    if ((c->cfg.math == 0 && !c->half) || (c->half && c->cfg.sm < 80) || c->stream ||
+        kdim(c, lin) % 16 || chunk % 16)
+        return false;
+    return choose_warps(c, lin, chunk, -1, &w);
+}
+
+/* The fragment loads (ldmatrix: an A fragment in one, the B fragments of
+ * two batch tiles in one) and products of one k-step at x column `k` and
+ * weight column `kk`, into accumulator set s; TF32 operands are split
+ * into their parts after the load. */
+static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const char *kk, int s,
+                       cu_text *t)
+{
+    cu_printf(t,
+              "            {\n"
+              "                unsigned a_[%d][4], b_[%d][2];\n"
+              "#pragma unroll\n"
+              "                for (int i = 0; i < %d; ++i) rnnc_ldsm4(a_[i], la_[i] + %s);\n",
+              w->wm, w->wn + (w->wn & 1), w->wm, kk);
+    if (w->wn == 1)
+        cu_printf(t, "                rnnc_ldsm2(b_[0], lb_[0] + %s);\n", k);
+    else
+        cu_printf(t,
+                  "#pragma unroll\n"
+                  "                for (int j = 0; j < %d; ++j) rnnc_ldsm4(&b_[0][0] + 4 * j, lb_[j] + %s);\n",
+                  w->wn / 2, k);
+    if (c->half) {
+        cu_printf(t,
+                  "#pragma unroll\n"
+                  "                for (int i = 0; i < %d; ++i)\n"
+                  "#pragma unroll\n"
+                  "                    for (int j = 0; j < %d; ++j)\n"
+                  "                        rnnc_mma16(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
+                  "d_[%d][i][j][3], a_[i][0], a_[i][1], a_[i][2], a_[i][3], b_[j][0], b_[j][1]);\n"
+                  "            }\n",
+                  w->wm, w->wn, s, s, s, s);
+        return;
+    }
+    cu_printf(t,
+              "                unsigned ah_[%d][4], al_[%d][4], bh_[%d][2], bl_[%d][2];\n"
+              "#pragma unroll\n"
+              "                for (int i = 0; i < %d; ++i)\n"
+              "#pragma unroll\n"
+              "                    for (int e = 0; e < 4; ++e) rnnc_sp(__uint_as_float(a_[i][e]), ah_[i][e], al_[i][e]);\n"
+              "#pragma unroll\n"
+              "                for (int j = 0; j < %d; ++j)\n"
+              "#pragma unroll\n"
+              "                    for (int e = 0; e < 2; ++e) rnnc_sp(__uint_as_float(b_[j][e]), bh_[j][e], bl_[j][e]);\n"
+              "#pragma unroll\n"
+              "                for (int i = 0; i < %d; ++i)\n"
+              "#pragma unroll\n"
+              "                    for (int j = 0; j < %d; ++j)\n"
+              "                        rnnc_mma3(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
+              "d_[%d][i][j][3], ah_[i], al_[i], bh_[j], bl_[j]);\n"
+              "            }\n",
+              w->wm, w->wm, w->wn, w->wn, w->wm, w->wn, w->wm, w->wn, s, s, s, s);
+}
+
+/* The warp's place in the layout and its lanes' ldmatrix rows: for A the
+ * 16 rows of a tile (lanes 0-15 the first half of the k-step, 16-31 the
+ * second), for B 8 batch rows of tile pairs (lanes 0-7 and 8-15 the two
+ * halves of the first tile, 16-31 the second tile's). */
+static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_text *t)
+{
+    const char *ty = c->half ? "rnnc_h" : "float";
+    char wbase[64], xbase[16];
+    int half_k = w->kw / 2;
+    snprintf(wbase, sizeof wbase, c->half ? "smh_ + 2 * SM_W%d" : "sm_ + SM_W%d", (int)lin);
+    snprintf(xbase, sizeof xbase, c->half ? "smh_" : "sm_");
+    cu_printf(t,
+              "    {\n"
+              "        const int wp_ = tid >> 5, g_ = (tid & 31) >> 2, q_ = tid & 3, ln_ = tid & 31;\n"
+              "        const int ks_ = wp_ / %d, gi_ = wp_ %% %d, mt_ = gi_ / %d * %d, nt_ = gi_ %% %d * %d;\n"
+              "        const %s *la_[%d], *lb_[%d];\n"
+              "#pragma unroll\n"
+              "        for (int i = 0; i < %d; ++i)\n"
+              "            la_[i] = %s + (size_t)min((mt_ + i) * 16 + (ln_ & 15), %d) * %d + (ln_ >> 4) * %d;\n"
+              "#pragma unroll\n"
+              "        for (int j = 0; j < %d; ++j)\n"
+              "            lb_[j] = %s + (size_t)min((nt_ + 2 * j + (ln_ >> 4)) * 8 + (ln_ & 7), BTP - 1) * %d + "
+              "((ln_ >> 3) & 1) * %d;\n"
+              "        float d_[%d][%d][%d][4] = {};\n",
+              w->g, w->g, w->gn, w->wm, w->gn, w->wn, ty, w->wm, (w->wn + 1) / 2, w->wm, wbase,
+              rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase, c->xkp[lin], half_k,
+              w->na, w->wm, w->wn);
+}
+
+/* The K loop: x staged whole or in chunks; warp group ks_ takes k-steps
+ * ks_, ks_ + KS, ...; na of them a trip, one per accumulator set. */
+static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_text *t,
+                              rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
+{
+    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
+    bool chunked = KC < K;
+    rnnc_status st;
+    if (chunked)
+        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
+    if ((st = stage(c, lin, chunked, t)))
+        return st;
+    if (chunked)
+        cu_printf(t, "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n", KC,
+                  K, KC, KC);
+    else
+        cu_printf(t, "        const int kn_ = %lld, k0_ = 0;\n", K);
+    cu_printf(t,
+              "        if (ks_ < %d) {\n"
+              "#pragma unroll 2\n"
+              "        for (int k = ks_ * %d; k < kn_; k += %d) {\n"
+              "            const int kk = k0_ + k;\n",
+              w->ks, w->kw, w->ks * w->kw * w->na);
+    for (int a = 0; a < w->na; a++) {
+        char k[48], kk[48];
+        snprintf(k, sizeof k, "k + %d", a * w->ks * w->kw);
+        snprintf(kk, sizeof kk, "kk + %d", a * w->ks * w->kw);
+        emit_kstep(c, w, k, kk, a, t);
+    }
+    cu_printf(t, "        }\n        }\n");
+    if (chunked)
+        cu_printf(t, "        __syncthreads();\n    }\n");
+    return RNNC_OK;
+}
+
+/* The sum of the accumulator sets of element e (0..3) of tile (i, j). */
+static void emit_acc(const mma_warps *w, const char *e, cu_text *t)
+{
+    for (int a = 0; a < w->na; a++)
+        cu_printf(t, "%sd_[%d][i][j][%s]", a ? " + " : "", a, e);
+}
+
+/* The first K group's warps (every warp without a split) store their
+ * tiles' elements into SM_L. */
+static void emit_results(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_text *t)
+{
+    cu_printf(t,
+              "        if (ks_ == 0) {\n"
+              "#pragma unroll\n"
+              "        for (int i = 0; i < %d; ++i)\n"
+              "#pragma unroll\n"
+              "            for (int j = 0; j < %d; ++j) {\n"
+              "                const int r_ = (mt_ + i) * 16 + g_, n_ = (nt_ + j) * 8 + 2 * q_;\n"
+              "#pragma unroll\n"
+              "                for (int h_ = 0; h_ < 2; ++h_)\n"
+              "#pragma unroll\n"
+              "                    for (int e_ = 0; e_ < 2; ++e_)\n"
+              "                        if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
+              "                            sm_[SM_L%d + (r_ + 8 * h_) * (BTP + 1) + n_ + e_] = ",
+              w->wm, w->wn, rows(c, lin), (int)lin);
+    emit_acc(w, "2 * h_ + e_", t);
+    cu_printf(t, ";\n            }\n        }\n");
+}
+
+/* With a K split: the first group's tiles into SM_L, the others' into
+ * their slices of the staged x's region, then every thread adds the
+ * slices of its elements to SM_L in group order. */
+static void emit_split_results(const cu_ctx *c, int32_t lin, const mma_warps *w, bool chunked,
+                               cu_text *t)
+{
+    long long ps = (long long)w->mt * 16 * w->pp;
+    if (!chunked)
+        cu_printf(t, "        __syncthreads(); /* every warp is past its reads of x */\n");
+    emit_results(c, lin, w, t);
+    cu_printf(t,
+              "        if (ks_ > 0 && ks_ < %d) {\n"
+              "            float *const p_ = sm_ + (ks_ - 1) * %lld;\n"
+              "#pragma unroll\n"
+              "            for (int i = 0; i < %d; ++i)\n"
+              "#pragma unroll\n"
+              "                for (int j = 0; j < %d; ++j)\n"
+              "                    if (mt_ + i < %d && nt_ + j < %d) {\n"
+              "                        const int r_ = (mt_ + i) * 16 + g_, n_ = (nt_ + j) * 8 + 2 * q_;\n"
+              "                        *(float2 *)&p_[r_ * %d + n_] = make_float2(",
+              w->ks, ps, w->wm, w->wn, w->mt, w->ntn, w->pp);
+    emit_acc(w, "0", t);
+    cu_printf(t, ", ");
+    emit_acc(w, "1", t);
+    cu_printf(t, ");\n                        *(float2 *)&p_[(r_ + 8) * %d + n_] = make_float2(", w->pp);
+    emit_acc(w, "2", t);
+    cu_printf(t, ", ");
+    emit_acc(w, "3", t);
+    cu_printf(t,
+              ");\n"
+              "                    }\n"
+              "        }\n"
+              "        __syncthreads();\n"
+              "        for (int e_ = tid; e_ < %d * BTP; e_ += NT) {\n"
+              "            const int r_ = e_ / BTP, n_ = e_ %% BTP;\n"
+              "            float s_ = sm_[SM_L%d + r_ * (BTP + 1) + n_];\n"
+              "#pragma unroll\n"
+              "            for (int s = 0; s < %d; ++s)\n"
+              "                s_ += sm_[s * %lld + r_ * %d + n_];\n"
+              "            sm_[SM_L%d + r_ * (BTP + 1) + n_] = s_;\n"
+              "        }\n",
+              rows(c, lin), (int)lin, w->ks - 1, ps, w->pp, (int)lin);
+}
+
+rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
+                               rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
+{
+    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
+    mma_warps w;
+    char d[256];
+    rnnc_status st;
+    if (!choose_warps(c, lin, KC < K ? KC : K, c->xs_floats, &w))
+        return RNNC_ERR_UNSUPPORTED;
+    cu_printf(t,
+              "    /* %s: tensor cores, %d x %d tiles of 16 x 8; a warp owns %d x %d of them, "
+              "K split %d ways */\n",
+              cu_describe(c, lin, d, sizeof d), w.mt, w.ntn, w.wm, w.wn, w.ks);
+    emit_warp_head(c, lin, &w, t);
+    if ((st = emit_kloop(c, lin, &w, t, stage)))
+        return st;
+    if (w.ks > 1)
+        emit_split_results(c, lin, &w, KC < K, t);
+    else
+        emit_results(c, lin, &w, t);
+    cu_printf(t, "    }\n    __syncthreads();\n");
+    return RNNC_OK;
+}
