@@ -31,8 +31,9 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-/* Tiles a warp takes at most (4 accumulators each). */
-#define MMA_MAX_TILES_PER_WARP 8
+/* Tiles a warp takes at most (4 accumulators each): 2 x 4 was slower than
+ * 1 x 4 at every shape measured (preferred() below). */
+#define MMA_MAX_TILES_PER_WARP 4
 
 typedef struct mma_warps {
     int mt, ntn;   /* tiles along the W rows (16) and the batch rows (8) */
@@ -66,43 +67,71 @@ static int partial_pitch(int ntn)
     return (int)((ntn * 8 - 8 + 31) / 32 * 32 + 8);
 }
 
-/* The shared-memory bytes one step's multiply moves with layout w: the
- * fragments each warp group loads, and with a K split the partial tiles
- * written and read back (plus a barrier's worth).  Tensor-pipe time is
- * the same for every layout; measured on the H100 (bf16 H = 1024, B = 64
- * at 512 threads: 2 x 2 tiles and 4 K groups 0.884 ms, 2 x 4 and 4 K
- * groups, half the warps, 0.947), layouts that keep every warp busy win,
- * so those come first (choose_warps). */
-static int64_t layout_cost(const cu_ctx *c, int32_t lin, const mma_warps *w)
+/* Registers a lane's tiles take: accumulators (3xtf32 two sets, see
+ * emit_kstep), and fragments (TF32 ones three times: the loaded word, its
+ * hi and lo parts).  Half a thread's registers at most (64 of 128 at 512
+ * threads, 32 of 64 at 1024), so the staging and the element phase keep
+ * theirs without spilling. */
+static bool fits_registers(const cu_ctx *c, const mma_warps *w)
 {
-    int64_t K = kdim(c, lin), eb = c->half ? 2 : 4;
-    int64_t bytes = (int64_t)w->g * K * eb * (w->wm * 16 + w->wn * 8);
-    int64_t red = w->ks > 1 ? 2 * w->ks * (int64_t)rows(c, lin) * c->BTP * 4 + 200 * 128 : 0;
-    return (bytes + red) / 128;
+    int frag = (w->wm * 4 + (w->wn + (w->wn & 1)) * 2) * (c->half ? 1 : 3);
+    int acc = 4 * w->wm * w->wn * w->na * (c->cfg.math == 2 ? 2 : 1);
+    int per_thread = 65536 / c->NT < 255 ? 65536 / c->NT : 255;
+    return acc + frag <= per_thread / 2;
 }
 
-/* Whether layout w is possible: work for at least half the warps, the interleaved k-steps dividing K and the chunk, the partial
- * slices inside the staged x's region (xs_floats < 0: not known yet, no
- * split). */
+/* Whether layout w is possible: work for at least half the warps (and no
+ * more warps than the block has), the interleaved k-steps dividing K and
+ * the chunk, the partial slices of K groups past the first inside the
+ * staged x's region (xs_floats < 0: not known yet, no split). */
 static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t chunk,
                       int64_t xs_floats)
 {
     int64_t K = kdim(c, lin), nw = c->NT / 32, stride = (int64_t)w->ks * w->kw * w->na;
-    if ((int64_t)w->g * w->ks > nw || (int64_t)w->g * w->ks * 2 < nw)
+    if ((int64_t)w->g * w->ks > nw || (int64_t)w->g * w->ks * 2 < nw || !fits_registers(c, w))
         return false;
     if (K % stride || chunk % stride)
         return false;
-    return w->ks == 1 || (xs_floats >= 0 && (int64_t)(w->ks - 1) * w->mt * 16 * w->pp <= xs_floats);
+    return w->ks == 1 ||
+           (xs_floats >= 0 && (int64_t)(w->ks - 1) * w->mt * 16 * w->pp <= xs_floats);
 }
 
-/* The layout of linear lin's product with the most warps busy, the
- * fewest bytes among those; false when none fits. */
+/* Whether layout a is preferred to b: more batch tiles a warp (each A
+ * fragment, the larger, serves wn products), then more weight tiles, then
+ * fewer K groups (each a trip of partial tiles and a barrier).  Measured
+ * on the H100 (bench/results/h100/warps/, ms for T = 100): bf16 I = H =
+ * 1024, B = 64, 512 threads, tiles a warp x K groups: 1 x 1 x 1 1.091,
+ * 1 x 4 x 2 0.907-0.916, 1 x 4 x 4 0.915-0.922, 2 x 4 x 4 0.936-0.957,
+ * 2 x 2 x 4 0.959-0.971; tf32 B = 64, 512 threads: 1 x 1 x 1 0.920,
+ * 1 x 2 x 2 0.746, 1 x 2 x 4 0.725, 2 x 2 x 4 0.712; bf16 B = 64 with
+ * tagged words: 1 x 1 x 1 0.417, 1 x 1 x 2 0.433, 2 x 1 x 2 0.418. */
+static bool preferred(const cu_ctx *c, int32_t lin, const mma_warps *a, const mma_warps *b)
+{
+    /* 3xtf32 keeps its accuracy (5e-6) with at most 32 k-steps summed
+     * into one accumulator by the tensor cores' truncating adds */
+    int64_t kst = kdim(c, lin) / a->kw;
+    bool short_a = kst / (a->ks * a->na) <= 32, short_b = kst / (b->ks * b->na) <= 32;
+    if (c->cfg.math == 2 && short_a != short_b)
+        return short_a;
+    if (a->wn != b->wn)
+        return a->wn > b->wn;
+    if (a->wm != b->wm)
+        return a->wm > b->wm;
+    if (a->ks != b->ks)
+        return a->ks < b->ks;
+    /* a warp of one tile keeps several products in flight; more tiles
+     * do that themselves */
+    return a->wm * a->wn == 1 ? a->na > b->na : a->na < b->na;
+}
+
+/* The preferred possible layout of linear lin's product; false when none
+ * fits. */
 static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs_floats,
                          mma_warps *best)
 {
     mma_warps w = {.mt = (int)cdiv(rows(c, lin), 16), .ntn = (int)cdiv(c->BTP, 8),
                    .kw = c->half ? 16 : 8};
-    int64_t best_cost = -1, best_busy = 0;
+    bool found = false;
     w.pp = partial_pitch(w.ntn);
     /* (a warp's tiles past the edge are clamped and their results dropped) */
     for (w.wm = 1; w.wm <= 4 && w.wm / 2 < w.mt; w.wm *= 2)
@@ -112,21 +141,15 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
             w.gn = (int)cdiv(w.ntn, w.wn);
             w.g = (int)cdiv(w.mt, w.wm) * w.gn;
             for (w.ks = 1; w.ks <= 16; w.ks *= 2)
-                /* a warp of one tile keeps several products in flight */
-                for (w.na = w.wm * w.wn == 1 ? 4 : 1; w.na >= 1; w.na /= 2) {
+                for (w.na = 1; w.na <= 4; w.na *= 2) {
                     if (!layout_ok(c, lin, &w, chunk, xs_floats))
                         continue;
-                    int64_t cost = layout_cost(c, lin, &w), busy = (int64_t)w.g * w.ks;
-                    if (best_cost < 0 || busy > best_busy ||
-                        (busy == best_busy && cost < best_cost)) {
-                        best_cost = cost;
-                        best_busy = busy;
+                    if (!found || preferred(c, lin, &w, best))
                         *best = w;
-                    }
-                    break;
+                    found = true;
                 }
         }
-    return best_cost >= 0;
+    return found;
 }
 
 /* Whether linear lin of the step runs on tensor cores when x is staged
@@ -189,10 +212,25 @@ static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const
               "                for (int i = 0; i < %d; ++i)\n"
               "#pragma unroll\n"
               "                    for (int j = 0; j < %d; ++j)\n"
-              "                        rnnc_mma3(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
-              "d_[%d][i][j][3], ah_[i], al_[i], bh_[j], bl_[j]);\n"
+              "                    {\n",
+              w->wm, w->wm, w->wn, w->wn, w->wm, w->wn, w->wm, w->wn);
+    /* 3xtf32: the small products into their own accumulators, so the
+     * tensor cores' truncating sums lose bits of the large ones only once
+     * per k-step, not three times (gpu_fused_math's LSTM at chains of 32
+     * k-steps: 5.04e-6 against the 5e-6 asked, in one set) */
+    if (c->cfg.math == 2)
+        cu_printf(t,
+                  "                        rnnc_mma8(dl_[%d][i][j][0], dl_[%d][i][j][1], dl_[%d][i][j][2], "
+                  "dl_[%d][i][j][3], al_[i][0], al_[i][1], al_[i][2], al_[i][3], bh_[j][0], bh_[j][1]);\n"
+                  "                        rnnc_mma8(dl_[%d][i][j][0], dl_[%d][i][j][1], dl_[%d][i][j][2], "
+                  "dl_[%d][i][j][3], ah_[i][0], ah_[i][1], ah_[i][2], ah_[i][3], bl_[j][0], bl_[j][1]);\n",
+                  s, s, s, s, s, s, s, s);
+    cu_printf(t,
+              "                        rnnc_mma8(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
+              "d_[%d][i][j][3], ah_[i][0], ah_[i][1], ah_[i][2], ah_[i][3], bh_[j][0], bh_[j][1]);\n"
+              "                    }\n"
               "            }\n",
-              w->wm, w->wm, w->wn, w->wn, w->wm, w->wn, w->wm, w->wn, s, s, s, s);
+              s, s, s, s);
 }
 
 /* The warp's place in the layout and its lanes' ldmatrix rows: for A the
@@ -222,6 +260,8 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
               w->g, w->g, w->gn, w->wm, w->gn, w->wn, ty, w->wm, (w->wn + 1) / 2, w->wm, wbase,
               rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase, c->xkp[lin], half_k,
               w->na, w->wm, w->wn);
+    if (c->cfg.math == 2)
+        cu_printf(t, "        float dl_[%d][%d][%d][4] = {};\n", w->na, w->wm, w->wn);
 }
 
 /* The K loop: x staged whole or in chunks; warp group ks_ takes k-steps
@@ -260,10 +300,13 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
 }
 
 /* The sum of the accumulator sets of element e (0..3) of tile (i, j). */
-static void emit_acc(const mma_warps *w, const char *e, cu_text *t)
+static void emit_acc(const cu_ctx *c, const mma_warps *w, const char *e, cu_text *t)
 {
-    for (int a = 0; a < w->na; a++)
+    for (int a = 0; a < w->na; a++) {
         cu_printf(t, "%sd_[%d][i][j][%s]", a ? " + " : "", a, e);
+        if (c->cfg.math == 2)
+            cu_printf(t, " + dl_[%d][i][j][%s]", a, e);
+    }
 }
 
 /* The first K group's warps (every warp without a split) store their
@@ -284,7 +327,7 @@ static void emit_results(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_te
               "                        if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
               "                            sm_[SM_L%d + (r_ + 8 * h_) * (BTP + 1) + n_ + e_] = ",
               w->wm, w->wn, rows(c, lin), (int)lin);
-    emit_acc(w, "2 * h_ + e_", t);
+    emit_acc(c, w, "2 * h_ + e_", t);
     cu_printf(t, ";\n            }\n        }\n");
 }
 
@@ -309,13 +352,13 @@ static void emit_split_results(const cu_ctx *c, int32_t lin, const mma_warps *w,
               "                        const int r_ = (mt_ + i) * 16 + g_, n_ = (nt_ + j) * 8 + 2 * q_;\n"
               "                        *(float2 *)&p_[r_ * %d + n_] = make_float2(",
               w->ks, ps, w->wm, w->wn, w->mt, w->ntn, w->pp);
-    emit_acc(w, "0", t);
+    emit_acc(c, w, "0", t);
     cu_printf(t, ", ");
-    emit_acc(w, "1", t);
+    emit_acc(c, w, "1", t);
     cu_printf(t, ");\n                        *(float2 *)&p_[(r_ + 8) * %d + n_] = make_float2(", w->pp);
-    emit_acc(w, "2", t);
+    emit_acc(c, w, "2", t);
     cu_printf(t, ", ");
-    emit_acc(w, "3", t);
+    emit_acc(c, w, "3", t);
     cu_printf(t,
               ");\n"
               "                    }\n"
