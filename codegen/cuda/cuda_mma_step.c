@@ -96,29 +96,37 @@ static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t 
            (xs_floats >= 0 && (int64_t)(w->ks - 1) * w->mt * 16 * w->pp <= xs_floats);
 }
 
-/* Whether layout a is preferred to b: more batch tiles a warp (each A
- * fragment, the larger, serves wn products), then more weight tiles, then
- * fewer K groups (each a trip of partial tiles and a barrier).  Measured
- * on the H100 (bench/results/h100/warps/, ms for T = 100): bf16 I = H =
- * 1024, B = 64, 512 threads, tiles a warp x K groups: 1 x 1 x 1 1.091,
- * 1 x 4 x 2 0.907-0.916, 1 x 4 x 4 0.915-0.922, 2 x 4 x 4 0.936-0.957,
- * 2 x 2 x 4 0.959-0.971; tf32 B = 64, 512 threads: 1 x 1 x 1 0.920,
- * 1 x 2 x 2 0.746, 1 x 2 x 4 0.725, 2 x 2 x 4 0.712; bf16 B = 64 with
- * tagged words: 1 x 1 x 1 0.417, 1 x 1 x 2 0.433, 2 x 1 x 2 0.418. */
+/* Whether layout a is preferred to b: a warp's k-steps within 512
+ * columns (16-bit) or 128 (TF32: each k-step splits its operands), then
+ * more batch tiles a warp (each A fragment, the larger, serves wn
+ * products), fewer K groups (each a trip of partial tiles and two
+ * barriers), more weight tiles, more warps busy.  Measured on the H100
+ * (bench/results/h100/warps/, ms for T = 100; tiles a warp x K groups):
+ * bf16 I = H = 1024, B = 64, 512 threads: 1x1x1 1.091, 1x4x2 0.907-0.916,
+ * 1x4x4 0.915-0.922, 2x4x4 0.936-0.957, 2x2x4 0.959-0.971; tf32 B = 64,
+ * 512 threads: 1x1x1 0.920, 1x2x2 0.746, 1x2x4 0.725, 2x2x4 0.712; bf16
+ * B = 64 with tagged words: 1x1x1 0.417, 1x1x2 0.433, 2x1x2 0.418; GRU
+ * bf16 B = 64 with tagged words (256 threads): 1x1x1 0.443-0.449, 4x1x2
+ * (half the warps) 0.476-0.483. */
 static bool preferred(const cu_ctx *c, int32_t lin, const mma_warps *a, const mma_warps *b)
 {
+    int64_t kst = kdim(c, lin) / a->kw, cap = c->half ? 32 : 16;
+    bool in_a = kst / a->ks <= cap, in_b = kst / b->ks <= cap;
     /* 3xtf32 keeps its accuracy (5e-6) with at most 32 k-steps summed
      * into one accumulator by the tensor cores' truncating adds */
-    int64_t kst = kdim(c, lin) / a->kw;
     bool short_a = kst / (a->ks * a->na) <= 32, short_b = kst / (b->ks * b->na) <= 32;
+    if (in_a != in_b)
+        return in_a;
     if (c->cfg.math == 2 && short_a != short_b)
         return short_a;
     if (a->wn != b->wn)
         return a->wn > b->wn;
-    if (a->wm != b->wm)
-        return a->wm > b->wm;
     if (a->ks != b->ks)
         return a->ks < b->ks;
+    if (a->wm != b->wm)
+        return a->wm > b->wm;
+    if (a->g != b->g)
+        return a->g > b->g;
     /* a warp of one tile keeps several products in flight; more tiles
      * do that themselves */
     return a->wm * a->wn == 1 ? a->na > b->na : a->na < b->na;
