@@ -41,6 +41,12 @@ if "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" > cu.txt 2> err.txt; then
     done
     "$RNNC" dump --cell gru --stage cuda "${sizes[@]}" --sm 80 | grep -q "sm_80, f32 ffma," ||
         fail "--sm 80 not in the cuda stage"
+    # one tiling's kernels, as the autotuner names it; a malformed text is refused
+    "$RNNC" dump --cell lstm --stage cuda --input-size 64 --hidden-size 64 --batch 16 \
+        --tuning "ut=0 bt=8 nt=128" | head -1 | grep -q " bt=8 nt=128 " ||
+        fail "--tuning not in the cuda stage"
+    "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" --tuning "bt=8" > out.txt 2> err.txt
+    [ $? -eq 1 ] && grep -q "tuning 'bt=8' is not" err.txt || fail "a malformed --tuning"
 else
     grep -q "^rnnc: " err.txt || { fail "cuda stage failed without a message"; cat err.txt >&2; }
 fi

@@ -39,7 +39,7 @@ class ModelDesc(ctypes.Structure):
 class DumpDesc(ctypes.Structure):
     _fields_ = [("input_size", c_i64), ("hidden_size", c_i64), ("proj_size", c_i64),
                 ("batch", c_i64), ("hoist", c_int), ("math", c_int), ("dtype", c_int),
-                ("sm", c_int)]
+                ("sm", c_int), ("tuning", c_char_p)]
 
 
 class ForwardArgs(ctypes.Structure):

@@ -96,12 +96,14 @@ class Cell:
         return self._string(lib.rnnc_cell_print)
 
     def dump(self, stage="ir", input_size=0, hidden_size=0, proj_size=0, batch=1, hoist="all",
-             math="ffma", dtype="f32", sm=0):
+             math="ffma", dtype="f32", sm=0, tuning=None):
         """A stage of the pipeline as text: ir, opt, schedule, cuda, llvm, backward
         (sizes are needed from schedule on); cuda is the source generated for
-        the math mode, dtype and GPU architecture (sm=80 for sm_80; 0: sm_90)."""
+        the math mode, dtype and GPU architecture (sm=80 for sm_80; 0: sm_90)
+        and the step kernel's tuning as the autotuner logs it
+        ("ut=0 bt=32 nt=512"; None: the generator's own)."""
         d = DumpDesc(input_size, hidden_size, proj_size, batch, _HOIST[hoist], _MATH[math],
-                     _DUMP_DTYPE[dtype], sm)
+                     _DUMP_DTYPE[dtype], sm, tuning.encode() if tuning else None)
         return self._string(lib.rnnc_cell_dump_desc, stage.encode(), ctypes.byref(d))
 
     def verify(self):

@@ -55,6 +55,10 @@ def test_dump_cuda_names_what_it_is_specialised_on():
     bf = lstm.dump("cuda", 64, 64, batch=16, dtype="bf16", sm=80)
     assert "sm_80, bf16," in bf.splitlines()[0] and "mma.sync" in bf
     assert "f32 3xtf32," in lstm.dump("cuda", 64, 64, batch=16, math="3xtf32").splitlines()[0]
+    tiled = lstm.dump("cuda", 64, 64, batch=16, tuning="ut=0 bt=8 nt=128")
+    assert " bt=8 nt=128 " in tiled.splitlines()[0]
+    with pytest.raises(rnnc.Error):
+        lstm.dump("cuda", 64, 64, batch=16, tuning="bt=8")
 
 
 def test_builder_matches_the_builtin_rnn():
