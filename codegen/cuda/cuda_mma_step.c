@@ -24,8 +24,10 @@
  * (32-bit words of two k) A a0 = (g, word q), a1 = (g + 8, q), a2 = (g,
  * q + 4), a3 = (g + 8, q + 4), B b0 = (word q, n g), b1 = (word q + 4, n
  * g); C/D c0 = (g, 2q), c1 = (g, 2q + 1), c2 = (g + 8, 2q), c3 = (g + 8,
- * 2q + 1).  So both kinds load words q and q + 4 of rows g and g + 8:
- * rows padded to 4 mod 32 words make the loads free of bank conflicts.
+ * 2q + 1).  So both kinds take words q and q + 4 of rows g and g + 8,
+ * which is what ldmatrix hands out from 8 x 8 matrices of 16-bit values
+ * (8 x 4 of 32-bit ones); rows padded to 4 mod 32 words put the eight
+ * 16-byte rows of an ldmatrix phase on distinct banks.
  */
 #include <stdio.h>
 
@@ -40,7 +42,7 @@ typedef struct mma_warps {
     int wm, wn;    /* tiles a warp owns */
     int ks;        /* K split over warp groups */
     int g, gn;     /* warp groups, of them along the batch rows */
-    int na;        /* accumulator sets (k-steps round robin) of a one-tile warp */
+    int na;        /* accumulator sets a tile (k-steps round robin) */
     int kw;        /* columns of one k-step: 8 (TF32) or 16 (16-bit) */
     int pp;        /* floats per row of a partial-sum slice */
 } mma_warps;
