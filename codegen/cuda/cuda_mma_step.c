@@ -169,7 +169,7 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
  * layout is not known yet) for at least half the warps. */
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
 {
-    mma_warps w;
+    mma_warps w = {0};
     if ((c->cfg.math == 0 && !c->half) || (c->half && c->cfg.sm < 80) || c->stream ||
         kdim(c, lin) % 16 || chunk % 16)
         return false;
@@ -279,13 +279,22 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
 static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_text *t,
                               rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
-    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
-    bool chunked = KC < K;
+    long long K = (long long)kdim(c, lin), KC = c->kc[lin], NCH = (K + KC - 1) / KC;
+    bool chunked = KC < K, ahead = chunked && cu_stage_ahead(c, lin);
     rnnc_status st;
+    if (ahead)
+        cu_emit_stage_fetch(c, lin, "0", true, t);
     if (chunked)
-        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", (K + KC - 1) / KC);
-    if ((st = stage(c, lin, chunked, t)))
+        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", NCH);
+    if (ahead) {
+        /* the next chunk's loads fly while this one is multiplied */
+        cu_emit_stage_put(c, lin, t);
+        cu_printf(t, "    if (ch_ + 1 < %lld) {\n", NCH);
+        cu_emit_stage_fetch(c, lin, "ch_ + 1", false, t);
+        cu_printf(t, "    }\n");
+    } else if ((st = stage(c, lin, chunked, t))) {
         return st;
+    }
     if (chunked)
         cu_printf(t, "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n", KC,
                   K, KC, KC);
@@ -389,7 +398,7 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
     long long K = (long long)kdim(c, lin), KC = c->kc[lin];
-    mma_warps w;
+    mma_warps w = {0};
     char d[256];
     rnnc_status st;
     if (!choose_warps(c, lin, KC < K ? KC : K, c->xs_floats, &w))

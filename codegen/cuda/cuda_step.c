@@ -126,6 +126,60 @@ static bool plain_base(const cu_ctx *c, int32_t v, char *buf, size_t n)
     }
 }
 
+/* Chunk loads a thread makes at most when x is fetched a chunk ahead
+ * (32 registers of float4s). */
+#define AHEAD_MAX 8
+
+static long long ahead_loads(const cu_ctx *c, int32_t lin)
+{
+    long long n4 = (long long)c->BTP * (c->kc[lin] / 4);
+    return (n4 + c->NT - 1) / c->NT;
+}
+
+bool cu_stage_ahead(const cu_ctx *c, int32_t lin)
+{
+    int32_t xv = c->f->nodes[lin].a[0];
+    char base[256];
+    return c->mma && !c->half && !c->ll && c->kc[lin] < c->cols[xv] && c->cols[xv] % 4 == 0 &&
+           c->kc[lin] % 4 == 0 && ahead_loads(c, lin) <= AHEAD_MAX &&
+           plain_base(c, xv, base, sizeof base);
+}
+
+void cu_emit_stage_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t)
+{
+    int32_t xv = c->f->nodes[lin].a[0];
+    long long K = (long long)c->cols[xv], KC = c->kc[lin];
+    char base[256] = "";
+    plain_base(c, xv, base, sizeof base);
+    if (decl)
+        cu_printf(t, "    float4 pf_[%lld];\n", ahead_loads(c, lin));
+    cu_printf(t,
+              "#pragma unroll\n"
+              "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
+              "        const int i = j_ * NT + tid;\n"
+              "        pf_[j_] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "        if (i < BTP * %lld) {\n"
+              "            const int b = i / %lld, gb = b0 + b, cc = (%s) * %lld + i %% %lld * 4;\n"
+              "            if (b < BT && gb < B && cc < %lld) pf_[j_] = __ldcg((const float4 *)(%s + cc));\n"
+              "        }\n"
+              "    }\n",
+              ahead_loads(c, lin), KC / 4, KC / 4, ch, KC, KC / 4, K, base);
+}
+
+void cu_emit_stage_put(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    long long KC = c->kc[lin];
+    cu_printf(t,
+              "#pragma unroll\n"
+              "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
+              "        const int i = j_ * NT + tid;\n"
+              "        if (i < BTP * %lld)\n"
+              "            *(float4 *)&sm_[i / %lld * %d + i %% %lld * 4] = pf_[j_];\n"
+              "    }\n"
+              "    __syncthreads();\n",
+              ahead_loads(c, lin), KC / 4, KC / 4, c->xkp[lin], KC / 4);
+}
+
 /* Stages columns [ch*kc, ch*kc + kc) of linear lin's x (ch a variable of
  * the generated code, 0 when unchunked) for the block's batch rows. */
 static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_text *t)

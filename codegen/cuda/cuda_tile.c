@@ -233,7 +233,10 @@ static int batch_tiles(const cu_ctx *c, int64_t *out)
  * all of W_hh every step); else on chip with narrower chunks.  Each chunk
  * costs a trip through L2 and two block barriers, so at B = 256, H = 1024
  * 32-column chunks (32 per step) cost more than reading W_hh (16.8 MB,
- * inside L2) every step. */
+ * inside L2) every step with FFMA.  Tensor cores (which need the weights
+ * on chip) turn that round: narrow chunks come before streaming (H100,
+ * TF32 LSTM I = H = 1024, B = 256: 7.60 ms against 10.75 streamed,
+ * bench/results/h100/chunks/). */
 static bool search(cu_ctx *c, int sm_count, int64_t limit)
 {
     static const struct {
@@ -243,16 +246,20 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     } passes[] = {{false, {0, 512, 256, 128}, 4},
                   {true, {0, 512, 256, 128, 64, 32}, 6},
                   {false, {64, 32}, 2}};
+    static const int ffma_order[] = {0, 1, 2}, tc_order[] = {0, 2, 1};
+    bool tc = c->cfg.math != 0 || (c->half && c->cfg.sm >= 80);
     int64_t bts[48];
     int nb = batch_tiles(c, bts);
-    for (size_t s = 0; s < sizeof passes / sizeof passes[0]; s++) {
+    for (size_t o = 0; o < sizeof passes / sizeof passes[0]; o++) {
+        int s = tc ? tc_order[o] : ffma_order[o];
         c->stream = passes[s].stream;
         for (int i = 0; i < nb; i++) {
             int64_t bt = c->stream && c->cfg.batch_tile <= 0 ? (i == 0 ? c->B : bts[i]) : bts[i];
             for (int k = 0; k < passes[s].n; k++) {
                 bool fits;
                 try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
-                if (fits)
+                /* narrow chunks pay only on tensor cores */
+                if (fits && (s != 2 || !tc || c->mma))
                     return true;
             }
         }
