@@ -206,7 +206,7 @@ static void cu_ok(CUresult r, const char *what)
 static void test_graph_capture(void **state)
 {
     (void)state;
-    graph_api g;
+    graph_api g = {0};
     assert_ok(rt_cuda_load());
     assert_true(load_graph_api(&g));
     const rt_cuda_api *cu = rt_cu();

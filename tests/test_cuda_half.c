@@ -68,8 +68,12 @@ static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
                 /* LSTM and GRU with the barrier on tensor cores stage 16-bit
                  * copies of h after step 0 (c->h16) */
                 if ((strcmp(name, "lstm") == 0 || strcmp(name, "gru") == 0) && mma &&
-                    !strstr(plan.tuning, " ll"))
+                    !strstr(plan.tuning, " ll")) {
                     assert_non_null(strstr(src, "__stcg((rnnc_h *)(xb + "));
+                    /* by 16-byte loads where rows of h are whole 16-byte words */
+                    assert_int_equal(sh->H % 8 == 0,
+                                     strstr(src, "__ldcg((const uint4 *)((rnnc_h *)(xb + ") != NULL);
+                }
                 /* the hoisted GEMM (hoist all: x W_ih^T) on tensor cores:
                  * m16n8k8 from fp32 tiles for few rows, and the large
                  * tiles 16-bit through ldmatrix (K a multiple of 8) */

@@ -202,9 +202,12 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t);
 void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t);
 /* The same from fp32 to 16-bit values in shared memory (dst: 8-byte words),
- * and from 16-bit to 16-bit (src too), both through L2 (data of this kernel). */
+ * and from 16-bit to 16-bit (src too) 8 values (16 bytes) or 4 a copy, all
+ * through L2 (data of this kernel). */
 void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
                     const char *dst);
+void cu_emit_copy8hh(cu_text *t, long long n8, const char *idx, const char *cond,
+                     const char *src, const char *dst);
 void cu_emit_copy4hh(cu_text *t, long long n4, const char *idx, const char *cond,
                      const char *src, const char *dst);
 const char *cu_float_lit(double v, char *buf, size_t n);

@@ -302,8 +302,8 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
     }
 }
 
-/* Batched vector copies global -> shared of type vt (float4, or uint2: 4
- * 16-bit values), zero: its zero value; svt NULL, or "uint2": a float4
+/* Batched vector copies global -> shared of type vt (float4; uint2 or
+ * uint4: 4 or 8 16-bit values), zero: its zero value; svt NULL, or "uint2": a float4
  * stored as 4 16-bit values (rnnc_pack4, the tensor-core x of a half
  * model). */
 static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
@@ -355,6 +355,12 @@ void cu_emit_copy4hh(cu_text *t, long long n4, const char *idx, const char *cond
                      const char *src, const char *dst)
 {
     copy_vec(t, n4, idx, cond, src, dst, false, "uint2", "make_uint2(0u, 0u)", NULL);
+}
+
+void cu_emit_copy8hh(cu_text *t, long long n8, const char *idx, const char *cond,
+                     const char *src, const char *dst)
+{
+    copy_vec(t, n8, idx, cond, src, dst, false, "uint4", "make_uint4(0u, 0u, 0u, 0u)", NULL);
 }
 
 void cu_emit_copy4h(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
