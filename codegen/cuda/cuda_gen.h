@@ -226,17 +226,10 @@ void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_ldsm_helpers(cu_text *t);
 /* The step's linears on tensor cores, both kinds (cuda_mma_step.c): whether
  * linear lin fits with x staged `chunk` columns at a time, and the linear
- * (stage: the x staging of cuda_step.c; a half model's x is staged 16-bit),
- * its results where the FFMA loops put them. */
+ * (stage: the x staging of cuda_step.c, which also opens the chunk loop
+ * when chunked; a half model's x is staged 16-bit), its results where the
+ * FFMA loops put them. */
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
-/* x staged in chunks, each loaded into registers while the tensor cores
- * work on the one before (cuda_step.c): whether linear lin's x can be (an
- * fp32 plain vector, a chunk in one round of loads), the loads of chunk
- * `ch` (a C expression; decl: declare the registers too), and the stores
- * of the loaded chunk, then a barrier. */
-bool cu_stage_ahead(const cu_ctx *c, int32_t lin);
-void cu_emit_stage_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t);
-void cu_emit_stage_put(const cu_ctx *c, int32_t lin, cu_text *t);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk);

@@ -279,22 +279,12 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
 static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_text *t,
                               rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
-    long long K = (long long)kdim(c, lin), KC = c->kc[lin], NCH = (K + KC - 1) / KC;
-    bool chunked = KC < K, ahead = chunked && cu_stage_ahead(c, lin);
+    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
+    bool chunked = KC < K;
     rnnc_status st;
-    if (ahead)
-        cu_emit_stage_fetch(c, lin, "0", true, t);
-    if (chunked)
-        cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", NCH);
-    if (ahead) {
-        /* the next chunk's loads fly while this one is multiplied */
-        cu_emit_stage_put(c, lin, t);
-        cu_printf(t, "    if (ch_ + 1 < %lld) {\n", NCH);
-        cu_emit_stage_fetch(c, lin, "ch_ + 1", false, t);
-        cu_printf(t, "    }\n");
-    } else if ((st = stage(c, lin, chunked, t))) {
+    /* opens the chunk loop (chunked) and stages x */
+    if ((st = stage(c, lin, chunked, t)))
         return st;
-    }
     if (chunked)
         cu_printf(t, "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n", KC,
                   K, KC, KC);
