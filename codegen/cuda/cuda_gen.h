@@ -50,7 +50,7 @@ typedef struct cu_tile {
     int bm, bn, bk, tm, tn;
     cg_cuda_split split; /* large tiles: whole waves only (rnnc_rows<lin>) */
     bool tail;    /* small tiles over the rows the split leaves (suffix "t") */
-    bool g16;     /* a half model's large tiles kept 16-bit (cuda_gemm16.c) */
+    bool g16;     /* large tiles through the cp.async pipeline (cuda_gemm16.c) */
 } cu_tile;
 
 typedef struct cu_ctx {
@@ -139,7 +139,8 @@ bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
  * return) and, before the kernel, its split's row count (rnnc_rows<lin>). */
 void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t);
 void cu_emit_gemm_rows(const cu_tile *g, cu_text *t);
-/* A half model's large tiles on sm_80+ kept 16-bit (cuda_gemm16.c):
+/* The large tiles on tensor cores (a half model's, kept 16-bit, or the
+ * TF32 math modes') on sm_80+ through a cp.async pipeline (cuda_gemm16.c):
  * whether tile g takes them, their dynamic shared memory, launch i's kernel. */
 bool cu_gemm16_fits(const cu_ctx *c, const cu_tile *g);
 unsigned cu_gemm16_smem(void);
