@@ -106,7 +106,8 @@ static void emit_load(const g16_kind *k, long long K, cu_text *t)
               "    } \\\n"
               "    asm volatile(\"cp.async.commit_group;\" : : : \"memory\"); \\\n"
               "}\n",
-              kcheck, k->ty, k->bk, k->ty, G16_STAGES * G16_BM * k->kp, k->kp, G16_BM * k->kp, plain);
+              kcheck, k->ty, k->bk, k->ty, G16_STAGES * G16_BM * k->kp, k->kp, G16_BM * k->kp,
+              plain);
 }
 
 /* The products of one k-step: 16-bit ones straight from the fragments;

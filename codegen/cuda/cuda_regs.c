@@ -303,9 +303,9 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
 }
 
 /* Batched vector copies global -> shared of type vt (float4; uint2 or
- * uint4: 4 or 8 16-bit values), zero: its zero value; svt NULL, or "uint2": a float4
- * stored as 4 16-bit values (rnnc_pack4, the tensor-core x of a half
- * model). */
+ * uint4: 4 or 8 16-bit values), zero: its zero value; svt NULL, or
+ * "uint2": a float4 stored as 4 16-bit values (rnnc_pack4, the
+ * tensor-core x of a half model). */
 static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,
                      const char *dst, bool cached, const char *vt, const char *zero,
                      const char *svt)
