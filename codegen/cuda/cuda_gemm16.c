@@ -34,7 +34,8 @@
 #define G16_STAGES 4
 
 /* The element's shape: its type, K columns a slice (bk) and a padded
- * shared row (kp), values a 16-byte chunk (ch), K columns a k-step (kw). */
+ * shared row (kp), values a 16-byte chunk (ch), K columns a k-step (kw:
+ * an mma's K, two chunks: 16 halves or 8 floats). */
 typedef struct g16_kind {
     const char *ty;
     int bk, kp, ch, kw;
@@ -44,14 +45,14 @@ static g16_kind kind(const cu_ctx *c)
 {
     int e = c->half ? 2 : 4;
     return (g16_kind){c->half ? "rnnc_h" : "float", G16_ROW / e, (G16_ROW + G16_PAD) / e, 16 / e,
-                      c->half ? 16 : 8};
+                      32 / e};
 }
 
 bool cu_gemm16_fits(const cu_ctx *c, const cu_tile *g)
 {
     long long K = (long long)c->cols[c->f->nodes[g->lin].a[0]];
-    bool tc = c->half || c->cfg.math != 0;
-    return tc && c->cfg.sm >= 80 && K % kind(c).ch == 0 && !g->small && !g->skinny && !g->tail &&
+    /* cp.async: sm_80 for the TF32 modes too */
+    return cu_tensor_cores(c) && c->cfg.sm >= 80 && K % kind(c).ch == 0 && !g->small && !g->skinny && !g->tail &&
            g->bm == G16_BM && g->bn == G16_BN;
 }
 

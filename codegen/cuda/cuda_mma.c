@@ -84,11 +84,16 @@ static void gemm_warps(int bm, int bn, int *wm, int *mtw, int *ntw)
     *ntw = bn / (8 / *wm) / 8;
 }
 
+bool cu_tensor_cores(const cu_ctx *c)
+{
+    return c->cfg.math != 0 || (c->half && c->cfg.sm >= 80);
+}
+
 bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk)
 {
     int wm, mtw, ntw;
     gemm_warps(bm, bn, &wm, &mtw, &ntw);
-    return (c->cfg.math != 0 || (c->half && c->cfg.sm >= 80)) && bk % 8 == 0 && mtw >= 1 &&
+    return cu_tensor_cores(c) && bk % 8 == 0 && mtw >= 1 &&
            ntw >= 1;
 }
 

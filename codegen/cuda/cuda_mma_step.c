@@ -170,7 +170,7 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
 {
     mma_warps w = {0};
-    if ((c->cfg.math == 0 && !c->half) || (c->half && c->cfg.sm < 80) || c->stream ||
+    if (!cu_tensor_cores(c) || c->stream ||
         kdim(c, lin) % 16 || chunk % 16)
         return false;
     return choose_warps(c, lin, chunk, -1, &w);

@@ -247,7 +247,7 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
                   {true, {0, 512, 256, 128, 64, 32}, 6},
                   {false, {64, 32}, 2}};
     static const int ffma_order[] = {0, 1, 2}, tc_order[] = {0, 2, 1};
-    bool tc = c->cfg.math != 0 || (c->half && c->cfg.sm >= 80);
+    bool tc = cu_tensor_cores(c);
     int64_t bts[48];
     int nb = batch_tiles(c, bts);
     for (size_t o = 0; o < sizeof passes / sizeof passes[0]; o++) {
