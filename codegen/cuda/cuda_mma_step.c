@@ -69,15 +69,15 @@ static int partial_pitch(int ntn)
     return (int)((ntn * 8 - 8 + 31) / 32 * 32 + 8);
 }
 
-/* Registers a lane's tiles take: accumulators (3xtf32 two sets, see
- * emit_kstep), and fragments (TF32 ones three times: the loaded word, its
- * hi and lo parts).  Half a thread's registers at most (64 of 128 at 512
+/* Registers a lane's tiles take: accumulators (3xtf32 four more for a
+ * k-step's sum, see emit_kstep), and fragments (TF32 ones three times:
+ * the loaded word, its hi and lo parts).  Half a thread's registers at most (64 of 128 at 512
  * threads, 32 of 64 at 1024), so the staging and the element phase keep
  * theirs without spilling. */
 static bool fits_registers(const cu_ctx *c, const mma_warps *w)
 {
     int frag = (w->wm * 4 + (w->wn + (w->wn & 1)) * 2) * (c->half ? 1 : 3);
-    int acc = 4 * w->wm * w->wn * w->na * (c->cfg.math == 2 ? 2 : 1);
+    int acc = 4 * w->wm * w->wn * w->na + (c->cfg.math == 2 ? 4 : 0);
     int per_thread = 65536 / c->NT < 255 ? 65536 / c->NT : 255;
     return acc + frag <= per_thread / 2;
 }
@@ -114,13 +114,8 @@ static bool preferred(const cu_ctx *c, int32_t lin, const mma_warps *a, const mm
 {
     int64_t kst = kdim(c, lin) / a->kw, cap = c->half ? 32 : 16;
     bool in_a = kst / a->ks <= cap, in_b = kst / b->ks <= cap;
-    /* 3xtf32 keeps its accuracy (5e-6) with at most 32 k-steps summed
-     * into one accumulator by the tensor cores' truncating adds */
-    bool short_a = kst / (a->ks * a->na) <= 32, short_b = kst / (b->ks * b->na) <= 32;
     if (in_a != in_b)
         return in_a;
-    if (c->cfg.math == 2 && short_a != short_b)
-        return short_a;
     if (a->wn != b->wn)
         return a->wn > b->wn;
     if (a->ks != b->ks)
@@ -224,23 +219,20 @@ static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const
               "                    for (int j = 0; j < %d; ++j)\n"
               "                    {\n",
               w->wm, w->wm, w->wn, w->wn, w->wm, w->wn, w->wm, w->wn);
-    /* 3xtf32: the small products into their own accumulators, so the
-     * tensor cores' truncating sums lose bits of the large ones only once
-     * per k-step, not three times (gpu_fused_math's LSTM at chains of 32
-     * k-steps: 5.04e-6 against the 5e-6 asked, in one set) */
+    /* 3xtf32: a k-step's three products summed from zero, then added in
+     * fp32 (rnnc_mma3): the tensor cores' adds truncate, and summing
+     * straight into the accumulator drifted by several ulp a k-step */
     if (c->cfg.math == 2)
         cu_printf(t,
-                  "                        rnnc_mma8(dl_[%d][i][j][0], dl_[%d][i][j][1], dl_[%d][i][j][2], "
-                  "dl_[%d][i][j][3], al_[i][0], al_[i][1], al_[i][2], al_[i][3], bh_[j][0], bh_[j][1]);\n"
-                  "                        rnnc_mma8(dl_[%d][i][j][0], dl_[%d][i][j][1], dl_[%d][i][j][2], "
-                  "dl_[%d][i][j][3], ah_[i][0], ah_[i][1], ah_[i][2], ah_[i][3], bl_[j][0], bl_[j][1]);\n",
-                  s, s, s, s, s, s, s, s);
-    cu_printf(t,
-              "                        rnnc_mma8(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
-              "d_[%d][i][j][3], ah_[i][0], ah_[i][1], ah_[i][2], ah_[i][3], bh_[j][0], bh_[j][1]);\n"
-              "                    }\n"
-              "            }\n",
-              s, s, s, s);
+                  "                        rnnc_mma3(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
+                  "d_[%d][i][j][3], ah_[i], al_[i], bh_[j], bl_[j]);\n",
+                  s, s, s, s);
+    else
+        cu_printf(t,
+                  "                        rnnc_mma8(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
+                  "d_[%d][i][j][3], ah_[i][0], ah_[i][1], ah_[i][2], ah_[i][3], bh_[j][0], bh_[j][1]);\n",
+                  s, s, s, s);
+    cu_printf(t, "                    }\n            }\n");
 }
 
 /* The warp's place in the layout and its lanes' ldmatrix rows: for A the
@@ -270,8 +262,6 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
               w->g, w->g, w->gn, w->wm, w->gn, w->wn, ty, w->wm, (w->wn + 1) / 2, w->wm, wbase,
               rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase, c->xkp[lin], half_k,
               w->na, w->wm, w->wn);
-    if (c->cfg.math == 2)
-        cu_printf(t, "        float dl_[%d][%d][%d][4] = {};\n", w->na, w->wm, w->wn);
 }
 
 /* The K loop: x staged whole or in chunks; warp group ks_ takes k-steps
@@ -309,13 +299,10 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
 }
 
 /* The sum of the accumulator sets of element e (0..3) of tile (i, j). */
-static void emit_acc(const cu_ctx *c, const mma_warps *w, const char *e, cu_text *t)
+static void emit_acc(const mma_warps *w, const char *e, cu_text *t)
 {
-    for (int a = 0; a < w->na; a++) {
+    for (int a = 0; a < w->na; a++)
         cu_printf(t, "%sd_[%d][i][j][%s]", a ? " + " : "", a, e);
-        if (c->cfg.math == 2)
-            cu_printf(t, " + dl_[%d][i][j][%s]", a, e);
-    }
 }
 
 /* The first K group's warps (every warp without a split) store their
@@ -336,7 +323,7 @@ static void emit_results(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_te
               "                        if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
               "                            sm_[SM_L%d + (r_ + 8 * h_) * (BTP + 1) + n_ + e_] = ",
               w->wm, w->wn, rows(c, lin), (int)lin);
-    emit_acc(c, w, "2 * h_ + e_", t);
+    emit_acc(w, "2 * h_ + e_", t);
     cu_printf(t, ";\n            }\n        }\n");
 }
 
@@ -361,13 +348,13 @@ static void emit_split_results(const cu_ctx *c, int32_t lin, const mma_warps *w,
               "                        const int r_ = (mt_ + i) * 16 + g_, n_ = (nt_ + j) * 8 + 2 * q_;\n"
               "                        *(float2 *)&p_[r_ * %d + n_] = make_float2(",
               w->ks, ps, w->wm, w->wn, w->mt, w->ntn, w->pp);
-    emit_acc(c, w, "0", t);
+    emit_acc(w, "0", t);
     cu_printf(t, ", ");
-    emit_acc(c, w, "1", t);
+    emit_acc(w, "1", t);
     cu_printf(t, ");\n                        *(float2 *)&p_[(r_ + 8) * %d + n_] = make_float2(", w->pp);
-    emit_acc(c, w, "2", t);
+    emit_acc(w, "2", t);
     cu_printf(t, ", ");
-    emit_acc(c, w, "3", t);
+    emit_acc(w, "3", t);
     cu_printf(t,
               ");\n"
               "                    }\n"
