@@ -83,6 +83,19 @@ static void test_candidates(void **state)
         tagged++;
     }
     assert_int_equal(tagged * 2, nh);
+    /* H >= 1024 also streams W_hh with 8 x 8 tiles at 256 threads */
+    n = rt_fused_candidates(64, 1024, 132, false, c, 20);
+    bool s16 = false, s32 = false;
+    for (int i = 0; i < n; i++) {
+        rt_fused_tuning t = c[i];
+        bool r88 = t.threads == 256 && t.reg_rows == 8 && t.reg_batch == 8 && t.unit_tile == 0;
+        s16 |= r88 && t.batch_tile == 16;
+        s32 |= r88 && t.batch_tile == 32;
+    }
+    assert_true(s16 && s32);
+    n = rt_fused_candidates(64, 512, 132, false, c, 20);
+    for (int i = 0; i < n; i++)
+        assert_false(c[i].threads == 256 && c[i].reg_batch == 8);
     /* max bounds the list; B=1 has no batch tiles to try */
     assert_int_equal(rt_fused_candidates(64, 512, 132, false, c, 3), 3);
     n = rt_fused_candidates(1, 512, 132, true, c, 20);

@@ -172,6 +172,17 @@ int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged
     if (batch >= 32)
         add(out, &n, max,
             (rt_fused_tuning){.batch_tile = 32, .threads = 512, .reg_rows = 8, .reg_batch = 4});
+    /* H >= 1024: W_hh streamed at 256 threads with 8 x 8 tiles (their 64
+     * accumulators need more than the 128 registers of 512 threads): fp32
+     * on the H100, I = H = 1024 B = 64 in 16-row batch tiles 3.681 ->
+     * 3.554 ms, B = 256 in 32-row ones 13.256 -> 12.410, I = H = 2048 B =
+     * 64 15.312 -> 14.605 (bench/results/h100/stream88/) */
+    if (batch >= 32 && hidden >= 1024) {
+        add(out, &n, max,
+            (rt_fused_tuning){.batch_tile = 16, .threads = 256, .reg_rows = 8, .reg_batch = 8});
+        add(out, &n, max,
+            (rt_fused_tuning){.batch_tile = 32, .threads = 256, .reg_rows = 8, .reg_batch = 8});
+    }
     for (size_t i = 0; i < sizeof bts / sizeof bts[0]; i++)
         if (bts[i] <= batch)
             add(out, &n, max, (rt_fused_tuning){.batch_tile = bts[i]});
