@@ -71,9 +71,9 @@ static int partial_pitch(int ntn)
 
 /* Registers a lane's tiles take: accumulators (3xtf32 four more for a
  * k-step's sum, see emit_kstep), and fragments (TF32 ones three times:
- * the loaded word, its hi and lo parts).  Half a thread's registers at most (64 of 128 at 512
- * threads, 32 of 64 at 1024), so the staging and the element phase keep
- * theirs without spilling. */
+ * the loaded word, its hi and lo parts).  Half a thread's registers at
+ * most (64 of 128 at 512 threads, 32 of 64 at 1024), so the staging and
+ * the element phase keep theirs without spilling. */
 static bool fits_registers(const cu_ctx *c, const mma_warps *w)
 {
     int frag = (w->wm * 4 + (w->wn + (w->wn & 1)) * 2) * (c->half ? 1 : 3);
