@@ -289,12 +289,20 @@ static rnnc_status after(CUstream waiter, CUevent e, CUstream signaller)
 /* ---------------------------------------------------------------- lengths */
 
 /* Steps per chunk of the wavefront: RNNC_FUSED_CHUNK, else about an eighth
- * of the sequence and at least 8 (each chunk relaunches the step kernels). */
+ * of the sequence, at least 8, and at least 25 from 50 steps on: each
+ * chunk relaunches a GEMM and the step kernels, tens of microseconds that
+ * 13-step chunks at T = 100 did not amortise (H100, 4-layer LSTM, I = H =
+ * 512: B = 1 0.74-0.77 -> 0.56-0.57 ms, B = 16 2.04 -> 1.70, B = 64
+ * 4.29-4.30 -> 4.15-4.16; B = 8 1.40 -> 1.46, the one loss measured;
+ * bench/results/h100/chunk25/). */
 static int chunk_steps(int64_t T)
 {
     long v = cm_env_long("RNNC_FUSED_CHUNK", 0);
-    if (v <= 0)
+    if (v <= 0) {
         v = (long)((T + 7) / 8) < 8 ? 8 : (long)((T + 7) / 8);
+        if (T >= 50 && v < 25)
+            v = 25;
+    }
     return (int)(v < T ? v : T);
 }
 
