@@ -99,8 +99,7 @@ bool cu_mma_gemm(const cu_ctx *c, int bm, int bn, int bk)
 {
     int wm, mtw, ntw;
     gemm_warps(bm, bn, &wm, &mtw, &ntw);
-    return cu_tensor_cores(c) && bk % 8 == 0 && mtw >= 1 &&
-           ntw >= 1;
+    return cu_tensor_cores(c) && bk % 8 == 0 && mtw >= 1 && ntw >= 1;
 }
 
 /* The accumulators c_[2 mtw][2 ntw]: element (i, j) is row (i >> 1) * 16 +

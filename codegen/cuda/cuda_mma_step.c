@@ -165,8 +165,7 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
 {
     mma_warps w = {0};
-    if (!cu_tensor_cores(c) || c->stream ||
-        kdim(c, lin) % 16 || chunk % 16)
+    if (!cu_tensor_cores(c) || c->stream || kdim(c, lin) % 16 || chunk % 16)
         return false;
     return choose_warps(c, lin, chunk, -1, &w);
 }
@@ -219,19 +218,14 @@ static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const
               "                    for (int j = 0; j < %d; ++j)\n"
               "                    {\n",
               w->wm, w->wm, w->wn, w->wn, w->wm, w->wn, w->wm, w->wn);
-    /* 3xtf32: a k-step's three products summed from zero, then added in
-     * fp32 (rnnc_mma3): the tensor cores' adds truncate, and summing
-     * straight into the accumulator drifted by several ulp a k-step */
-    if (c->cfg.math == 2)
-        cu_printf(t,
-                  "                        rnnc_mma3(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
-                  "d_[%d][i][j][3], ah_[i], al_[i], bh_[j], bl_[j]);\n",
-                  s, s, s, s);
-    else
-        cu_printf(t,
-                  "                        rnnc_mma8(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
-                  "d_[%d][i][j][3], ah_[i][0], ah_[i][1], ah_[i][2], ah_[i][3], bh_[j][0], bh_[j][1]);\n",
-                  s, s, s, s);
+    /* rnnc_mma3 multiplies in the math mode; 3xtf32 sums a k-step's three
+     * products from zero, then adds them in fp32: the tensor cores' adds
+     * truncate, and summing straight into the accumulator drifted by
+     * several ulp a k-step */
+    cu_printf(t,
+              "                        rnnc_mma3(d_[%d][i][j][0], d_[%d][i][j][1], d_[%d][i][j][2], "
+              "d_[%d][i][j][3], ah_[i], al_[i], bh_[j], bl_[j]);\n",
+              s, s, s, s);
     cu_printf(t, "                    }\n            }\n");
 }
 

@@ -299,9 +299,9 @@ static int chunk_steps(int64_t T)
 {
     long v = cm_env_long("RNNC_FUSED_CHUNK", 0);
     if (v <= 0) {
-        v = (long)((T + 7) / 8) < 8 ? 8 : (long)((T + 7) / 8);
-        if (T >= 50 && v < 25)
-            v = 25;
+        long floor = T >= 50 ? 25 : 8;
+        v = (long)((T + 7) / 8);
+        v = v < floor ? floor : v;
     }
     return (int)(v < T ? v : T);
 }
