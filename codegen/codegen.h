@@ -66,9 +66,9 @@ typedef struct cg_cuda_config {
     int smem_limit;    /* bytes of shared memory a block may use (0: 227 KiB) */
     int gemm_rows;     /* rows of a hoisted GEMM tile: 32, 64 or 128 (0: by batch size) */
     int exchange;      /* how blocks of the step kernel hand states to each other:
-                          1 flags and a barrier per phase, 2 tagged words polled by the
-                          readers, no barrier (single-phase cells without reductions;
-                          else 1); 0: 2 when B <= 8 and possible */
+                          1 a barrier (a counter per batch group) per phase, 2 tagged
+                          words polled by the readers, no barrier (single-phase cells
+                          without reductions; else 1); 0: 2 when B <= 8 and possible */
     int math;          /* rnnc_math: 0 FFMA; 1 TF32, 2 3xTF32 tensor cores (cuda_mma.c)
                           where the shape allows, else FFMA */
     int dtype;         /* rnnc_dtype of x, y and the weights: F32 (0), F16 or BF16; half

@@ -4,7 +4,7 @@
  * (LSTM, GRU, ...), a block publishes each state value it makes as one
  * 64-bit word (value, tag = step + 1) and the readers poll those words
  * directly when they stage the linear's x: a reader waits for exactly the
- * data it needs, and no step pays for a release fence, a flag and an
+ * data it needs, and no step pays for a release, a counter and an
  * acquire on top of the data's own trip through L2.  Two copies by step
  * parity: a block overwrites copy t&1 only after it has read every block's
  * step-t+1 values, which those blocks made after reading copy t&1 (the

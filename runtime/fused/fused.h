@@ -56,7 +56,7 @@ typedef struct rt_fused_tuning {
 } rt_fused_tuning;
 
 /* Scratch of one running step kernel: hoisted values, the exchange
- * buffer, reduction partials, the barrier's flags. */
+ * buffer, reduction partials, the barrier's counters. */
 typedef struct rt_fused_slot {
     CUdeviceptr hz, xb, part, bar;
     size_t hz_n, xb_n, part_n;
@@ -164,9 +164,10 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count);
 void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *plan,
                       int64_t batch, const char **names, char *label, rt_kernel_req *req);
 
-/* The step kernels' barrier: one arrival flag (u32) per block of a
- * cooperative launch and a count of finished blocks after them, zeroed once
- * at allocation: the last block of a launch to finish zeroes them again;
+/* The step kernels' barrier: one arrival counter (u32) per batch group in
+ * the first words, and a count of finished blocks at word gridDim.x,
+ * zeroed once at allocation: the last block of a launch to finish zeroes
+ * them again;
  * RT_FUSED_BAR_BYTES is what a model allocates, rt_fused_bar_bytes what
  * plan p uses of it. */
 #define RT_FUSED_BAR_BYTES 16384

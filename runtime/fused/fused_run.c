@@ -2,7 +2,7 @@
  * fused_run.c: one forward of the fused backend: the kernel set for the
  * batch size (generated, then from the kernel cache), scratch buffers grown
  * to the sequence, initial states in, the launches in plan order (the step
- * kernel cooperative; its barrier flags zero themselves at its end), final
+ * kernel cooperative; its barrier counters zero themselves at its end), final
  * states and y out (device buffers the step kernel reads and writes itself
  * where it can: fused_model.c).  Host pointers are staged through device
  * scratch.
@@ -129,7 +129,7 @@ static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: persistent grid too large");
     if (sl->bar)
         return RNNC_OK;
-    /* zero once: the step kernels leave the flags zero when they end */
+    /* zero once: the step kernels leave the counters zero when they end */
     if ((st = rt_dev_alloc(&sl->bar, RT_FUSED_BAR_BYTES)) ||
         (st = rt_dev_zero(sl->bar, RT_FUSED_BAR_BYTES, NULL)))
         return st;
@@ -199,7 +199,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
             continue;
         }
         /* the tagged exchange words (a tag left by the last launch must
-         * not match this one's); the barrier's flags the kernel zeroes at its end */
+         * not match this one's); the barrier's counters the kernel zeroes at its end */
         if (pl->xb_zero_floats > 0)
             e = rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s);
         /* a kernel sized for a share of the SMs may run beside another */
