@@ -178,6 +178,46 @@ static void test_large_shapes_compile(void **state)
     rnnc_cell_destroy(cell);
 }
 
+/* Streamed W_hh with 8 x 8 register tiles keeps the leading columns of
+ * each block's slice in the shared memory x leaves (I = H = 1024, B = 64,
+ * 16-row batch tiles: 224 of 1024 columns at 256 threads); other tiles
+ * keep none.  LSTM and GRU, sm_80 and sm_90. */
+static void test_kept_columns_compile(void **state)
+{
+    (void)state;
+    tu_require_nvrtc();
+    static const char *cells[] = {"lstm", "gru"};
+    static const int sms[][2] = {{90, 132}, {80, 108}};
+    for (int c = 0; c < 2; c++) {
+        rnnc_cell *cell = NULL;
+        assert_ok(rnnc_cell_builtin(&cell, cells[c], NULL));
+        for (int k = 0; k < 2; k++)
+            for (int rr8 = 0; rr8 < 2; rr8++) {
+                cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 64,
+                                      .sm = sms[k][0], .sm_count = sms[k][1], .batch_tile = 16,
+                                      .threads = rr8 ? 256 : 512, .reg_rows = 8,
+                                      .reg_batch = rr8 ? 8 : 4};
+                char *src = NULL, label[200];
+                cg_cuda_plan plan;
+                if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+                    fail_msg("%s kept columns sm_%d: %s", cells[c], sms[k][0], rnnc_last_error());
+                assert_non_null(strstr(plan.tuning, "stream"));
+                /* an A100's 108 SMs give 38 units a block: RR falls to 2 */
+                bool tile88 = strstr(plan.tuning, "rr=8 bb=8") != NULL;
+                const char *kept = strstr(src, "columns 0 .. ");
+                assert_true(tile88 || !rr8 || k == 1);
+                if (tile88 != (kept != NULL))
+                    fail_msg("%s sm_%d %s: %s", cells[c], sms[k][0], plan.tuning,
+                             kept ? "kept columns with 8 x 4 tiles" : "no kept columns");
+                snprintf(label, sizeof label, "%s_kept_sm%d (%s)", cells[c], sms[k][0],
+                         plan.tuning);
+                tu_compile_clean(src, label, sms[k][0]);
+                free(src);
+            }
+        rnnc_cell_destroy(cell);
+    }
+}
+
 /* The GEMM launches of a plan that run at T*B = rows (tails apart), the
  * name of the last, and whether a tail runs. */
 static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name, bool *tail)
@@ -318,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_builtins_compile),
         cmocka_unit_test(test_large_shapes_compile),
+        cmocka_unit_test(test_kept_columns_compile),
         cmocka_unit_test(test_pre_ampere_compile),
         cmocka_unit_test(test_register_tiles_compile),
     };

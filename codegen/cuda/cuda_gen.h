@@ -75,6 +75,8 @@ typedef struct cu_ctx {
     int32_t *kp;      /* [n] step linear: padded row length of its weight slice in shared memory */
     int32_t *kc;      /* [n] step linear: columns of x staged at once (K in chunks of kc) */
     int32_t *xkp;     /* [n] step linear: padded row length of staged x */
+    int32_t *kr;      /* [n] step linear with streamed weights: its slice's leading columns
+                         kept in shared memory all the same (a multiple of 4 ks; 0: none) */
     uint8_t *need;    /* [n] bit flags CU_NEED_* */
     int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
     /* step tiling */
@@ -113,6 +115,13 @@ enum {
     CU_NEED_ROWS = 8,  /* hoisted linear read by the row kernel (plain GEMM output) */
     CU_NEED_WHOLE = 16 /* state read as a whole vector (a linear's x, a reduction) */
 };
+
+/* Row length in shared memory of a streamed linear's resident columns
+ * (padded as an on-chip slice's rows are). */
+static inline int32_t cu_kr_stride(const cu_ctx *c, int32_t i)
+{
+    return (c->kr[i] + 31) / 32 * 32 + (c->ks[i] >= 8 ? 0 : 4 * c->ks[i]);
+}
 
 /* The analysis: every decision, in order (cuda_analyse.c). */
 rnnc_status cu_analyse(cu_ctx *c);
@@ -199,9 +208,10 @@ void cu_emit_copy4(cu_text *t, long long n4, const char *idx, const char *cond,
 void cu_emit_weights(const cu_ctx *c, cu_text *t);
 /* The FFMA step's weight reads (cuda_regs.c): the row pointers of a lane's
  * register tile when the weights are streamed, and float4 w<i> of row i at
- * column kk (shared memory, or global; 16-bit in a half model). */
+ * column kk (shared memory, or global; 16-bit in a half model; kept: a
+ * streamed linear's leading columns in shared memory). */
 void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t);
-void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t);
+void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, bool kept, cu_text *t);
 /* The same from fp32 to 16-bit values in shared memory (dst: 8-byte words),
  * and from 16-bit to 16-bit (src too) 8 values (16 bytes) or 4 a copy, all
  * through L2 (data of this kernel). */

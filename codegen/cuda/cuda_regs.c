@@ -255,14 +255,45 @@ static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K
               R * c->kp[i], c->kp[i], c->kp[i], (int)i, K, (long long)c->off[w], K);
 }
 
+/* A streamed linear's leading kr columns of its rows (fp32; cp.async on
+ * sm_80+, else 16-byte loads), rows cu_kr_stride apart. */
+static void emit_kept_columns(const cu_ctx *c, int32_t i, cu_text *t)
+{
+    int32_t w = c->f->nodes[i].a[1];
+    long long K = (long long)c->cols[c->f->nodes[i].a[0]];
+    long long R = (long long)slices(c, i) * c->UT;
+    int q = c->kr[i] / 4, ld = cu_kr_stride(c, i);
+    char idx[256], src[128], dst[96];
+    snprintf(idx, sizeof idx,
+             "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; (void)s;", q, q);
+    snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
+             (long long)c->off[w], K);
+    snprintf(dst, sizeof dst, "&sm_[SM_W%d + r * %d + k4 * 4]", (int)i, ld);
+    if (c->cfg.sm >= 80) {
+        cu_printf(t,
+                  "    for (int i = tid; i < %lld; i += NT) {\n"
+                  "        %s\n"
+                  "        rnnc_cp16(%s, gu < H ? %s : wts, gu < H);\n"
+                  "    }\n",
+                  R * q, idx, dst, src);
+        return;
+    }
+    cu_emit_copy4(t, R * q, idx, "gu < H", src, dst, true);
+}
+
 /* Each block's rows of every step linear's matrix into shared memory, once. */
 void cu_emit_weights(const cu_ctx *c, cu_text *t)
 {
-    if (c->stream)
-        return; /* read from global memory every step */
     for (int32_t i = 0; i < c->f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
             continue;
+        if (c->stream) {
+            /* read from global memory every step, but for the leading
+             * columns kept on chip */
+            if (c->kr[i])
+                emit_kept_columns(c, i, t);
+            continue;
+        }
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
         long long R = (long long)slices(c, i) * c->UT;
@@ -404,11 +435,14 @@ static void emit_wload_half(const cu_ctx *c, int32_t lin, int i, cu_text *t)
                   i, K, i, K, i, K, i, K, i);
 }
 
-void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, cu_text *t)
+void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, bool kept, cu_text *t)
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
     int NTR = slices(c, lin) * c->UT / c->RR;
-    if (c->half) {
+    if (kept) {
+        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
+                  i, (int)lin, i * NTR, cu_kr_stride(c, lin));
+    } else if (c->half) {
         emit_wload_half(c, lin, i, t);
     } else if (!c->stream) {
         cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",

@@ -109,11 +109,12 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->kp = take(m, n, sizeof *c->kp);
     c->kc = take(m, n, sizeof *c->kc);
     c->xkp = take(m, n, sizeof *c->xkp);
+    c->kr = take(m, n, sizeof *c->kr);
     c->need = take(m, n, 1);
     c->gemm = take(m, n, sizeof *c->gemm);
     c->pfuse = take(m, n, sizeof *c->pfuse);
     c->live = take(m, n, sizeof *c->live);
-    if (m->n != 18)
+    if (m->n != 19)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }

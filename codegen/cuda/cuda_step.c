@@ -92,6 +92,9 @@ static void emit_smem_names(const cu_ctx *c, cu_text *t)
         if (c->role[i] == CU_STEP_LINEAR && !c->stream)
             cu_printf(t, "#define SM_W%d %lld /* %s: weight slice */\n", (int)i,
                       (long long)c->wsm[i], d);
+        if (c->role[i] == CU_STEP_LINEAR && c->stream && c->kr[i])
+            cu_printf(t, "#define SM_W%d %lld /* %s: columns 0 .. %d of the weight slice */\n",
+                      (int)i, (long long)c->wsm[i], d, c->kr[i] - 1);
         if (c->role[i] == CU_STEP_LINEAR)
             cu_printf(t, "#define SM_L%d %lld /* %s: result */\n", (int)i, (long long)c->sm[i], d);
         if (c->xp[i] >= 0)
@@ -284,8 +287,29 @@ static rnnc_status emit_chunk_open(const cu_ctx *c, int32_t lin, bool chunked, c
     return RNNC_OK;
 }
 
+/* One k step of 4 of the FFMA multiply (k, kk in scope): RR weight and BB
+ * x words, 4 RR BB FMAs; kept: the weights from a streamed linear's
+ * leading columns in shared memory. */
+static void emit_kstep(const cu_ctx *c, int32_t lin, bool kept, cu_text *t)
+{
+    static const char *q[4] = {"x", "y", "z", "w"};
+    int NTB = c->BTP / c->BB;
+    for (int i = 0; i < c->RR; i++)
+        cu_emit_wload(c, lin, i, kept, t);
+    for (int j = 0; j < c->BB; j++)
+        cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
+                  j, j * NTB, c->xkp[lin]);
+    for (int e = 0; e < 4; e++)
+        for (int i = 0; i < c->RR; i++)
+            for (int j = 0; j < c->BB; j++)
+                cu_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i, q[e],
+                          j, q[e], i, j);
+    cu_printf(t, "        }\n");
+}
+
 /* Stage and multiply: the lane's RR x BB accumulators over all of K, x
- * staged in chunks of kc columns when it does not fit at once. */
+ * staged in chunks of kc columns when it does not fit at once; streamed
+ * weights' leading columns kept on chip multiply first. */
 static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     if (c->mma)
@@ -307,27 +331,27 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
             cu_printf(t, "        float a%d_%d = 0.f;\n", i, j);
     if ((st = emit_chunk_open(c, lin, chunked, t)))
         return st;
-    if (chunked)
+    if (chunked) {
         cu_printf(t,
                   "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
                   "#pragma unroll 4\n        for (int k = ks * 4; k < kn_; k += %d) {\n"
                   "            const int kk = k0_ + k;\n",
                   KC, K4, KC, KC, 4 * KS);
-    else
-        cu_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
-                     "            const int kk = k;\n", K4, 4 * KS);
-    for (int i = 0; i < c->RR; i++)
-        cu_emit_wload(c, lin, i, t);
-    for (int j = 0; j < c->BB; j++)
-        cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
-                  j, j * NTB, c->xkp[lin]);
-    static const char *q[4] = {"x", "y", "z", "w"};
-    for (int e = 0; e < 4; e++)
-        for (int i = 0; i < c->RR; i++)
-            for (int j = 0; j < c->BB; j++)
-                cu_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i, q[e],
-                          j, q[e], i, j);
-    cu_printf(t, "        }\n");
+        emit_kstep(c, lin, false, t);
+    } else {
+        long long KR = c->stream ? c->kr[lin] : 0;
+        if (KR) {
+            cu_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
+                         "            const int kk = k;\n", KR, 4 * KS);
+            emit_kstep(c, lin, true, t);
+        }
+        char k0[32] = "";
+        if (KR)
+            snprintf(k0, sizeof k0, "%lld + ", KR);
+        cu_printf(t, "#pragma unroll 4\n        for (int k = %sks * 4; k < %lld; k += %d) {\n"
+                     "            const int kk = k;\n", k0, K4, 4 * KS);
+        emit_kstep(c, lin, false, t);
+    }
     if (chunked)
         cu_printf(t, "        __syncthreads();\n    }\n");
     if (KS > 1)

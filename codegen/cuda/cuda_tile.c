@@ -91,9 +91,12 @@ static int64_t lay_smem(cu_ctx *c)
             continue;
         int64_t R = (int64_t)slices(c, i) * c->UT;
         c->wsm[i] = at;
-        /* a half model's slice is 16-bit: half the floats */
+        /* a half model's slice is 16-bit: half the floats; streamed, the
+         * leading columns kept on chip (c->kr) */
         if (!c->stream)
             at = up(at + (c->half ? (R * c->kp[i] + 1) / 2 : R * c->kp[i]), 4);
+        else if (c->kr[i])
+            at = up(at + R * cu_kr_stride(c, i), 4);
         c->sm[i] = at;
         at = up(at + R * (c->BTP + 1), 4);
     }
@@ -109,6 +112,32 @@ static int64_t lay_smem(cu_ctx *c)
     }
     c->smem_floats = at;
     return at * 4;
+}
+
+/* Streamed weights (fp32, FFMA, x staged whole, 8 x 8 register tiles):
+ * the shared memory left under `limit` holds the leading columns of the
+ * step linears' slices, so each step reads that much less of W from L2
+ * (the first linears first).  H100, I = H = 1024, B = 64, 16-row batch
+ * tiles (22% of the columns kept): LSTM 3.499 -> 3.418 ms, GRU 3.266 ->
+ * 3.159; with 8 x 4 tiles at 512 threads it lost (3.489 -> 3.592), whose
+ * multiply already waits on shared memory (bench/results/h100/keep/). */
+static void keep_columns(cu_ctx *c, int64_t limit)
+{
+    if (!c->stream || c->half || c->mma || c->RR * c->BB < 64)
+        return;
+    for (int32_t i = 0; i < c->f->n; i++) {
+        if (c->role[i] != CU_STEP_LINEAR)
+            continue;
+        int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4), step = 4 * (int64_t)c->ks[i];
+        int64_t R = (int64_t)slices(c, i) * c->UT;
+        int64_t free_floats = (limit - lay_smem(c)) / 4 - 64;
+        if (c->kc[i] < K4 || free_floats <= 0)
+            continue;
+        /* row length kr padded up to 32 plus a pad of up to 32 */
+        int64_t kr = (free_floats / R - 64) / step * step;
+        c->kr[i] = (int32_t)(kr < 0 ? 0 : kr < K4 ? kr : K4 / step * step);
+    }
+    lay_smem(c);
 }
 
 static void place_partials(cu_ctx *c)
@@ -200,7 +229,11 @@ static void try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t l
     c->NT = c->cfg.threads ? c->cfg.threads : c->stream ? 512 : 256;
     if (!lay_linears(c, kc))
         return;
+    for (int32_t i = 0; i < c->f->n; i++)
+        c->kr[i] = 0;
     *fits = lay_smem(c) <= limit;
+    if (*fits)
+        keep_columns(c, limit);
 }
 
 /* Batch tiles to try, best first: the measured default, then larger (fewer
