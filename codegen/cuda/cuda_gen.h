@@ -243,6 +243,9 @@ void cu_emit_ldsm_helpers(cu_text *t);
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
+/* The same on the FFMA pipes (cuda_ffma.c). */
+rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
+                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* Whether the model's products can run on tensor cores at all: a TF32
  * math mode, or a half model on sm_80+ (cuda_mma.c). */
 bool cu_tensor_cores(const cu_ctx *c);

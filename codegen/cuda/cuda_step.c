@@ -287,87 +287,13 @@ static rnnc_status emit_chunk_open(const cu_ctx *c, int32_t lin, bool chunked, c
     return RNNC_OK;
 }
 
-/* One k step of 4 of the FFMA multiply (k, kk in scope): RR weight and BB
- * x words, 4 RR BB FMAs; kept: the weights from a streamed linear's
- * leading columns in shared memory. */
-static void emit_kstep(const cu_ctx *c, int32_t lin, bool kept, cu_text *t)
-{
-    static const char *q[4] = {"x", "y", "z", "w"};
-    int NTB = c->BTP / c->BB;
-    for (int i = 0; i < c->RR; i++)
-        cu_emit_wload(c, lin, i, kept, t);
-    for (int j = 0; j < c->BB; j++)
-        cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
-                  j, j * NTB, c->xkp[lin]);
-    for (int e = 0; e < 4; e++)
-        for (int i = 0; i < c->RR; i++)
-            for (int j = 0; j < c->BB; j++)
-                cu_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i, q[e],
-                          j, q[e], i, j);
-    cu_printf(t, "        }\n");
-}
-
-/* Stage and multiply: the lane's RR x BB accumulators over all of K, x
- * staged in chunks of kc columns when it does not fit at once; streamed
- * weights' leading columns kept on chip multiply first. */
+/* Stage and multiply, on tensor cores or FFMA (cuda_mma_step.c,
+ * cuda_ffma.c). */
 static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     if (c->mma)
         return cu_emit_mma_linear(c, lin, t, emit_chunk_open);
-    long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
-    int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
-    bool chunked = KC < K4;
-    rnnc_status st;
-    char d[256];
-    cu_printf(t, "    /* %s: lanes own %d x %d outputs, K split %d ways */\n",
-              cu_describe(c, lin, d, sizeof d), c->RR, c->BB, KS);
-    cu_printf(t,
-              "    {\n        const int ks = tid %% %d, cell = tid / %d, tb = cell %% %d, tr0 = "
-              "cell / %d;\n        const int tr = tr0 < %d ? tr0 : %d;\n",
-              KS, KS, NTB, NTB, NTR, NTR - 1);
-    cu_emit_wrows(c, lin, t);
-    for (int i = 0; i < c->RR; i++)
-        for (int j = 0; j < c->BB; j++)
-            cu_printf(t, "        float a%d_%d = 0.f;\n", i, j);
-    if ((st = emit_chunk_open(c, lin, chunked, t)))
-        return st;
-    if (chunked) {
-        cu_printf(t,
-                  "        const int kn_ = min(%lld, %lld - ch_ * %lld), k0_ = ch_ * %lld;\n"
-                  "#pragma unroll 4\n        for (int k = ks * 4; k < kn_; k += %d) {\n"
-                  "            const int kk = k0_ + k;\n",
-                  KC, K4, KC, KC, 4 * KS);
-        emit_kstep(c, lin, false, t);
-    } else {
-        long long KR = c->stream ? c->kr[lin] : 0;
-        if (KR) {
-            cu_printf(t, "#pragma unroll 4\n        for (int k = ks * 4; k < %lld; k += %d) {\n"
-                         "            const int kk = k;\n", KR, 4 * KS);
-            emit_kstep(c, lin, true, t);
-        }
-        char k0[32] = "";
-        if (KR)
-            snprintf(k0, sizeof k0, "%lld + ", KR);
-        cu_printf(t, "#pragma unroll 4\n        for (int k = %sks * 4; k < %lld; k += %d) {\n"
-                     "            const int kk = k;\n", k0, K4, 4 * KS);
-        emit_kstep(c, lin, false, t);
-    }
-    if (chunked)
-        cu_printf(t, "        __syncthreads();\n    }\n");
-    if (KS > 1)
-        for (int i = 0; i < c->RR; i++)
-            for (int j = 0; j < c->BB; j++)
-                cu_printf(t,
-                          "        for (int o = %d; o > 0; o >>= 1) a%d_%d += "
-                          "__shfl_xor_sync(0xffffffffu, a%d_%d, o);\n",
-                          KS / 2, i, j, i, j);
-    cu_printf(t, "        if (ks == 0 && tr0 < %d) {\n", NTR);
-    for (int i = 0; i < c->RR; i++)
-        for (int j = 0; j < c->BB; j++)
-            cu_printf(t, "            sm_[SM_L%d + (tr + %d) * (BTP + 1) + tb + %d] = a%d_%d;\n",
-                      (int)lin, i * NTR, j * NTB, i, j);
-    cu_printf(t, "        }\n    }\n    __syncthreads();\n");
-    return RNNC_OK;
+    return cu_emit_ffma_linear(c, lin, t, emit_chunk_open);
 }
 
 /* Row statistics of reduction r read directly from a whole vector. */
