@@ -114,10 +114,10 @@ static int64_t lay_smem(cu_ctx *c)
     return at * 4;
 }
 
-/* Streamed weights (fp32, FFMA, x staged whole, 8 x 8 register tiles):
- * the shared memory left under `limit` holds the leading columns of the
- * step linears' slices, so each step reads that much less of W from L2
- * (the first linears first).  H100, I = H = 1024, B = 64, 16-row batch
+/* Streamed weights (fp32, FFMA, x staged whole, register tiles of 64
+ * values or more, such as 8 x 8): the shared memory left under `limit`
+ * holds the leading columns of the step linears' slices, so each step
+ * reads that much less of W from L2 (the first linears first).  H100, I = H = 1024, B = 64, 16-row batch
  * tiles (22% of the columns kept): LSTM 3.499 -> 3.418 ms, GRU 3.266 ->
  * 3.159; with 8 x 4 tiles at 512 threads it lost (3.489 -> 3.592), whose
  * multiply already waits on shared memory (bench/results/h100/keep/). */
