@@ -130,12 +130,14 @@ static void keep_columns(cu_ctx *c, int64_t limit)
             continue;
         int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4), step = 4 * (int64_t)c->ks[i];
         int64_t R = (int64_t)slices(c, i) * c->UT;
-        int64_t free_floats = (limit - lay_smem(c)) / 4 - 64;
+        int64_t free_floats = (limit - lay_smem(c)) / 4 - 4;
         if (c->kc[i] < K4 || free_floats <= 0)
             continue;
-        /* row length kr padded up to 32 plus a pad of up to 32 */
-        int64_t kr = (free_floats / R - 64) / step * step;
-        c->kr[i] = (int32_t)(kr < 0 ? 0 : kr < K4 ? kr : K4 / step * step);
+        /* the most columns whose padded rows fit */
+        int64_t kr = free_floats / R / step * step;
+        kr = kr < K4 ? kr : K4 / step * step;
+        for (c->kr[i] = (int32_t)kr; c->kr[i] > 0 && R * cu_kr_stride(c, i) > free_floats;)
+            c->kr[i] -= (int32_t)step;
     }
     lay_smem(c);
 }
