@@ -216,19 +216,21 @@ static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond
                      const char *dst, bool cached, const char *vt, const char *zero,
                      const char *svt);
 
-/* copy_vec's strings for the slice of linear i (weight w) in words of 4
- * columns: word i of the loop is row r, columns 4 k4 .. 4 k4 + 3. */
+/* copy_vec's strings for the slice of linear i (weight w, K columns) in
+ * words of 4 columns, q words a row in shared memory of which the first
+ * `cols` columns are read (the rest zeroed): word i of the loop is row r,
+ * columns 4 k4 .. 4 k4 + 3. */
 typedef struct slice_words {
     char idx[256], cond[64], src[128];
 } slice_words;
 
-static void slice_words_of(const cu_ctx *c, int32_t i, int32_t w, long long K, slice_words *s)
+static void slice_words_of(const cu_ctx *c, int32_t w, long long K, long long cols, int q,
+                           slice_words *s)
 {
-    int q = c->kp[i] / 4;
     snprintf(s->idx, sizeof s->idx,
              "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; "
              "(void)k4; (void)s; (void)gu;", q, q);
-    snprintf(s->cond, sizeof s->cond, "gu < H && k4 * 4 < %lld", K);
+    snprintf(s->cond, sizeof s->cond, "gu < H && k4 * 4 < %lld", cols);
     snprintf(s->src, sizeof s->src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
              (long long)c->off[w], K);
 }
@@ -241,7 +243,7 @@ static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K
     if (K % 4 == 0) {
         slice_words s;
         char dst[96];
-        slice_words_of(c, i, w, K, &s);
+        slice_words_of(c, w, K, K, c->kp[i] / 4, &s);
         snprintf(dst, sizeof dst, "&smh_[2 * SM_W%d + r * %d + k4 * 4]", (int)i, c->kp[i]);
         copy_vec(t, R * (c->kp[i] / 4), s.idx, s.cond, s.src, dst, true, "uint2",
                  "make_uint2(0u, 0u)", NULL);
@@ -255,30 +257,33 @@ static void emit_weights_half(const cu_ctx *c, int32_t i, int32_t w, long long K
               R * c->kp[i], c->kp[i], c->kp[i], (int)i, K, (long long)c->off[w], K);
 }
 
-/* A streamed linear's leading kr columns of its rows (fp32; cp.async on
- * sm_80+, else 16-byte loads), rows cu_kr_stride apart. */
-static void emit_kept_columns(const cu_ctx *c, int32_t i, cu_text *t)
+/* The first `cols` columns of linear i's fp32 rows (K a multiple of 4)
+ * into SM_W<i>, rows ld floats apart: every copy in flight at once with
+ * cp.async on sm_80+ (no registers; the kernel waits for them before the
+ * barrier ahead of step 0), else batched 16-byte loads.  The whole slice
+ * on chip, or a streamed linear's kept columns. */
+static void emit_slice_copy(const cu_ctx *c, int32_t i, long long cols, int ld, cu_text *t)
 {
     int32_t w = c->f->nodes[i].a[1];
     long long K = (long long)c->cols[c->f->nodes[i].a[0]];
     long long R = (long long)slices(c, i) * c->UT;
-    int q = c->kr[i] / 4, ld = cu_kr_stride(c, i);
-    char idx[256], src[128], dst[96];
-    snprintf(idx, sizeof idx,
-             "const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT; (void)s;", q, q);
-    snprintf(src, sizeof src, "wts + %lld + (size_t)(s * H + gu) * %lld + k4 * 4",
-             (long long)c->off[w], K);
-    snprintf(dst, sizeof dst, "&sm_[SM_W%d + r * %d + k4 * 4]", (int)i, ld);
+    int q = ld / 4;
     if (c->cfg.sm >= 80) {
         cu_printf(t,
                   "    for (int i = tid; i < %lld; i += NT) {\n"
-                  "        %s\n"
-                  "        rnnc_cp16(%s, gu < H ? %s : wts, gu < H);\n"
+                  "        const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
+                  "        const bool ok = gu < H && k4 * 4 < %lld;\n"
+                  "        rnnc_cp16(&sm_[SM_W%d + r * %d + k4 * 4], ok ? wts + %lld + "
+                  "(size_t)(s * H + gu) * %lld + k4 * 4 : wts, ok);\n"
                   "    }\n",
-                  R * q, idx, dst, src);
+                  R * q, q, q, cols, (int)i, ld, (long long)c->off[w], K);
         return;
     }
-    cu_emit_copy4(t, R * q, idx, "gu < H", src, dst, true);
+    slice_words s;
+    char dst[96];
+    slice_words_of(c, w, K, cols, q, &s);
+    snprintf(dst, sizeof dst, "&sm_[SM_W%d + r * %d + k4 * 4]", (int)i, ld);
+    cu_emit_copy4(t, R * q, s.idx, s.cond, s.src, dst, true);
 }
 
 /* Each block's rows of every step linear's matrix into shared memory, once. */
@@ -291,7 +296,7 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
             /* read from global memory every step, but for the leading
              * columns kept on chip */
             if (c->kr[i])
-                emit_kept_columns(c, i, t);
+                emit_slice_copy(c, i, c->kr[i], cu_kr_stride(c, i), t);
             continue;
         }
         int32_t w = c->f->nodes[i].a[1];
@@ -301,26 +306,8 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
             emit_weights_half(c, i, w, K, R, t);
             continue;
         }
-        if (K % 4 == 0 && c->cfg.sm >= 80) {
-            /* every copy in flight at once (cp.async, no registers); the
-             * kernel waits for them before the barrier ahead of step 0 */
-            int q = c->kp[i] / 4;
-            cu_printf(t,
-                      "    for (int i = tid; i < %lld; i += NT) {\n"
-                      "        const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
-                      "        const bool ok = gu < H && k4 * 4 < %lld;\n"
-                      "        rnnc_cp16(&sm_[SM_W%d + r * %d + k4 * 4], ok ? wts + %lld + "
-                      "(size_t)(s * H + gu) * %lld + k4 * 4 : wts, ok);\n"
-                      "    }\n",
-                      R * q, q, q, K, (int)i, c->kp[i], (long long)c->off[w], K);
-            continue;
-        }
         if (K % 4 == 0) {
-            slice_words s;
-            char dst[96];
-            slice_words_of(c, i, w, K, &s);
-            snprintf(dst, sizeof dst, "&sm_[SM_W%d + r * %d + k4 * 4]", (int)i, c->kp[i]);
-            cu_emit_copy4(t, R * (c->kp[i] / 4), s.idx, s.cond, s.src, dst, true);
+            emit_slice_copy(c, i, K, c->kp[i], t);
             continue;
         }
         cu_printf(t,
@@ -439,14 +426,11 @@ void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, bool kept, cu_text *t)
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
     int NTR = slices(c, lin) * c->UT / c->RR;
-    if (kept) {
+    if (kept || (!c->half && !c->stream)) {
         cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
-                  i, (int)lin, i * NTR, cu_kr_stride(c, lin));
+                  i, (int)lin, i * NTR, kept ? cu_kr_stride(c, lin) : c->kp[lin]);
     } else if (c->half) {
         emit_wload_half(c, lin, i, t);
-    } else if (!c->stream) {
-        cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
-                  i, (int)lin, i * NTR, c->kp[lin]);
     } else if (K % 4 == 0) {
         cu_printf(t, "            const float4 w%d = __ldg((const float4 *)(wg%d + kk));\n", i, i);
     } else {
