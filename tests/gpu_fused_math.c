@@ -153,6 +153,11 @@ static void each_cell(rnnc_math math, double tol)
      * from zero and adding that in fp32 (rnnc_mma3) 4.0e-7 */
     mcase chunked = {"lstm", 10, 64, 1024, 1024, 1, math};
     run_case(&chunked, &rng, tol);
+    /* B = 256: h in 32-column chunks, on sm_90 bulk copies from the state's
+     * chunk-major copy into three buffers (cuda_bulk.c) */
+    mcase bulk = {"lstm", 6, 256, 64, 1024, 1, math}, bulk_gru = {"gru", 6, 256, 64, 1024, 1, math};
+    run_case(&bulk, &rng, tol);
+    run_case(&bulk_gru, &rng, tol);
 }
 
 static void test_tf32(void **state)

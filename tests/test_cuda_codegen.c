@@ -220,6 +220,47 @@ static void test_kept_columns_compile(void **state)
     }
 }
 
+/* TF32 at I = H = 1024, B = 256 keeps W_hh on chip and stages h in
+ * 32-column chunks: on sm_90 by bulk copies from the state's chunk-major
+ * copy into two or three buffers (cuda_bulk.c), on sm_80 by the threads
+ * (the GRU, whose 48 rows a block leave no room for h without the bulk
+ * layout, streams W_hh there).  LSTM and GRU, both TF32 modes; the shared
+ * memory stays within 227 KiB. */
+static void test_bulk_staging_compile(void **state)
+{
+    (void)state;
+    tu_require_nvrtc();
+    static const char *cells[] = {"lstm", "gru"};
+    /* an sm_80 target with the H100's SM count: the same tiles (an A100's
+     * 108 SMs give 40 rows a block, which stream W_hh on the FFMA pipes) */
+    static const int sms[][2] = {{90, 132}, {80, 132}};
+    for (int c = 0; c < 2; c++) {
+        rnnc_cell *cell = tu_builtin(cells[c]);
+        for (int k = 0; k < 2; k++)
+            for (int math = 1; math <= 2; math++) {
+                cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 256,
+                                      .sm = sms[k][0], .sm_count = sms[k][1], .math = math};
+                char *src = NULL, label[200];
+                cg_cuda_plan plan;
+                if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+                    fail_msg("%s bulk sm_%d: %s", cells[c], sms[k][0], rnnc_last_error());
+                if (k == 0 && !strstr(plan.tuning, "mma"))
+                    fail_msg("%s sm_%d math %d: not on tensor cores (%s)", cells[c], sms[k][0], math,
+                             plan.tuning);
+                assert_true(plan.launch[plan.n_launch - 1].smem <= 227 * 1024);
+                bool bulk = strstr(src, "cp.async.bulk") != NULL;
+                if (bulk != (k == 0))
+                    fail_msg("%s sm_%d %s: %s", cells[c], sms[k][0], plan.tuning,
+                             bulk ? "bulk copies before sm_90" : "no bulk staging");
+                snprintf(label, sizeof label, "%s_bulk_sm%d_math%d (%s)", cells[c], sms[k][0],
+                         math, plan.tuning);
+                tu_compile_clean(src, label, sms[k][0]);
+                free(src);
+            }
+        rnnc_cell_destroy(cell);
+    }
+}
+
 /* The GEMM launches of a plan that run at T*B = rows (tails apart), the
  * name of the last, and whether a tail runs. */
 static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name, bool *tail)
@@ -361,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_builtins_compile),
         cmocka_unit_test(test_large_shapes_compile),
         cmocka_unit_test(test_kept_columns_compile),
+        cmocka_unit_test(test_bulk_staging_compile),
         cmocka_unit_test(test_pre_ampere_compile),
         cmocka_unit_test(test_register_tiles_compile),
     };

@@ -448,6 +448,7 @@ rnnc_status cu_analyse(cu_ctx *c)
     cu_mark_live(c);
     cu_place_regs(c);
     cu_ll_place(c);
+    cu_bulk_place(c);
     if ((st = cu_place_hoist(c)))
         return st;
     return place_step_launch(c);

@@ -229,6 +229,11 @@ static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const
     cu_printf(t, "                    }\n            }\n");
 }
 
+static bool bulk(const cu_ctx *c, int32_t lin)
+{
+    return c->bulk && lin == c->bulk_lin;
+}
+
 /* The warp's place in the layout and its lanes' ldmatrix rows: for A the
  * 16 rows of a tile (lanes 0-15 the first half of the k-step, 16-31 the
  * second), for B 8 batch rows of tile pairs (lanes 0-7 and 8-15 the two
@@ -250,12 +255,17 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
               "            la_[i] = %s + (size_t)min((mt_ + i) * 16 + (ln_ & 15), %d) * %d + (ln_ >> 4) * %d;\n"
               "#pragma unroll\n"
               "        for (int j = 0; j < %d; ++j)\n"
-              "            lb_[j] = %s + (size_t)min((nt_ + 2 * j + (ln_ >> 4)) * 8 + (ln_ & 7), BTP - 1) * %d + "
-              "((ln_ >> 3) & 1) * %d;\n"
-              "        float d_[%d][%d][%d][4] = {};\n",
+              "            lb_[j] = %s + (size_t)min((nt_ + 2 * j + (ln_ >> 4)) * 8 + (ln_ & 7), BTP - 1) * %d",
               w->g, w->g, w->gn, w->wm, w->gn, w->wn, ty, w->wm, (w->wn + 1) / 2, w->wm, wbase,
-              rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase, c->xkp[lin], half_k,
-              w->na, w->wm, w->wn);
+              rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase,
+              bulk(c, lin) ? c->kc[lin] : c->xkp[lin]);
+    /* bulk staging: rows of kc floats, the lane's 16-byte group permuted
+     * by its row at each k-step (cuda_bulk.c) */
+    if (bulk(c, lin))
+        cu_printf(t, ";\n        const int hb_ = (ln_ >> 3) & 1, r7_ = ln_ & 7;\n");
+    else
+        cu_printf(t, " + ((ln_ >> 3) & 1) * %d;\n", half_k);
+    cu_printf(t, "        float d_[%d][%d][%d][4] = {};\n", w->na, w->wm, w->wn);
 }
 
 /* The K loop: x staged whole or in chunks; warp group ks_ takes k-steps
@@ -281,14 +291,22 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
               "            const int kk = k0_ + k;\n",
               w->ks, w->kw, w->ks * w->kw * w->na);
     for (int a = 0; a < w->na; a++) {
-        char k[48], kk[48];
-        snprintf(k, sizeof k, "k + %d", a * w->ks * w->kw);
+        char k[96], kk[48];
+        if (bulk(c, lin))
+            snprintf(k, sizeof k, "xo_ + (((((k + %d) >> 2) + hb_) ^ r7_) << 2)",
+                     a * w->ks * w->kw);
+        else
+            snprintf(k, sizeof k, "k + %d", a * w->ks * w->kw);
         snprintf(kk, sizeof kk, "kk + %d", a * w->ks * w->kw);
         emit_kstep(c, w, k, kk, a, t);
     }
     cu_printf(t, "        }\n        }\n");
-    if (chunked)
-        cu_printf(t, "        __syncthreads();\n    }\n");
+    if (chunked) {
+        cu_printf(t, "        __syncthreads();\n");
+        if (bulk(c, lin))
+            cu_emit_bulk_refill(c, lin, t);
+        cu_printf(t, "    }\n");
+    }
     return RNNC_OK;
 }
 
@@ -372,7 +390,9 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
     mma_warps w = {0};
     char d[256];
     rnnc_status st;
-    if (!choose_warps(c, lin, KC < K ? KC : K, c->xs_floats, &w))
+    /* bulk staging: the result lies over the chunk buffers, so no K split
+     * (its partial tiles would too) */
+    if (!choose_warps(c, lin, KC < K ? KC : K, bulk(c, lin) ? -1 : c->xs_floats, &w))
         return RNNC_ERR_UNSUPPORTED;
     cu_printf(t,
               "    /* %s: tensor cores, %d x %d tiles of 16 x 8; a warp owns %d x %d of them, "

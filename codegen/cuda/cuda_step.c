@@ -273,6 +273,10 @@ static rnnc_status emit_chunk_open(const cu_ctx *c, int32_t lin, bool chunked, c
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]], KC = c->kc[lin];
     long long NCH = (K + KC - 1) / KC;
+    if (chunked && c->bulk && lin == c->bulk_lin) {
+        cu_emit_bulk_open(c, lin, t);
+        return RNNC_OK;
+    }
     if (!chunked || !stage_ahead(c, lin)) {
         if (chunked)
             cu_printf(t, "    for (int ch_ = 0; ch_ < %lld; ++ch_) {\n", NCH);
@@ -469,6 +473,8 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
                       so = (long long)(sl * c->H);
             if (ll)
                 cu_emit_ll_put(c, sv, s, sl, t);
+            if (c->bulk && s == c->bulk_state)
+                cu_emit_bulk_put(c, s, sl, t);
             if (whole)
                 cu_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
                           at, C, so, s, sl);
@@ -602,6 +608,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     emit_smem_names(c, t);
     if (c->ll)
         cu_emit_ll_prelude(c, t);
+    cu_emit_bulk_helpers(c, t);
     cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(%s)\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
@@ -619,6 +626,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     /* the weights are the model's, written before any forward: in flight
      * while the kernel before this one finishes */
     cu_emit_weights(c, t);
+    cu_emit_bulk_init(c, t);
     cu_printf(t, "    rnnc_pdl();\n");
     cu_emit_reg_loads(c, t, true);
     if (c->ll)

@@ -7,6 +7,7 @@
  * (reduced with warp shuffles), reading 16-byte words of shared memory.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
@@ -84,6 +85,8 @@ static int64_t lay_smem(cu_ctx *c)
             xs = (int64_t)c->BTP * c->xkp[i];
     if (c->half && c->mma)
         xs = (xs + 1) / 2; /* x staged as 16-bit values for the tensor cores */
+    if (c->bulk)
+        xs = (int64_t)c->bulk_ns * c->BTP * c->kc[c->bulk_lin]; /* the chunk buffers */
     c->xs_floats = xs;
     at = up(xs, 4);
     for (int32_t i = 0; i < f->n; i++) {
@@ -97,6 +100,11 @@ static int64_t lay_smem(cu_ctx *c)
             at = up(at + (c->half ? (R * c->kp[i] + 1) / 2 : R * c->kp[i]), 4);
         else if (c->kr[i])
             at = up(at + R * cu_kr_stride(c, i), 4);
+        /* bulk staging: the result over the chunk buffers, past their use */
+        if (c->bulk && i == c->bulk_lin && R * (c->BTP + 1) <= xs) {
+            c->sm[i] = 0;
+            continue;
+        }
         c->sm[i] = at;
         at = up(at + R * (c->BTP + 1), 4);
     }
@@ -109,6 +117,10 @@ static int64_t lay_smem(cu_ctx *c)
             c->sm[i] = at;
             at = up(at + 2 * c->BTP, 4);
         }
+    }
+    if (c->bulk) {
+        c->bulk_mb = at; /* 8-byte mbarriers, one a buffer */
+        at = up(at + 2 * (int64_t)c->bulk_ns, 4);
     }
     c->smem_floats = at;
     return at * 4;
@@ -156,6 +168,23 @@ static void place_partials(cu_ctx *c)
             c->plan->part_floats += up(c->B * c->NUB * 2, 4);
         }
     }
+}
+
+/* Bulk staging of the chunked state (cuda_bulk.c) with the most buffers
+ * (4 down to 2) that fit, else none. */
+static void choose_bulk(cu_ctx *c, int64_t limit)
+{
+    c->bulk = false;
+    c->bulk_lin = cu_bulk_linear(c);
+    const char *e = getenv("RNNC_FUSED_BULK");
+    if (c->bulk_lin < 0 || (e && *e == '0'))
+        return;
+    c->bulk_state = ir_state_of(c->f, c->f->nodes[c->bulk_lin].a[0]);
+    c->bulk = true;
+    for (c->bulk_ns = 4; c->bulk_ns >= 2; c->bulk_ns--)
+        if (lay_smem(c) <= limit)
+            return;
+    c->bulk = false;
 }
 
 /* Lanes one step linear needs: RR x BB outputs each. */
@@ -233,6 +262,7 @@ static void try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t l
         return;
     for (int32_t i = 0; i < c->f->n; i++)
         c->kr[i] = 0;
+    choose_bulk(c, limit);
     *fits = lay_smem(c) <= limit;
     if (*fits)
         keep_columns(c, limit);

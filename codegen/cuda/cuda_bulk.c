@@ -1,0 +1,185 @@
+/*
+ * cuda_bulk.c: bulk staging of a chunked state for the TF32 step on sm_90.
+ * Requires: cu_choose_tiles (c->bulk, bulk_ns, bulk_lin, bulk_state and the
+ * shared layout: the chunk buffers at 0, the linear's result over them,
+ * the mbarriers at bulk_mb); keeps every other part of the step as it is.
+ *
+ * Why.  At B = 256, I = H = 1024 a TF32 block keeps its 32 rows of W_hh
+ * (131 KB) on chip and stages h in 32-column chunks, each fetched into
+ * registers one chunk ahead by every thread and stored after the chunk
+ * before is multiplied: one chunk in flight, two block barriers a chunk,
+ * and the latency of each fetch exposed (Nsight Compute on the H100: the
+ * staging and its barriers 29% of the step's samples, the multiply 44%).
+ * Here the element phase also writes the state's next value into a
+ * chunk-major copy, where chunk ch of batch group bb is one contiguous run
+ * of BT x KC floats; each step after the first, thread 0 starts bulk
+ * copies (cp.async.bulk, the TMA's linear form) of the first NS chunks
+ * into NS shared buffers, each completing on its own mbarrier, and
+ * refills a buffer with chunk ch + NS as soon as the block is past chunk
+ * ch.  Every thread waits on the buffer's mbarrier (parity by use), so a
+ * chunk costs one block barrier and up to NS of them are in flight.
+ *
+ * Layout.  Element (gb, k) of chunk ch = k / KC sits at ((ch * B + gb) *
+ * KC) + 4 ((k % KC / 4) ^ (gb % 8)) + k % 4: rows of KC floats without
+ * padding, their 16-byte groups permuted by the row's low three bits, so
+ * the eight rows an ldmatrix phase reads (8 consecutive batch rows, the
+ * same logical group) fall on eight distinct bank groups; a copy lands
+ * that layout in shared memory unchanged (BT a multiple of 8).  Step 0
+ * reads the caller's state row-major and stores it permuted the same way.
+ * Two copies by step parity, as the fp32 states: a block overwrites copy
+ * t & 1 at step t + 1 only after every block of its group has passed the
+ * barrier of step t, so after their last copy out of it completed.  The
+ * writers' stores are ordinary (generic proxy); the barrier's acquire and
+ * a proxy fence before the copies order them before the async proxy's
+ * reads.
+ */
+#include <stdio.h>
+
+#include "codegen/cuda/cuda_gen.h"
+
+static int64_t kdim(const cu_ctx *c, int32_t lin)
+{
+    return c->cols[c->f->nodes[lin].a[0]];
+}
+
+/* The one step linear of a one-phase TF32 step on sm_90 whose x is a
+ * state staged in chunks of a multiple of 32 columns dividing K, with
+ * weights on chip and batch groups of a multiple of 8 rows. */
+int32_t cu_bulk_linear(const cu_ctx *c)
+{
+    const ir_fn *f = c->f;
+    int32_t lin = -1;
+    if (c->cfg.sm < 90 || !c->mma || c->half || c->stream || c->s->n_phases != 1 || c->BT % 8)
+        return -1;
+    for (int32_t i = 0; i < f->n; i++) {
+        if (c->role[i] != CU_STEP_LINEAR)
+            continue;
+        if (lin >= 0)
+            return -1;
+        lin = i;
+    }
+    if (lin < 0 || c->role[f->nodes[lin].a[0]] != CU_LEAF_STATE)
+        return -1;
+    int64_t K = kdim(c, lin), KC = c->kc[lin];
+    if (KC >= K || KC % 32 || K % KC)
+        return -1;
+    return lin;
+}
+
+/* The state's two chunk-major copies in the exchange buffer (16-byte
+ * aligned, as the copies need). */
+void cu_bulk_place(cu_ctx *c)
+{
+    if (!c->bulk)
+        return;
+    int32_t sv = c->f->states[c->bulk_state].node;
+    cg_cuda_plan *p = c->plan;
+    p->xb_floats = (p->xb_floats + 3) / 4 * 4;
+    c->xb[sv] = p->xb_floats;
+    p->xb_floats += 2 * c->B * c->cols[sv];
+}
+
+void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
+{
+    if (!c->bulk)
+        return;
+    int32_t lin = c->bulk_lin, sv = c->f->states[c->bulk_state].node;
+    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
+    cu_printf(t,
+              "/* bulk staging (cuda_bulk.c): %lld chunks of %lld columns, %d buffers; the "
+              "state's chunk-major copy cp, chunk ch of this block's rows, and the place of "
+              "(gb, cc) */\n"
+              "#define NSB %d\n#define KCB %lld\n#define NCHB %lld\n#define CHF %lld\n"
+              "#define SM_MB %lld\n"
+              "#define BSRC(cp, ch) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)(ch) * B + b0) * KCB)\n"
+              "#define BPUT(cp, gb, cc) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)((cc) / KCB) * B + "
+              "(gb)) * KCB + (((((cc) %% KCB) >> 2) ^ ((gb) & 7)) << 2) + ((cc) & 3))\n",
+              K / KC, KC, c->bulk_ns, c->bulk_ns, KC, K / KC, (long long)c->BTP * KC,
+              (long long)c->bulk_mb, (long long)c->xb[sv], K, (long long)c->xb[sv], K);
+    cu_printf(t,
+              "__device__ __forceinline__ void rnnc_mb_init(unsigned long long *mb)\n{\n"
+              "    asm volatile(\"mbarrier.init.shared::cta.b64 [%%0], 1;\" : : "
+              "\"r\"((unsigned)__cvta_generic_to_shared(mb)) : \"memory\");\n}\n"
+              "/* bytes from global to shared memory, completing on mbarrier mb (one arrival "
+              "that expects them) */\n"
+              "__device__ __forceinline__ void rnnc_bulk_get(float *dst, const float *src, "
+              "unsigned bytes, unsigned long long *mb)\n{\n"
+              "    const unsigned d = (unsigned)__cvta_generic_to_shared(dst), m = "
+              "(unsigned)__cvta_generic_to_shared(mb);\n"
+              "    asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %%1;\" : : "
+              "\"r\"(m), \"r\"(bytes) : \"memory\");\n"
+              "    asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+              "[%%0], [%%1], %%2, [%%3];\" : : \"r\"(d), \"l\"(src), \"r\"(bytes), \"r\"(m) : "
+              "\"memory\");\n}\n"
+              "__device__ __forceinline__ void rnnc_mb_wait(unsigned long long *mb, unsigned ph)\n{\n"
+              "    const unsigned m = (unsigned)__cvta_generic_to_shared(mb);\n"
+              "    unsigned ok;\n"
+              "    do asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, "
+              "[%%1], %%2;\\nselp.u32 %%0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(m), \"r\"(ph) : "
+              "\"memory\");\n"
+              "    while (!ok);\n}\n");
+}
+
+/* In the kernel's head: the buffers' mbarriers (one arrival each: the
+ * copying thread's), the bytes of a chunk, the parity of each buffer's
+ * next use (bit s of ph_). */
+void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
+{
+    if (!c->bulk)
+        return;
+    cu_printf(t,
+              "    unsigned long long *const mb_ = (unsigned long long *)(sm_ + SM_MB);\n"
+              "    const unsigned bn_ = (unsigned)(min(BT, B - b0) * KCB * 4);\n"
+              "    unsigned ph_ = 0u;\n"
+              "    (void)bn_; (void)ph_;\n"
+              "    if (tid == 0) {\n"
+              "        for (int s_ = 0; s_ < NSB; ++s_) rnnc_mb_init(mb_ + s_);\n"
+              "        asm volatile(\"fence.mbarrier_init.release.cluster;\" : : : \"memory\");\n"
+              "    }\n");
+}
+
+/* Opens the chunk loop: after step 0 the first copies start (the barrier
+ * before this step acquired the data), and each chunk waits for its
+ * buffer; step 0 stages the caller's state itself. */
+void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    long long K = (long long)kdim(c, lin);
+    cu_printf(t,
+              "    if (t > 0 && tid == 0) {\n"
+              "        asm volatile(\"fence.proxy.async.global;\" : : : \"memory\");\n"
+              "        for (int s_ = 0; s_ < min(NSB, NCHB); ++s_)\n"
+              "            rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_);\n"
+              "    }\n"
+              "    for (int ch_ = 0; ch_ < NCHB; ++ch_) {\n"
+              "        const int xo_ = ch_ %% NSB * CHF;\n"
+              "        if (t == 0) {\n"
+              "            for (int i = tid; i < BTP * (KCB / 4); i += NT) {\n"
+              "                const int b = i / (KCB / 4), c4 = i %% (KCB / 4), gb = b0 + b;\n"
+              "                float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "                if (b < BT && gb < B)\n"
+              "                    v_ = __ldcg((const float4 *)(s%d_ + (size_t)gb * %lld + ch_ * KCB + c4 * 4));\n"
+              "                *(float4 *)&sm_[xo_ + b * KCB + ((c4 ^ (b & 7)) << 2)] = v_;\n"
+              "            }\n"
+              "            __syncthreads();\n"
+              "        } else {\n"
+              "            rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
+              "            ph_ ^= 1u << (ch_ %% NSB);\n"
+              "        }\n",
+              c->bulk_state, K);
+}
+
+/* After the block barrier that ends chunk ch_: its buffer takes chunk
+ * ch_ + NSB. */
+void cu_emit_bulk_refill(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    (void)c;
+    (void)lin;
+    cu_printf(t, "        if (t > 0 && tid == 0 && ch_ + NSB < NCHB)\n"
+                 "            rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ %% NSB);\n");
+}
+
+void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)
+{
+    cu_printf(t, "        __stcg(BPUT((t + 1) & 1, gb, %lld + gu), n%d_%d);\n",
+              (long long)(sl * c->H), s, sl);
+}
