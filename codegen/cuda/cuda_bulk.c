@@ -117,7 +117,10 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
               "    do asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, "
               "[%%1], %%2;\\nselp.u32 %%0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(m), \"r\"(ph) : "
               "\"memory\");\n"
-              "    while (!ok);\n}\n");
+              "    while (!ok);\n}\n"
+              "__device__ __forceinline__ float4 rnnc_tf32x4(float4 v)\n{\n"
+              "    return make_float4(__uint_as_float(rnnc_tf32(v.x)), __uint_as_float(rnnc_tf32(v.y)),\n"
+              "                       __uint_as_float(rnnc_tf32(v.z)), __uint_as_float(rnnc_tf32(v.w)));\n}\n");
 }
 
 /* In the kernel's head: the buffers' mbarriers (one arrival each: the
@@ -158,14 +161,14 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
               "                float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);\n"
               "                if (b < BT && gb < B)\n"
               "                    v_ = __ldcg((const float4 *)(s%d_ + (size_t)gb * %lld + ch_ * KCB + c4 * 4));\n"
-              "                *(float4 *)&sm_[xo_ + b * KCB + ((c4 ^ (b & 7)) << 2)] = v_;\n"
+              "                *(float4 *)&sm_[xo_ + b * KCB + ((c4 ^ (b & 7)) << 2)] = %s;\n"
               "            }\n"
               "            __syncthreads();\n"
               "        } else {\n"
               "            rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
               "            ph_ ^= 1u << (ch_ %% NSB);\n"
               "        }\n",
-              c->bulk_state, K);
+              c->bulk_state, K, c->cfg.math == 1 ? "rnnc_tf32x4(v_)" : "v_");
 }
 
 /* After the block barrier that ends chunk ch_: its buffer takes chunk
@@ -180,6 +183,7 @@ void cu_emit_bulk_refill(const cu_ctx *c, int32_t lin, cu_text *t)
 
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)
 {
-    cu_printf(t, "        __stcg(BPUT((t + 1) & 1, gb, %lld + gu), n%d_%d);\n",
-              (long long)(sl * c->H), s, sl);
+    cu_printf(t, "        __stcg(BPUT((t + 1) & 1, gb, %lld + gu), %sn%d_%d%s);\n",
+              (long long)(sl * c->H), c->cfg.math == 1 ? "__uint_as_float(rnnc_tf32(" : "", s, sl,
+              c->cfg.math == 1 ? "))" : "");
 }

@@ -263,6 +263,9 @@ void cu_emit_ldsm_helpers(cu_text *t);
  * when chunked; a half model's x is staged 16-bit), its results where the
  * FFMA loops put them. */
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
+/* In the TF32 mode, the step's weight slices rounded in shared memory once
+ * they have arrived (then a block barrier; nothing otherwise). */
+void cu_emit_mma_round(const cu_ctx *c, cu_text *t);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* The same on the FFMA pipes (cuda_ffma.c). */

@@ -170,12 +170,17 @@ bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
     return choose_warps(c, lin, chunk, -1, &w);
 }
 
+static bool bulk(const cu_ctx *c, int32_t lin)
+{
+    return c->bulk && lin == c->bulk_lin;
+}
+
 /* The fragment loads (ldmatrix: an A fragment in one, the B fragments of
  * two batch tiles in one) and products of one k-step at x column `k` and
  * weight column `kk`, into accumulator set s; TF32 operands are split
  * into their parts after the load. */
-static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const char *kk, int s,
-                       cu_text *t)
+static void emit_kstep(const cu_ctx *c, int32_t lin, const mma_warps *w, const char *k,
+                       const char *kk, int s, cu_text *t)
 {
     cu_printf(t,
               "            {\n"
@@ -202,22 +207,27 @@ static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const
                   w->wm, w->wn, s, s, s, s);
         return;
     }
+    /* operands rounded to TF32 before (cu_emit_mma_round, cuda_bulk.c) go
+     * to the tensor cores as loaded */
+    const char *sa = "rnnc_sp", *sb = bulk(c, lin) && c->cfg.math == 1 ? "rnnc_sp0" : "rnnc_sp";
+    if (c->cfg.math == 1)
+        sa = "rnnc_sp0";
     cu_printf(t,
               "                unsigned ah_[%d][4], al_[%d][4], bh_[%d][2], bl_[%d][2];\n"
               "#pragma unroll\n"
               "                for (int i = 0; i < %d; ++i)\n"
               "#pragma unroll\n"
-              "                    for (int e = 0; e < 4; ++e) rnnc_sp(__uint_as_float(a_[i][e]), ah_[i][e], al_[i][e]);\n"
+              "                    for (int e = 0; e < 4; ++e) %s(__uint_as_float(a_[i][e]), ah_[i][e], al_[i][e]);\n"
               "#pragma unroll\n"
               "                for (int j = 0; j < %d; ++j)\n"
               "#pragma unroll\n"
-              "                    for (int e = 0; e < 2; ++e) rnnc_sp(__uint_as_float(b_[j][e]), bh_[j][e], bl_[j][e]);\n"
+              "                    for (int e = 0; e < 2; ++e) %s(__uint_as_float(b_[j][e]), bh_[j][e], bl_[j][e]);\n"
               "#pragma unroll\n"
               "                for (int i = 0; i < %d; ++i)\n"
               "#pragma unroll\n"
               "                    for (int j = 0; j < %d; ++j)\n"
               "                    {\n",
-              w->wm, w->wm, w->wn, w->wn, w->wm, w->wn, w->wm, w->wn);
+              w->wm, w->wm, w->wn, w->wn, w->wm, sa, w->wn, sb, w->wm, w->wn);
     /* rnnc_mma3 multiplies in the math mode; 3xtf32 sums a k-step's three
      * products from zero, then adds them in fp32: the tensor cores' adds
      * truncate, and summing straight into the accumulator drifted by
@@ -227,11 +237,6 @@ static void emit_kstep(const cu_ctx *c, const mma_warps *w, const char *k, const
               "d_[%d][i][j][3], ah_[i], al_[i], bh_[j], bl_[j]);\n",
               s, s, s, s);
     cu_printf(t, "                    }\n            }\n");
-}
-
-static bool bulk(const cu_ctx *c, int32_t lin)
-{
-    return c->bulk && lin == c->bulk_lin;
 }
 
 /* The warp's place in the layout and its lanes' ldmatrix rows: for A the
@@ -298,7 +303,7 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
         else
             snprintf(k, sizeof k, "k + %d", a * w->ks * w->kw);
         snprintf(kk, sizeof kk, "kk + %d", a * w->ks * w->kw);
-        emit_kstep(c, w, k, kk, a, t);
+        emit_kstep(c, lin, w, k, kk, a, t);
     }
     cu_printf(t, "        }\n        }\n");
     if (chunked) {
@@ -381,6 +386,23 @@ static void emit_split_results(const cu_ctx *c, int32_t lin, const mma_warps *w,
               "            sm_[SM_L%d + r_ * (BTP + 1) + n_] = s_;\n"
               "        }\n",
               rows(c, lin), (int)lin, w->ks - 1, ps, w->pp, (int)lin);
+}
+
+/* The TF32 mode rounds the step's weight slices in shared memory once,
+ * after they arrive, so no k-step converts its A fragments: the same
+ * products (cvt.rna, three instructions a word, 12 words a k-step at 1 x
+ * 4 tiles a warp). */
+void cu_emit_mma_round(const cu_ctx *c, cu_text *t)
+{
+    if (!c->mma || c->half || c->cfg.math != 1)
+        return;
+    for (int32_t i = 0; i < c->f->n; i++)
+        if (c->role[i] == CU_STEP_LINEAR)
+            cu_printf(t,
+                      "    for (int i = tid; i < %lld; i += NT) /* the weights to TF32 */\n"
+                      "        sm_[SM_W%d + i] = __uint_as_float(rnnc_tf32(sm_[SM_W%d + i]));\n",
+                      (long long)rows(c, i) * c->kp[i], (int)i, (int)i);
+    cu_printf(t, "    __syncthreads();\n");
 }
 
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,

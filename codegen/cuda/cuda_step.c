@@ -637,13 +637,15 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
               "    int tend_ = 0;\n"
               "    for (int b = 0; b < BT && b0 + b < B; ++b) tend_ = max(tend_, LEN(b0 + b));\n"
               "%s"
-              "    __syncthreads();\n"
+              "    __syncthreads();\n",
+              c->cfg.sm >= 80 ? "    asm volatile(\"cp.async.wait_all;\" : : : \"memory\"); /* the weights */\n" : "");
+    cu_emit_mma_round(c, t);
+    cu_printf(t,
               "%s"
               "    for (int t = 0; t < tend_; ++t) {\n"
               "    const float *const cur = st + (size_t)(t & 1) * STF;\n"
               "    float *const nxt = st + (size_t)((t + 1) & 1) * STF;\n"
               "    (void)cur; (void)nxt;\n",
-              c->cfg.sm >= 80 ? "    asm volatile(\"cp.async.wait_all;\" : : : \"memory\"); /* the weights */\n" : "",
               c->ll ? "" : "    unsigned epoch = 0;\n");
     for (int s = 0; s < c->f->n_states; s++)
         cu_printf(t, "    const float *const s%d_ = t == 0 ? si%d_ : cur + %lld; (void)s%d_;\n", s,
