@@ -1,5 +1,6 @@
 /*
- * cuda_bulk.c: bulk staging of a chunked state for the TF32 step on sm_90.
+ * cuda_bulk.c: bulk staging of a chunked state for the fp32 step on sm_90
+ * (tensor cores or FFMA).
  * Requires: cu_choose_tiles (c->bulk, bulk_ns, bulk_lin, bulk_state and the
  * shared layout: the chunk buffers at 0, the linear's result over them,
  * the mbarriers at bulk_mb); keeps every other part of the step as it is.
@@ -20,11 +21,12 @@
  * chunk costs one block barrier and up to NS of them are in flight.
  *
  * Layout.  Element (gb, k) of chunk ch = k / KC sits at ((ch * B + gb) *
- * KC) + 4 ((k % KC / 4) ^ (gb % 8)) + k % 4: rows of KC floats without
- * padding, their 16-byte groups permuted by the row's low three bits, so
- * the eight rows an ldmatrix phase reads (8 consecutive batch rows, the
- * same logical group) fall on eight distinct bank groups; a copy lands
- * that layout in shared memory unchanged (BT a multiple of 8).  Step 0
+ * KC) + 4 BSW(gb, k % KC / 4) + k % 4: rows of KC floats without padding,
+ * their 16-byte groups permuted by the row (BSW), so the words one
+ * shared-memory phase reads fall on distinct banks (tensor cores: the
+ * eight rows of an ldmatrix phase, one logical group; FFMA: KS groups of
+ * 8 / KS rows); a copy lands that layout in shared memory unchanged (BT a
+ * multiple of 8).  Step 0
  * reads the caller's state row-major and stores it permuted the same way.
  * Two copies by step parity, as the fp32 states: a block overwrites copy
  * t & 1 at step t + 1 only after every block of its group has passed the
@@ -37,19 +39,26 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
+/* The TF32 mode on tensor cores takes h rounded to TF32: rounded where it
+ * is written, so no k-step converts it (cuda_mma_step.c). */
+static bool rounds(const cu_ctx *c)
+{
+    return c->mma && c->cfg.math == 1;
+}
+
 static int64_t kdim(const cu_ctx *c, int32_t lin)
 {
     return c->cols[c->f->nodes[lin].a[0]];
 }
 
-/* The one step linear of a one-phase TF32 step on sm_90 whose x is a
- * state staged in chunks of a multiple of 32 columns dividing K, with
+/* The one step linear of a one-phase fp32 step on sm_90 whose x is a
+ * state staged in chunks of 32, 64 or 128 columns dividing K, with
  * weights on chip and batch groups of a multiple of 8 rows. */
 int32_t cu_bulk_linear(const cu_ctx *c)
 {
     const ir_fn *f = c->f;
     int32_t lin = -1;
-    if (c->cfg.sm < 90 || !c->mma || c->half || c->stream || c->s->n_phases != 1 || c->BT % 8)
+    if (c->cfg.sm < 90 || c->half || c->stream || c->s->n_phases != 1 || c->BT % 8)
         return -1;
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
@@ -61,7 +70,7 @@ int32_t cu_bulk_linear(const cu_ctx *c)
     if (lin < 0 || c->role[f->nodes[lin].a[0]] != CU_LEAF_STATE)
         return -1;
     int64_t K = kdim(c, lin), KC = c->kc[lin];
-    if (KC >= K || KC % 32 || K % KC)
+    if (KC >= K || (KC != 32 && KC != 64 && KC != 128) || K % KC)
         return -1;
     return lin;
 }
@@ -93,9 +102,17 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
               "#define SM_MB %lld\n"
               "#define BSRC(cp, ch) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)(ch) * B + b0) * KCB)\n"
               "#define BPUT(cp, gb, cc) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)((cc) / KCB) * B + "
-              "(gb)) * KCB + (((((cc) %% KCB) >> 2) ^ ((gb) & 7)) << 2) + ((cc) & 3))\n",
+              "(gb)) * KCB + (BSW(gb, ((cc) %% KCB) >> 2) << 2) + ((cc) & 3))\n",
               K / KC, KC, c->bulk_ns, c->bulk_ns, KC, K / KC, (long long)c->BTP * KC,
               (long long)c->bulk_mb, (long long)c->xb[sv], K, (long long)c->xb[sv], K);
+    /* where the 16-byte group g of row r lies: ldmatrix reads one group of
+     * 8 consecutive rows, so the tensor cores XOR it with the row's low
+     * bits; the FFMA lanes of a quarter warp read KS consecutive groups of
+     * 8 / KS rows, so their rows rotate by KS groups */
+    if (c->mma)
+        cu_printf(t, "#define BSW(r, g) ((g) ^ ((r) & 7))\n");
+    else
+        cu_printf(t, "#define BSW(r, g) (((g) + (r) * %d) & %lld)\n", c->ks[lin], KC / 4 - 1);
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_mb_init(unsigned long long *mb)\n{\n"
               "    asm volatile(\"mbarrier.init.shared::cta.b64 [%%0], 1;\" : : "
@@ -117,10 +134,13 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
               "    do asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, "
               "[%%1], %%2;\\nselp.u32 %%0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(m), \"r\"(ph) : "
               "\"memory\");\n"
-              "    while (!ok);\n}\n"
-              "__device__ __forceinline__ float4 rnnc_tf32x4(float4 v)\n{\n"
-              "    return make_float4(__uint_as_float(rnnc_tf32(v.x)), __uint_as_float(rnnc_tf32(v.y)),\n"
-              "                       __uint_as_float(rnnc_tf32(v.z)), __uint_as_float(rnnc_tf32(v.w)));\n}\n");
+              "    while (!ok);\n}\n");
+    if (rounds(c))
+        cu_printf(t, "__device__ __forceinline__ float4 rnnc_tf32x4(float4 v)\n{\n"
+                     "    return make_float4(__uint_as_float(rnnc_tf32(v.x)), "
+                     "__uint_as_float(rnnc_tf32(v.y)),\n"
+                     "                       __uint_as_float(rnnc_tf32(v.z)), "
+                     "__uint_as_float(rnnc_tf32(v.w)));\n}\n");
 }
 
 /* In the kernel's head: the buffers' mbarriers (one arrival each: the
@@ -161,14 +181,14 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
               "                float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);\n"
               "                if (b < BT && gb < B)\n"
               "                    v_ = __ldcg((const float4 *)(s%d_ + (size_t)gb * %lld + ch_ * KCB + c4 * 4));\n"
-              "                *(float4 *)&sm_[xo_ + b * KCB + ((c4 ^ (b & 7)) << 2)] = %s;\n"
+              "                *(float4 *)&sm_[xo_ + b * KCB + (BSW(b, c4) << 2)] = %s;\n"
               "            }\n"
               "            __syncthreads();\n"
               "        } else {\n"
               "            rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
               "            ph_ ^= 1u << (ch_ %% NSB);\n"
               "        }\n",
-              c->bulk_state, K, c->cfg.math == 1 ? "rnnc_tf32x4(v_)" : "v_");
+              c->bulk_state, K, rounds(c) ? "rnnc_tf32x4(v_)" : "v_");
 }
 
 /* After the block barrier that ends chunk ch_: its buffer takes chunk
@@ -184,6 +204,6 @@ void cu_emit_bulk_refill(const cu_ctx *c, int32_t lin, cu_text *t)
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)
 {
     cu_printf(t, "        __stcg(BPUT((t + 1) & 1, gb, %lld + gu), %sn%d_%d%s);\n",
-              (long long)(sl * c->H), c->cfg.math == 1 ? "__uint_as_float(rnnc_tf32(" : "", s, sl,
-              c->cfg.math == 1 ? "))" : "");
+              (long long)(sl * c->H), rounds(c) ? "__uint_as_float(rnnc_tf32(" : "", s, sl,
+              rounds(c) ? "))" : "");
 }

@@ -87,8 +87,14 @@ static void emit_kstep(const cu_ctx *c, int32_t lin, bool kept, cu_text *t)
     for (int i = 0; i < c->RR; i++)
         cu_emit_wload(c, lin, i, kept, t);
     for (int j = 0; j < c->BB; j++)
-        cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
-                  j, j * NTB, c->xkp[lin]);
+        if (c->bulk && lin == c->bulk_lin) /* (cuda_bulk.c) */
+            cu_printf(t,
+                      "            const float4 x%d = *(const float4 *)&sm_[xo_ + (tb + %d) * KCB + "
+                      "(BSW(tb + %d, k >> 2) << 2)];\n",
+                      j, j * NTB, j * NTB);
+        else
+            cu_printf(t, "            const float4 x%d = *(const float4 *)&sm_[(tb + %d) * %d + k];\n",
+                      j, j * NTB, c->xkp[lin]);
     for (int e = 0; e < 4; e++)
         for (int i = 0; i < c->RR; i++)
             for (int j = 0; j < c->BB; j++)
@@ -161,8 +167,12 @@ rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                      "            const int kk = k;\n", k0, K4, 4 * KS);
         emit_kstep(c, lin, false, t);
     }
-    if (chunked)
-        cu_printf(t, "        __syncthreads();\n    }\n");
+    if (chunked) {
+        cu_printf(t, "        __syncthreads();\n");
+        if (c->bulk && lin == c->bulk_lin)
+            cu_emit_bulk_refill(c, lin, t);
+        cu_printf(t, "    }\n");
+    }
     if (c->RR * c->BB <= 32) {
         emit_ksum(c, KS, t);
         emit_put(c, lin, KS, t);

@@ -298,7 +298,7 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
     for (int a = 0; a < w->na; a++) {
         char k[96], kk[48];
         if (bulk(c, lin))
-            snprintf(k, sizeof k, "xo_ + (((((k + %d) >> 2) + hb_) ^ r7_) << 2)",
+            snprintf(k, sizeof k, "xo_ + (BSW(r7_, ((k + %d) >> 2) + hb_) << 2)",
                      a * w->ks * w->kw);
         else
             snprintf(k, sizeof k, "k + %d", a * w->ks * w->kw);

@@ -7,7 +7,6 @@
  * (reduced with warp shuffles), reading 16-byte words of shared memory.
  */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
@@ -176,8 +175,7 @@ static void choose_bulk(cu_ctx *c, int64_t limit)
 {
     c->bulk = false;
     c->bulk_lin = cu_bulk_linear(c);
-    const char *e = getenv("RNNC_FUSED_BULK");
-    if (c->bulk_lin < 0 || (e && *e == '0'))
+    if (c->bulk_lin < 0)
         return;
     c->bulk_state = ir_state_of(c->f, c->f->nodes[c->bulk_lin].a[0]);
     c->bulk = true;
@@ -296,12 +294,14 @@ static int batch_tiles(const cu_ctx *c, int64_t *out)
 /* Weights on chip with x staged in chunks of at least 128 columns; else
  * weights streamed from L2/HBM, one batch group first (each group reads
  * all of W_hh every step); else on chip with narrower chunks.  Each chunk
- * costs a trip through L2 and two block barriers, so at B = 256, H = 1024
- * 32-column chunks (32 per step) cost more than reading W_hh (16.8 MB,
- * inside L2) every step with FFMA.  Tensor cores (which need the weights
- * on chip) turn that round: narrow chunks come before streaming (H100,
- * TF32 LSTM I = H = 1024, B = 256: 7.60 ms against 10.75 streamed,
- * bench/results/h100/chunks/). */
+ * the threads stage costs a trip through L2 and two block barriers, so at
+ * B = 256, H = 1024 32-column chunks (32 per step) cost more than reading
+ * W_hh (16.8 MB, inside L2) every step with FFMA.  Tensor cores (which
+ * need the weights on chip) turn that round: narrow chunks come before
+ * streaming (H100, TF32 LSTM I = H = 1024, B = 256: 7.60 ms against 10.75
+ * streamed, bench/results/h100/chunks/); so do FFMA's narrow chunks where
+ * bulk copies stage them (cuda_bulk.c: several in flight, one barrier a
+ * chunk). */
 static bool search(cu_ctx *c, int sm_count, int64_t limit)
 {
     static const struct {
@@ -311,20 +311,26 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     } passes[] = {{false, {0, 512, 256, 128}, 4},
                   {true, {0, 512, 256, 128, 64, 32}, 6},
                   {false, {64, 32}, 2}};
-    static const int ffma_order[] = {0, 1, 2}, tc_order[] = {0, 2, 1};
+    /* (pass, taken only with bulk staging) */
+    static const int ffma_order[][2] = {{0, 0}, {2, 1}, {1, 0}, {2, 0}},
+                     tc_order[][2] = {{0, 0}, {2, 0}, {1, 0}};
     bool tc = cu_tensor_cores(c);
+    const int(*order)[2] = tc ? tc_order : ffma_order;
+    int n_order = tc ? 3 : 4;
     int64_t bts[48];
     int nb = batch_tiles(c, bts);
-    for (size_t o = 0; o < sizeof passes / sizeof passes[0]; o++) {
-        int s = tc ? tc_order[o] : ffma_order[o];
+    for (int o = 0; o < n_order; o++) {
+        int s = order[o][0];
+        bool bulk_only = order[o][1] != 0;
         c->stream = passes[s].stream;
         for (int i = 0; i < nb; i++) {
             int64_t bt = c->stream && c->cfg.batch_tile <= 0 ? (i == 0 ? c->B : bts[i]) : bts[i];
             for (int k = 0; k < passes[s].n; k++) {
                 bool fits;
                 try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
-                /* narrow chunks pay only on tensor cores */
-                if (fits && (s != 2 || !tc || c->mma))
+                /* narrow chunks pay only on tensor cores, or staged by
+                 * bulk copies */
+                if (fits && (s != 2 || !tc || c->mma) && (!bulk_only || c->bulk))
                     return true;
             }
         }
