@@ -40,6 +40,7 @@ if [ "${BENCH:-1}" != 0 ]; then
   cmp lstm_h1024_b64_tf32 $L --batch 64 --math tf32
   cmp lstm_h1024_b64_3xtf32 $L --batch 64 --math 3xtf32
   cmp lstm_h1024_b256_tf32 $L --batch 256 --math tf32
+  cmp gru_h1024_b256_tf32 --seq 100 --input-size 1024 --hidden 1024 --cell gru --batch 256 --math tf32
   cmp lstm_t1_b64_ffma --seq 1 --input-size 512 --hidden 512 --cell lstm --batch 64
   cmp lstm_t1_b64_tf32 --seq 1 --input-size 512 --hidden 512 --cell lstm --batch 64 --math tf32
   cmp lstm_b1_ffma $S --batch 1
