@@ -170,7 +170,7 @@ rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
     if (chunked) {
         cu_printf(t, "        __syncthreads();\n");
         if (c->bulk && lin == c->bulk_lin)
-            cu_emit_bulk_refill(c, lin, t);
+            cu_emit_bulk_refill(t);
         cu_printf(t, "    }\n");
     }
     if (c->RR * c->BB <= 32) {

@@ -99,7 +99,7 @@ typedef struct cu_ctx {
      * xb[state] (two copies by step parity), and staged from there after
      * step 0: half the bytes of the fp32 states (cuda_ll.c). */
     bool h16;
-    /* TF32 step on sm_90 with h staged in chunks (cuda_bulk.c): the state
+    /* fp32 step on sm_90 with h staged in chunks (cuda_bulk.c): the state
      * bulk_state is also published chunk-major at xb + xb[state] (two
      * copies by step parity), and steps after the first stage its chunks
      * with bulk copies into bulk_ns shared buffers (mbarriers at SM
@@ -219,7 +219,7 @@ void cu_bulk_place(cu_ctx *c);
 void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_init(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t);
-void cu_emit_bulk_refill(const cu_ctx *c, int32_t lin, cu_text *t);
+void cu_emit_bulk_refill(cu_text *t);
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t);
 /* c->h16: the source of row gb, column cc of state x's 16-bit copy read
  * at step t. */

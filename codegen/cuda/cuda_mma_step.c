@@ -309,7 +309,7 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
     if (chunked) {
         cu_printf(t, "        __syncthreads();\n");
         if (bulk(c, lin))
-            cu_emit_bulk_refill(c, lin, t);
+            cu_emit_bulk_refill(t);
         cu_printf(t, "    }\n");
     }
     return RNNC_OK;
