@@ -167,11 +167,12 @@ rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                      "            const int kk = k;\n", k0, K4, 4 * KS);
         emit_kstep(c, lin, false, t);
     }
-    if (chunked) {
-        cu_printf(t, "        __syncthreads();\n");
-        if (c->bulk && lin == c->bulk_lin)
-            cu_emit_bulk_refill(t);
-        cu_printf(t, "    }\n");
+    if (chunked && c->bulk && lin == c->bulk_lin) {
+        cu_emit_bulk_chunk_end(t);
+        /* every warp past the buffers: the result goes over them */
+        cu_printf(t, "    }\n    __syncthreads();\n");
+    } else if (chunked) {
+        cu_printf(t, "        __syncthreads();\n    }\n");
     }
     if (c->RR * c->BB <= 32) {
         emit_ksum(c, KS, t);

@@ -102,8 +102,9 @@ typedef struct cu_ctx {
     /* fp32 step on sm_90 with h staged in chunks (cuda_bulk.c): the state
      * bulk_state is also published chunk-major at xb + xb[state] (two
      * copies by step parity), and steps after the first stage its chunks
-     * with bulk copies into bulk_ns shared buffers (mbarriers at SM
-     * offset bulk_mb); the linear's result shares the buffers. */
+     * with bulk copies into bulk_ns shared buffers (two mbarriers a
+     * buffer at SM offset bulk_mb); the linear's result shares the
+     * buffers. */
     bool bulk;
     int bulk_ns;
     int32_t bulk_lin, bulk_state;
@@ -211,15 +212,15 @@ void cu_emit_ll_stage(const cu_ctx *c, int32_t lin, cu_text *t);
 /* Bulk staging of a chunked state (cuda_bulk.c): the step linear whose x
  * the tiling lets it stage (-1: none; cuda_tile.c then picks bulk_ns),
  * the state's chunk-major copies, the device helpers, the mbarriers'
- * set-up, the chunk loop's head (the stage callback's part) and its tail
- * (the next copy into the buffer just read), and the element phase's
+ * set-up, the chunk loop's head (the stage callback's part) and a chunk's
+ * end (the next copy into the buffer just read), and the element phase's
  * store of the state's next value n<s>_<sl>. */
 int32_t cu_bulk_linear(const cu_ctx *c);
 void cu_bulk_place(cu_ctx *c);
 void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_init(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t);
-void cu_emit_bulk_refill(cu_text *t);
+void cu_emit_bulk_chunk_end(cu_text *t);
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t);
 /* c->h16: the source of row gb, column cc of state x's 16-bit copy read
  * at step t. */

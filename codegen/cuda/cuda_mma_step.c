@@ -306,11 +306,12 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
         emit_kstep(c, lin, w, k, kk, a, t);
     }
     cu_printf(t, "        }\n        }\n");
-    if (chunked) {
-        cu_printf(t, "        __syncthreads();\n");
-        if (bulk(c, lin))
-            cu_emit_bulk_refill(t);
-        cu_printf(t, "    }\n");
+    if (chunked && bulk(c, lin)) {
+        cu_emit_bulk_chunk_end(t);
+        /* every warp past the buffers: the result goes over them */
+        cu_printf(t, "    }\n    __syncthreads();\n");
+    } else if (chunked) {
+        cu_printf(t, "        __syncthreads();\n    }\n");
     }
     return RNNC_OK;
 }

@@ -118,8 +118,8 @@ static int64_t lay_smem(cu_ctx *c)
         }
     }
     if (c->bulk) {
-        c->bulk_mb = at; /* 8-byte mbarriers, one a buffer */
-        at = up(at + 2 * (int64_t)c->bulk_ns, 4);
+        c->bulk_mb = at; /* 8-byte mbarriers, two a buffer (full, free) */
+        at = up(at + 4 * (int64_t)c->bulk_ns, 4);
     }
     c->smem_floats = at;
     return at * 4;
