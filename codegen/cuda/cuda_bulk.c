@@ -42,18 +42,6 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-/* The TF32 mode on tensor cores takes h rounded to TF32: rounded where it
- * is written, so no k-step converts it (cuda_mma_step.c). */
-static bool rounds(const cu_ctx *c)
-{
-    return c->mma && c->cfg.math == 1;
-}
-
-static int64_t kdim(const cu_ctx *c, int32_t lin)
-{
-    return c->cols[c->f->nodes[lin].a[0]];
-}
-
 /* The one step linear of a one-phase fp32 step on sm_90 whose x is a
  * state staged in chunks of 32, 64 or 128 columns dividing K, with
  * weights on chip and batch groups of a multiple of 8 rows. */
@@ -72,7 +60,7 @@ int32_t cu_bulk_linear(const cu_ctx *c)
     }
     if (lin < 0 || c->role[f->nodes[lin].a[0]] != CU_LEAF_STATE)
         return -1;
-    int64_t K = kdim(c, lin), KC = c->kc[lin];
+    int64_t K = cu_kdim(c, lin), KC = c->kc[lin];
     if (KC >= K || (KC != 32 && KC != 64 && KC != 128) || K % KC)
         return -1;
     return lin;
@@ -96,7 +84,7 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
     if (!c->bulk)
         return;
     int32_t lin = c->bulk_lin, sv = c->f->states[c->bulk_state].node;
-    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
+    long long K = (long long)cu_kdim(c, lin), KC = c->kc[lin];
     cu_printf(t,
               "/* bulk staging (cuda_bulk.c): %lld chunks of %lld columns, %d buffers; the "
               "state's chunk-major copy cp, chunk ch of this block's rows, and the place of "
@@ -141,7 +129,7 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
               "[%%1], %%2;\\nselp.u32 %%0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(m), \"r\"(ph) : "
               "\"memory\");\n"
               "    while (!ok);\n}\n");
-    if (rounds(c))
+    if (cu_tf32_rounded(c))
         cu_printf(t, "__device__ __forceinline__ float4 rnnc_tf32x4(float4 v)\n{\n"
                      "    return make_float4(__uint_as_float(rnnc_tf32(v.x)), "
                      "__uint_as_float(rnnc_tf32(v.y)),\n"
@@ -174,7 +162,7 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
  * buffer; step 0 stages the caller's state itself. */
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
 {
-    long long K = (long long)kdim(c, lin);
+    long long K = (long long)cu_kdim(c, lin);
     cu_printf(t,
               "    if (t > 0 && tid == 0) {\n"
               "        asm volatile(\"fence.proxy.async.global;\" : : : \"memory\");\n"
@@ -196,7 +184,7 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
               "            rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
               "            ph_ ^= 1u << (ch_ %% NSB);\n"
               "        }\n",
-              c->bulk_state, K, rounds(c) ? "rnnc_tf32x4(v_)" : "v_");
+              c->bulk_state, K, cu_tf32_rounded(c) ? "rnnc_tf32x4(v_)" : "v_");
 }
 
 /* The end of chunk ch_: its buffer takes chunk ch_ + NSB once every warp
@@ -226,6 +214,6 @@ void cu_emit_bulk_chunk_end(cu_text *t)
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)
 {
     cu_printf(t, "        __stcg(BPUT((t + 1) & 1, gb, %lld + gu), %sn%d_%d%s);\n",
-              (long long)(sl * c->H), rounds(c) ? "__uint_as_float(rnnc_tf32(" : "", s, sl,
-              rounds(c) ? "))" : "");
+              (long long)(sl * c->H), cu_tf32_rounded(c) ? "__uint_as_float(rnnc_tf32(" : "", s, sl,
+              cu_tf32_rounded(c) ? "))" : "");
 }

@@ -87,7 +87,7 @@ static void emit_kstep(const cu_ctx *c, int32_t lin, bool kept, cu_text *t)
     for (int i = 0; i < c->RR; i++)
         cu_emit_wload(c, lin, i, kept, t);
     for (int j = 0; j < c->BB; j++)
-        if (c->bulk && lin == c->bulk_lin) /* (cuda_bulk.c) */
+        if (cu_bulk_staged(c, lin)) /* (cuda_bulk.c) */
             cu_printf(t,
                       "            const float4 x%d = *(const float4 *)&sm_[xo_ + (tb + %d) * KCB + "
                       "(BSW(tb + %d, k >> 2) << 2)];\n",
@@ -167,7 +167,7 @@ rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                      "            const int kk = k;\n", k0, K4, 4 * KS);
         emit_kstep(c, lin, false, t);
     }
-    if (chunked && c->bulk && lin == c->bulk_lin) {
+    if (chunked && cu_bulk_staged(c, lin)) {
         cu_emit_bulk_chunk_end(t);
         /* every warp past the buffers: the result goes over them */
         cu_printf(t, "    }\n    __syncthreads();\n");

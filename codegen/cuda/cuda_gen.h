@@ -126,6 +126,26 @@ enum {
     CU_NEED_WHOLE = 16 /* state read as a whole vector (a linear's x, a reduction) */
 };
 
+/* K of step linear lin: the columns of its x. */
+static inline int64_t cu_kdim(const cu_ctx *c, int32_t lin)
+{
+    return c->cols[c->f->nodes[lin].a[0]];
+}
+
+/* Step linear lin stages its x by bulk copies (cuda_bulk.c). */
+static inline bool cu_bulk_staged(const cu_ctx *c, int32_t lin)
+{
+    return c->bulk && lin == c->bulk_lin;
+}
+
+/* The TF32 mode on tensor cores: the step's operands are rounded to TF32
+ * before the k-steps (the weight slices in shared memory, bulk-staged h
+ * where it is written), which then pass them on as loaded. */
+static inline bool cu_tf32_rounded(const cu_ctx *c)
+{
+    return c->mma && !c->half && c->cfg.math == 1;
+}
+
 /* Row length in shared memory of a streamed linear's resident columns
  * (padded as an on-chip slice's rows are). */
 static inline int32_t cu_kr_stride(const cu_ctx *c, int32_t i)

@@ -57,11 +57,6 @@ static int rows(const cu_ctx *c, int32_t lin)
     return (c->k[lin] < 1 ? 1 : c->k[lin]) * c->UT;
 }
 
-static int64_t kdim(const cu_ctx *c, int32_t lin)
-{
-    return c->cols[c->f->nodes[lin].a[0]];
-}
-
 /* Floats a row of a partial slice takes: 8 mod 32, so the float2 stores
  * of a half warp (4 rows g, 8 columns 2q) hit distinct banks. */
 static int partial_pitch(int ntn)
@@ -89,7 +84,7 @@ static bool fits_registers(const cu_ctx *c, const mma_warps *w)
 static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t chunk,
                       int64_t xs_floats)
 {
-    int64_t K = kdim(c, lin), nw = c->NT / 32, stride = (int64_t)w->ks * w->kw * w->na;
+    int64_t K = cu_kdim(c, lin), nw = c->NT / 32, stride = (int64_t)w->ks * w->kw * w->na;
     if ((int64_t)w->g * w->ks > nw || (int64_t)w->g * w->ks * 2 < nw || !fits_registers(c, w))
         return false;
     if (K % stride || chunk % stride)
@@ -112,7 +107,7 @@ static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t 
  * (half the warps) 0.476-0.483. */
 static bool preferred(const cu_ctx *c, int32_t lin, const mma_warps *a, const mma_warps *b)
 {
-    int64_t kst = kdim(c, lin) / a->kw, cap = c->half ? 32 : 16;
+    int64_t kst = cu_kdim(c, lin) / a->kw, cap = c->half ? 32 : 16;
     bool in_a = kst / a->ks <= cap, in_b = kst / b->ks <= cap;
     if (in_a != in_b)
         return in_a;
@@ -165,14 +160,9 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk)
 {
     mma_warps w = {0};
-    if (!cu_tensor_cores(c) || c->stream || kdim(c, lin) % 16 || chunk % 16)
+    if (!cu_tensor_cores(c) || c->stream || cu_kdim(c, lin) % 16 || chunk % 16)
         return false;
     return choose_warps(c, lin, chunk, -1, &w);
-}
-
-static bool bulk(const cu_ctx *c, int32_t lin)
-{
-    return c->bulk && lin == c->bulk_lin;
 }
 
 /* The fragment loads (ldmatrix: an A fragment in one, the B fragments of
@@ -209,9 +199,8 @@ static void emit_kstep(const cu_ctx *c, int32_t lin, const mma_warps *w, const c
     }
     /* operands rounded to TF32 before (cu_emit_mma_round, cuda_bulk.c) go
      * to the tensor cores as loaded */
-    const char *sa = "rnnc_sp", *sb = bulk(c, lin) && c->cfg.math == 1 ? "rnnc_sp0" : "rnnc_sp";
-    if (c->cfg.math == 1)
-        sa = "rnnc_sp0";
+    const char *sa = cu_tf32_rounded(c) ? "rnnc_sp0" : "rnnc_sp";
+    const char *sb = cu_tf32_rounded(c) && cu_bulk_staged(c, lin) ? "rnnc_sp0" : "rnnc_sp";
     cu_printf(t,
               "                unsigned ah_[%d][4], al_[%d][4], bh_[%d][2], bl_[%d][2];\n"
               "#pragma unroll\n"
@@ -263,10 +252,10 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
               "            lb_[j] = %s + (size_t)min((nt_ + 2 * j + (ln_ >> 4)) * 8 + (ln_ & 7), BTP - 1) * %d",
               w->g, w->g, w->gn, w->wm, w->gn, w->wn, ty, w->wm, (w->wn + 1) / 2, w->wm, wbase,
               rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase,
-              bulk(c, lin) ? c->kc[lin] : c->xkp[lin]);
+              cu_bulk_staged(c, lin) ? c->kc[lin] : c->xkp[lin]);
     /* bulk staging: rows of kc floats, the lane's 16-byte group permuted
      * by its row at each k-step (cuda_bulk.c) */
-    if (bulk(c, lin))
+    if (cu_bulk_staged(c, lin))
         cu_printf(t, ";\n        const int hb_ = (ln_ >> 3) & 1, r7_ = ln_ & 7;\n");
     else
         cu_printf(t, " + ((ln_ >> 3) & 1) * %d;\n", half_k);
@@ -278,7 +267,7 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
 static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_text *t,
                               rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
-    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
+    long long K = (long long)cu_kdim(c, lin), KC = c->kc[lin];
     bool chunked = KC < K;
     rnnc_status st;
     /* opens the chunk loop (chunked) and stages x */
@@ -297,7 +286,7 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
               w->ks, w->kw, w->ks * w->kw * w->na);
     for (int a = 0; a < w->na; a++) {
         char k[96], kk[48];
-        if (bulk(c, lin))
+        if (cu_bulk_staged(c, lin))
             snprintf(k, sizeof k, "xo_ + (BSW(r7_, ((k + %d) >> 2) + hb_) << 2)",
                      a * w->ks * w->kw);
         else
@@ -306,7 +295,7 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
         emit_kstep(c, lin, w, k, kk, a, t);
     }
     cu_printf(t, "        }\n        }\n");
-    if (chunked && bulk(c, lin)) {
+    if (chunked && cu_bulk_staged(c, lin)) {
         cu_emit_bulk_chunk_end(t);
         /* every warp past the buffers: the result goes over them */
         cu_printf(t, "    }\n    __syncthreads();\n");
@@ -395,7 +384,7 @@ static void emit_split_results(const cu_ctx *c, int32_t lin, const mma_warps *w,
  * 4 tiles a warp). */
 void cu_emit_mma_round(const cu_ctx *c, cu_text *t)
 {
-    if (!c->mma || c->half || c->cfg.math != 1)
+    if (!cu_tf32_rounded(c))
         return;
     for (int32_t i = 0; i < c->f->n; i++)
         if (c->role[i] == CU_STEP_LINEAR)
@@ -409,13 +398,13 @@ void cu_emit_mma_round(const cu_ctx *c, cu_text *t)
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
-    long long K = (long long)kdim(c, lin), KC = c->kc[lin];
+    long long K = (long long)cu_kdim(c, lin), KC = c->kc[lin];
     mma_warps w = {0};
     char d[256];
     rnnc_status st;
     /* bulk staging: the result lies over the chunk buffers, so no K split
      * (its partial tiles would too) */
-    if (!choose_warps(c, lin, KC < K ? KC : K, bulk(c, lin) ? -1 : c->xs_floats, &w))
+    if (!choose_warps(c, lin, KC < K ? KC : K, cu_bulk_staged(c, lin) ? -1 : c->xs_floats, &w))
         return RNNC_ERR_UNSUPPORTED;
     cu_printf(t,
               "    /* %s: tensor cores, %d x %d tiles of 16 x 8; a warp owns %d x %d of them, "

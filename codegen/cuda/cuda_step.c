@@ -273,7 +273,7 @@ static rnnc_status emit_chunk_open(const cu_ctx *c, int32_t lin, bool chunked, c
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]], KC = c->kc[lin];
     long long NCH = (K + KC - 1) / KC;
-    if (chunked && c->bulk && lin == c->bulk_lin) {
+    if (chunked && cu_bulk_staged(c, lin)) {
         cu_emit_bulk_open(c, lin, t);
         return RNNC_OK;
     }
