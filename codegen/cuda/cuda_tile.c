@@ -291,6 +291,26 @@ static int batch_tiles(const cu_ctx *c, int64_t *out)
     return n;
 }
 
+/* Whether the threads stage some step linear's x in chunks (not whole,
+ * not by bulk copies). */
+static bool thread_chunks(const cu_ctx *c)
+{
+    for (int32_t i = 0; i < c->f->n; i++)
+        if (c->role[i] == CU_STEP_LINEAR && !cu_bulk_staged(c, i) &&
+            c->kc[i] < up(c->cols[c->f->nodes[i].a[0]], 4))
+            return true;
+    return false;
+}
+
+/* The tiling of batch tile bt with x in 128-column chunks staged by bulk
+ * copies, if it fits (tensor cores kept where the math asks for them). */
+static bool try_bulk_chunks(cu_ctx *c, int64_t bt, int sm_count, int64_t limit, bool tc)
+{
+    bool fits;
+    try_tiles(c, bt, 128, sm_count, limit, &fits);
+    return fits && c->bulk && (!tc || c->mma);
+}
+
 /* Weights on chip with x staged in chunks of at least 128 columns; else
  * weights streamed from L2/HBM, one batch group first (each group reads
  * all of W_hh every step); else on chip with narrower chunks.  Each chunk
@@ -301,7 +321,12 @@ static int batch_tiles(const cu_ctx *c, int64_t *out)
  * streaming (H100, TF32 LSTM I = H = 1024, B = 256: 7.60 ms against 10.75
  * streamed, bench/results/h100/chunks/); so do FFMA's narrow chunks where
  * bulk copies stage them (cuda_bulk.c: several in flight, one barrier a
- * chunk). */
+ * chunk).  Where the weights stay on chip and the threads would stage x
+ * in wide chunks, 128-column chunks by bulk copies come first (H100, I =
+ * H = 1024, B = 64: TF32 LSTM 1.620 -> 1.544 ms autotuned, FFMA's
+ * heuristic tiling 2.52 -> 2.24 ms for 64 steps, though its autotuner
+ * keeps streaming; at I = H = 512 x is staged whole and the bulk chunks
+ * lost, B = 64 0.974 -> 1.059; bench/results/h100/bulk64/). */
 static bool search(cu_ctx *c, int sm_count, int64_t limit)
 {
     static const struct {
@@ -330,8 +355,12 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
                 try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
                 /* narrow chunks pay only on tensor cores, or staged by
                  * bulk copies */
-                if (fits && (s != 2 || !tc || c->mma) && (!bulk_only || c->bulk))
+                if (!fits || (s == 2 && tc && !c->mma) || (bulk_only && !c->bulk))
+                    continue;
+                if (c->stream || !thread_chunks(c) || try_bulk_chunks(c, bt, sm_count, limit, tc))
                     return true;
+                try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
+                return true;
             }
         }
     }
