@@ -6,9 +6,11 @@
  * (docs/fused-kernel.md, "Register tiles").
  *
  * Build and run (GPU machine): nvcc -O3 -arch=sm_90 -o lds_probe
- * bench/lds_probe.cu && ./lds_probe.  Each line: the pattern, its
- * distinct 16-byte addresses a warp, and SM cycles a warp instruction
- * (16 warps an SM, 8 independent loads in flight a warp).
+ * bench/lds_probe.cu && ./lds_probe.  Each line: the pattern (named by
+ * how the lanes' addresses repeat, see lane_offset) and SM cycles a warp
+ * instruction (16 warps an SM, 8 independent loads in flight a warp, one
+ * FADD a load); the last line calibrates with the FFMA rate (0.25).
+ * About 0.5 cycles is the loop's own floor, not the loads'.
  */
 #include <cstdio>
 #include <cuda_runtime.h>

@@ -209,10 +209,13 @@ static bool rows_divide(const cu_ctx *c, int rr)
 /* The lane's register tile: RR weight rows x BB batch rows, from the
  * tuning where it fits the block (BB at most BT, RR dividing every
  * linear's rows), else 4 x 4 (1 x 1 under 8 batch rows).  Each k step of
- * 4 reads RR + BB 16-byte words of shared memory for 4 RR BB FMAs; a
- * 16-byte load takes 4 shared-memory cycles a warp, so 4 x 4 is bound by
- * shared memory at twice the FMA time (measured with ncu on the H100:
- * every LDS.128 4 wavefronts), 8 x 8 balances the two. */
+ * 4 reads RR + BB 16-byte words of shared memory for 4 RR BB FMAs.  On
+ * the H100 a warp's 16-byte load of 32 distinct addresses takes 2 SM
+ * cycles and one whose lanes share 8 addresses (the weight rows, read
+ * alike by the lanes of a K split) about 0.5 (bench/lds_probe.cu), so a
+ * 4 x 4 k step costs about 10 cycles of loads against 16 of FMA: larger
+ * tiles pay by fewer loads issued and more independent FMAs a lane, not
+ * by shared-memory bandwidth. */
 static void choose_register_tiles(cu_ctx *c)
 {
     int bb = c->cfg.reg_batch, rr = c->cfg.reg_rows;
