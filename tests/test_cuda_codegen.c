@@ -262,6 +262,31 @@ static void test_bulk_staging_compile(void **state)
     }
 }
 
+/* At I = H = 1024, B = 64 the step keeps W_hh on chip and stages h in
+ * 128-column chunks by bulk copies on sm_90 (FFMA and TF32), not in
+ * 256-column chunks by the threads (cuda_tile.c search). */
+static void test_bulk_chunks_b64(void **state)
+{
+    (void)state;
+    tu_require_nvrtc();
+    rnnc_cell *cell = tu_builtin("lstm");
+    for (int math = 0; math <= 1; math++) {
+        cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 64, .sm = 90,
+                              .sm_count = 132, .math = math};
+        char *src = NULL, label[200];
+        cg_cuda_plan plan;
+        if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+            fail_msg("lstm B=64 math %d: %s", math, rnnc_last_error());
+        if (!strstr(plan.tuning, "kc=128") || strstr(plan.tuning, "stream") ||
+            !strstr(src, "cp.async.bulk"))
+            fail_msg("lstm B=64 math %d: no 128-column bulk chunks (%s)", math, plan.tuning);
+        snprintf(label, sizeof label, "lstm_b64_bulk_math%d (%s)", math, plan.tuning);
+        tu_compile_clean(src, label, 90);
+        free(src);
+    }
+    rnnc_cell_destroy(cell);
+}
+
 /* The GEMM launches of a plan that run at T*B = rows (tails apart), the
  * name of the last, and whether a tail runs. */
 static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name, bool *tail)
@@ -404,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_large_shapes_compile),
         cmocka_unit_test(test_kept_columns_compile),
         cmocka_unit_test(test_bulk_staging_compile),
+        cmocka_unit_test(test_bulk_chunks_b64),
         cmocka_unit_test(test_pre_ampere_compile),
         cmocka_unit_test(test_register_tiles_compile),
     };
