@@ -362,6 +362,7 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
                     continue;
                 if (c->stream || !thread_chunks(c) || try_bulk_chunks(c, bt, sm_count, limit, tc))
                     return true;
+                /* no bulk chunks here: back to the threads' chunks */
                 try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
                 return true;
             }
