@@ -299,6 +299,10 @@ static void test_model_shapes(void **state)
         {"lstm", 60, 64, 256, 256, 0, 1, false, true, false, 0.0},
         {"gru", 33, 48, 128, 192, 0, 1, false, true, false, 0.0},
         {"lstm", 45, 40, 96, 160, 32, 1, false, false, false, 0.0},
+        /* two elements a thread (16 units x 32 rows at 256 threads): the
+         * register arrays across the layernorm cell's three phases, rows
+         * ending early */
+        {"layernorm_lstm", 12, 128, 512, 512, 0, 1, false, true, false, 0.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], &rng);

@@ -287,6 +287,38 @@ static void test_bulk_chunks_b64(void **state)
     rnnc_cell_destroy(cell);
 }
 
+/* Several elements a thread (E = 512 at 256 threads on sm_90, 640 with
+ * 108 SMs on sm_80): the hoisted values and
+ * states still live in registers, arrays indexed in unrolled loops, for a
+ * one-phase cell and the three-phase layernorm one, FFMA and tensor cores. */
+static void test_register_cache_arrays(void **state)
+{
+    (void)state;
+    tu_require_nvrtc();
+    static const char *const cells[] = {"lstm", "gru", "layernorm_lstm"};
+    for (size_t k = 0; k < sizeof cells / sizeof cells[0]; k++) {
+        rnnc_cell *cell = tu_builtin(cells[k]);
+        /* sm_80's 108 SMs make 3 elements a thread: the layernorm cell's
+         * 12 leaf slices then take more registers than the cache allows */
+        for (int v = 0; v < (k < 2 ? 3 : 2); v++) {
+            int sm = v == 2 ? 80 : 90;
+            cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 64, .sm = sm,
+                                  .sm_count = sm == 80 ? 108 : 132, .math = v == 1};
+            char *src = NULL, label[200];
+            cg_cuda_plan plan;
+            if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+                fail_msg("%s variant %d: %s", cells[k], v, rnnc_last_error());
+            snprintf(label, sizeof label, "%s_regs_v%d (%s)", cells[k], v, plan.tuning);
+            if (!strstr(plan.tuning, "nt=256") || !strstr(src, "for (int j_ = 0; j_ < ") ||
+                !strstr(src, "] = {};"))
+                fail_msg("%s: no register arrays for several elements a thread", label);
+            tu_compile_clean(src, label, sm);
+            free(src);
+        }
+        rnnc_cell_destroy(cell);
+    }
+}
+
 /* The GEMM launches of a plan that run at T*B = rows (tails apart), the
  * name of the last, and whether a tail runs. */
 static int gemms_at(const cg_cuda_plan *p, unsigned rows, const char **name, bool *tail)
@@ -430,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_kept_columns_compile),
         cmocka_unit_test(test_bulk_staging_compile),
         cmocka_unit_test(test_bulk_chunks_b64),
+        cmocka_unit_test(test_register_cache_arrays),
         cmocka_unit_test(test_pre_ampere_compile),
         cmocka_unit_test(test_register_tiles_compile),
     };

@@ -87,7 +87,7 @@ bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
     case CU_HOIST_BUF:
         if (!cu_in_regs(c, v))
             return cu_leaf_load(c, v, sl, buf, n);
-        snprintf(buf, n, "r%d_%d", (int)v, sl);
+        cu_reg_name(c, v, sl, buf, n);
         return true;
     case CU_HOIST_VIEW: {
         int32_t o;

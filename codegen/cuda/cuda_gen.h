@@ -83,10 +83,12 @@ typedef struct cu_ctx {
     int UT, BT, BTP, NUB, NBB, NT, RR, BB;
     /* Weights streamed from L2/HBM every step (they do not fit on chip). */
     bool stream;
-    /* One element per thread (E <= NT): per-element leaves (folds, hoisted
-     * values, x, states) live in registers r<v>_<slice>; pfuse[v] is the mask
-     * of slices the elements read (cu_place_regs). */
+    /* Register caches (cu_place_regs): per-element leaves (folds, hoisted
+     * values, x, states) live in registers r<v>_<slice>, arrays of EPT
+     * (indexed by j_, the thread's element) when a thread owns EPT > 1
+     * elements (E > NT); pfuse[v] is the mask of slices the elements read. */
     bool pf;
+    int EPT;
     uint32_t *pfuse;
     /* [n] step elements: bit sl set when slice sl is read (cu_mark_live;
      * slices past 63 always are) */
@@ -213,6 +215,11 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
 bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n);
 /* Leaf v is kept in registers in the step kernel (c->pf and few slices). */
 bool cu_in_regs(const cu_ctx *c, int32_t v);
+/* The register of leaf v's slice sl at the current element (j_ in scope
+ * when EPT > 1). */
+void cu_reg_name(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n);
+/* Opens the loop over the thread's elements of the block (e in scope). */
+void cu_emit_elem_loop(const cu_ctx *c, cu_text *t);
 /* The register caches of the step kernel (cuda_regs.c): declarations, the
  * loads before the time loop, and the prefetch of step t+1's values. */
 void cu_emit_reg_decls(const cu_ctx *c, cu_text *t);

@@ -1,11 +1,13 @@
 /*
  * cuda_regs.c: what the step kernel keeps in registers and how it moves
- * memory in bulk.  When every thread owns at most one element (E <= NT),
- * the leaves an element reads (folds, hoisted values, x, states) live in
- * registers: folds are loaded once, states are carried from step to step
- * (written where the next state is made), and the hoisted values and x of
- * step t+1 are loaded while the block waits at the last barrier of step t,
- * so no step waits on global memory for its own element's inputs.  Bulk
+ * memory in bulk.  The leaves an element reads (folds, hoisted values, x,
+ * states) live in registers: folds are loaded once, states are carried
+ * from step to step (written where the next state is made), and the
+ * hoisted values and x of step t+1 are loaded while the block waits at the
+ * last barrier of step t, so no step waits on global memory for its own
+ * element's inputs.  A thread that owns several elements (E > NT) keeps
+ * arrays of them, indexed in unrolled loops, where the registers allow
+ * (cache_fits).  Bulk
  * copies to shared memory issue up to 8 16-byte loads per thread before the
  * first store, so a copy costs about one memory latency, not one per word.
  * The weights: each block's slices copied to shared memory once, and the
@@ -106,6 +108,29 @@ static void mark_operand(cu_ctx *c, int32_t o, int sl, int p)
         mark_read(c, o, sl);
 }
 
+/* Several elements a thread: the cache takes EPT registers a leaf slice,
+ * live across the multiply, so only where the multiply leaves room: 256
+ * threads or fewer (255 registers a thread) and register tiles under 64
+ * accumulators (8 x 8 tiles use about 254 already).  H100, LSTM I = H =
+ * 1024, B = 64 (2 elements a thread, 4 x 4 and 8 x 4 tiles: 128 -> 156
+ * registers, no spills): 3.41 -> 3.32-3.34 ms, the autotuner's pick moving
+ * from streamed W_hh to W_hh on chip; 512-thread tilings (the stacks, B =
+ * 128, 256) are unchanged (bench/results/h100/ept/). */
+#define CACHE_REGS_MAX 32
+
+static bool cache_fits(const cu_ctx *c)
+{
+    if (c->EPT == 1)
+        return true;
+    if (c->EPT > 4 || c->NT > 256 || (!c->mma && c->RR * c->BB >= 64))
+        return false;
+    int64_t regs = 0;
+    for (int32_t v = 0; v < c->f->n; v++)
+        for (uint32_t m = c->pfuse[v]; m; m &= m - 1)
+            regs += c->EPT;
+    return regs <= CACHE_REGS_MAX;
+}
+
 /* Every read of the step's element code (cuda_step.c: the slices of each
  * phase's elements, then the next states, the current states they may
  * keep and the output in the last phase). */
@@ -113,7 +138,9 @@ void cu_place_regs(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     int last = c->s->n_phases - 1;
-    c->pf = (int64_t)c->UT * c->BTP <= c->NT;
+    int64_t E = (int64_t)c->UT * c->BTP;
+    c->EPT = (int)((E + c->NT - 1) / c->NT);
+    c->pf = c->EPT <= 4;
     if (!c->pf)
         return;
     for (int32_t i = 0; i < f->n; i++) {
@@ -138,6 +165,30 @@ void cu_place_regs(cu_ctx *c)
     }
     for (int sl = 0; sl < slices(c, f->output); sl++)
         mark_operand(c, f->output, sl, last);
+    if (cache_fits(c))
+        return;
+    c->pf = false;
+    memset(c->pfuse, 0, (size_t)f->n * sizeof *c->pfuse);
+}
+
+void cu_reg_name(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
+{
+    snprintf(buf, n, c->pf && c->EPT > 1 ? "r%d_%d[j_]" : "r%d_%d", (int)v, sl);
+}
+
+/* With arrays, e = tid + j_ NT in a loop the compiler unrolls, so every
+ * index into them is a constant. */
+void cu_emit_elem_loop(const cu_ctx *c, cu_text *t)
+{
+    if (c->pf && c->EPT > 1)
+        cu_printf(t,
+                  "#pragma unroll\n"
+                  "    for (int j_ = 0; j_ < %d; ++j_) {\n"
+                  "        const int e = tid + j_ * NT;\n"
+                  "        if (e >= E) continue;\n",
+                  c->EPT);
+    else
+        cu_printf(t, "    for (int e = tid; e < E; e += NT) {\n");
 }
 
 void cu_emit_reg_decls(const cu_ctx *c, cu_text *t)
@@ -148,7 +199,10 @@ void cu_emit_reg_decls(const cu_ctx *c, cu_text *t)
         for (int sl = 0; sl < 32; sl++) {
             if (!(c->pfuse[v] & (1u << sl)))
                 continue;
-            cu_printf(t, "    float r%d_%d = 0.f;", (int)v, sl);
+            if (c->EPT > 1)
+                cu_printf(t, "    float r%d_%d[%d] = {};", (int)v, sl, c->EPT);
+            else
+                cu_printf(t, "    float r%d_%d = 0.f;", (int)v, sl);
             if (first)
                 cu_printf(t, " /* %s */", cu_leaf_describe(c, v, d, sizeof d));
             cu_printf(t, "\n");
@@ -190,9 +244,14 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
     }
     if (!any)
         return;
+    if (c->EPT > 1) {
+        cu_emit_elem_loop(c, t);
+        cu_printf(t, "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n");
+    } else {
+        cu_printf(t, "    if (tid < E) {\n"
+                     "        const int e = tid, u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n");
+    }
     cu_printf(t,
-              "    if (tid < E) {\n"
-              "        const int e = tid, u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b < BT && gu < H && gb < B) {\n"
               "            const size_t row = ROWT(gb, %s);\n"
               "            (void)row; (void)u;\n",
@@ -205,9 +264,12 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
             continue;
         if (!first && c->role[v] != CU_HOIST_BUF && c->role[v] != CU_LEAF_INPUT)
             continue;
-        for (int sl = 0; sl < 32; sl++)
+        for (int sl = 0; sl < 32; sl++) {
+            char r[64];
+            cu_reg_name(c, v, sl, r, sizeof r);
             if ((c->pfuse[v] & (1u << sl)) && cu_leaf_load(c, v, sl, ld, sizeof ld))
-                cu_printf(t, "            r%d_%d = %s;\n", (int)v, sl, ld);
+                cu_printf(t, "            %s = %s;\n", r, ld);
+        }
     }
     cu_printf(t, "        }\n    }\n");
 }

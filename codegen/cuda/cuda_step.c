@@ -480,8 +480,11 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
                           at, C, so, s, sl);
             cu_printf(t, "        if (t == tend_ - 1) __stcg(so%d_ + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
                       s, C, so, s, sl);
-            if (reg && (c->pfuse[sv] & (1u << sl)))
-                cu_printf(t, "        r%d_%d = n%d_%d;\n", (int)sv, sl, s, sl);
+            if (reg && (c->pfuse[sv] & (1u << sl))) {
+                char r[64];
+                cu_reg_name(c, sv, sl, r, sizeof r);
+                cu_printf(t, "        %s = n%d_%d;\n", r, s, sl);
+            }
         }
     }
     for (int sl = 0; sl < slices(c, f->output); sl++) {
@@ -498,8 +501,8 @@ static rnnc_status emit_elems(const cu_ctx *c, int p, bool last, cu_text *t)
 {
     const ir_fn *f = c->f;
     char v[4096];
+    cu_emit_elem_loop(c, t);
     cu_printf(t,
-              "    for (int e = tid; e < E; e += NT) {\n"
               "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
               "        if (b >= BT || gu >= H || gb >= B) continue;\n"
               "        const size_t row = ROW(gb);\n"
