@@ -262,6 +262,15 @@ static void test_bulk_staging_compile(void **state)
     }
 }
 
+/* Several elements a thread (E = 512 at 256 threads on sm_90, 640 with
+ * 108 SMs on sm_80): the hoisted values and states still live in
+ * registers, arrays indexed in unrolled loops. */
+static void assert_register_arrays(const char *src, const char *label)
+{
+    if (!strstr(src, "for (int j_ = 0; j_ < ") || !strstr(src, "] = {};"))
+        fail_msg("%s: no register arrays for several elements a thread", label);
+}
+
 /* At I = H = 1024, B = 64 the step keeps W_hh on chip and stages h in
  * 128-column chunks by bulk copies on sm_90 (FFMA and TF32), not in
  * 256-column chunks by the threads (cuda_tile.c search). */
@@ -281,40 +290,36 @@ static void test_bulk_chunks_b64(void **state)
             !strstr(src, "cp.async.bulk"))
             fail_msg("lstm B=64 math %d: no 128-column bulk chunks (%s)", math, plan.tuning);
         snprintf(label, sizeof label, "lstm_b64_bulk_math%d (%s)", math, plan.tuning);
+        assert_register_arrays(src, label);
         tu_compile_clean(src, label, 90);
         free(src);
     }
     rnnc_cell_destroy(cell);
 }
 
-/* Several elements a thread (E = 512 at 256 threads on sm_90, 640 with
- * 108 SMs on sm_80): the hoisted values and
- * states still live in registers, arrays indexed in unrolled loops, for a
- * one-phase cell and the three-phase layernorm one, FFMA and tensor cores. */
+/* The same for a one-phase cell on tensor cores, the three-phase
+ * layernorm cell and sm_80 (test_bulk_chunks_b64 has the LSTM on sm_90). */
 static void test_register_cache_arrays(void **state)
 {
     (void)state;
     tu_require_nvrtc();
-    static const char *const cells[] = {"lstm", "gru", "layernorm_lstm"};
-    for (size_t k = 0; k < sizeof cells / sizeof cells[0]; k++) {
-        rnnc_cell *cell = tu_builtin(cells[k]);
-        /* sm_80's 108 SMs make 3 elements a thread: the layernorm cell's
-         * 12 leaf slices then take more registers than the cache allows */
-        for (int v = 0; v < (k < 2 ? 3 : 2); v++) {
-            int sm = v == 2 ? 80 : 90;
-            cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 64, .sm = sm,
-                                  .sm_count = sm == 80 ? 108 : 132, .math = v == 1};
-            char *src = NULL, label[200];
-            cg_cuda_plan plan;
-            if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
-                fail_msg("%s variant %d: %s", cells[k], v, rnnc_last_error());
-            snprintf(label, sizeof label, "%s_regs_v%d (%s)", cells[k], v, plan.tuning);
-            if (!strstr(plan.tuning, "nt=256") || !strstr(src, "for (int j_ = 0; j_ < ") ||
-                !strstr(src, "] = {};"))
-                fail_msg("%s: no register arrays for several elements a thread", label);
-            tu_compile_clean(src, label, sm);
-            free(src);
-        }
+    static const struct {
+        const char *cell;
+        int sm, math;
+    } cases[] = {{"gru", 90, 1}, {"layernorm_lstm", 90, 0}, {"lstm", 80, 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        rnnc_cell *cell = tu_builtin(cases[k].cell);
+        cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 64, .sm = cases[k].sm,
+                              .sm_count = cases[k].sm == 80 ? 108 : 132, .math = cases[k].math};
+        char *src = NULL, label[200];
+        cg_cuda_plan plan;
+        if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+            fail_msg("%s: %s", cases[k].cell, rnnc_last_error());
+        snprintf(label, sizeof label, "%s_regs_sm%d_math%d (%s)", cases[k].cell, cases[k].sm,
+                 cases[k].math, plan.tuning);
+        assert_register_arrays(src, label);
+        tu_compile_clean(src, label, cases[k].sm);
+        free(src);
         rnnc_cell_destroy(cell);
     }
 }
