@@ -86,7 +86,8 @@ typedef struct cu_ctx {
     /* Register caches (cu_place_regs): per-element leaves (folds, hoisted
      * values, x, states) live in registers r<v>_<slice>, arrays of EPT
      * (indexed by j_, the thread's element) when a thread owns EPT > 1
-     * elements (E > NT); pfuse[v] is the mask of slices the elements read. */
+     * elements (E > NT; EPT is 1 without a cache); pfuse[v] is the mask of
+     * slices the elements read. */
     bool pf;
     int EPT;
     uint32_t *pfuse;

@@ -141,8 +141,10 @@ void cu_place_regs(cu_ctx *c)
     int64_t E = (int64_t)c->UT * c->BTP;
     c->EPT = (int)((E + c->NT - 1) / c->NT);
     c->pf = c->EPT <= 4;
-    if (!c->pf)
+    if (!c->pf) {
+        c->EPT = 1;
         return;
+    }
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_ELEM || c->phase[i] < 0 || c->phase[i] > last)
             continue;
@@ -168,19 +170,20 @@ void cu_place_regs(cu_ctx *c)
     if (cache_fits(c))
         return;
     c->pf = false;
+    c->EPT = 1;
     memset(c->pfuse, 0, (size_t)f->n * sizeof *c->pfuse);
 }
 
 void cu_reg_name(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
 {
-    snprintf(buf, n, c->pf && c->EPT > 1 ? "r%d_%d[j_]" : "r%d_%d", (int)v, sl);
+    snprintf(buf, n, c->EPT > 1 ? "r%d_%d[j_]" : "r%d_%d", (int)v, sl);
 }
 
 /* With arrays, e = tid + j_ NT in a loop the compiler unrolls, so every
  * index into them is a constant. */
 void cu_emit_elem_loop(const cu_ctx *c, cu_text *t)
 {
-    if (c->pf && c->EPT > 1)
+    if (c->EPT > 1)
         cu_printf(t,
                   "#pragma unroll\n"
                   "    for (int j_ = 0; j_ < %d; ++j_) {\n"
@@ -248,6 +251,7 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
         cu_emit_elem_loop(c, t);
         cu_printf(t, "        const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n");
     } else {
+        /* the golden sources (tests/golden) keep this form */
         cu_printf(t, "    if (tid < E) {\n"
                      "        const int e = tid, u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n");
     }
