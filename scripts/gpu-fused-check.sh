@@ -7,7 +7,8 @@
 #   TESTS=0  skip the tests     COMPARE=0  skip the comparisons
 #   ONLY=regex  only the comparisons whose name matches
 #   TESTLIST="gpu_fused_model ..."  the tests to run (default all three;
-#             gpu_fused_model also runs with RNNC_FUSED_CHUNK=3: many chunks)
+#             gpu_fused_model also runs with RNNC_FUSED_CHUNK=3: many chunks,
+#             and RNNC_FUSED_CHUNKS=7,3,11: chunks of unequal lengths)
 #   SEQ=1     also the multi-layer comparisons with RNNC_FUSED_SHARE=1
 #             (layers and directions one after another, on all SMs)
 #   CHUNKS="8 25"  also the unidirectional stacks at these chunk lengths
@@ -41,6 +42,10 @@ if [ "${TESTS:-1}" != 0 ]; then
     RNNC_FUSED_CHUNK=3 timeout "${TEST_TIMEOUT:-400}" build-gpu/tests/$t > "$OUT/${t}_chunk3.log" 2>&1
     echo "== $t (RNNC_FUSED_CHUNK=3) rc=$? in $(( $(date +%s) - t1 )) s"
     grep -E "FAILED|ERROR|PASSED|rel err" "$OUT/${t}_chunk3.log" | head -12
+    t1=$(date +%s)
+    RNNC_FUSED_CHUNKS=7,3,11 timeout "${TEST_TIMEOUT:-400}" build-gpu/tests/$t > "$OUT/${t}_cuts.log" 2>&1
+    echo "== $t (RNNC_FUSED_CHUNKS=7,3,11) rc=$? in $(( $(date +%s) - t1 )) s"
+    grep -E "FAILED|ERROR|PASSED|rel err" "$OUT/${t}_cuts.log" | head -12
   done
 fi
 

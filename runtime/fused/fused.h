@@ -104,7 +104,9 @@ struct rt_fused {
     int share;
     /* launch with programmatic dependent launch (fused_run.c; decided at init) */
     bool pdl;
-    CUstream aux[3];              /* 0: the second step stream; 1, 2: GEMM streams */
+    /* 0: the second step stream; 1, 2: GEMM streams; 3: the wavefront's
+     * first step stream (fused_model.c make_streams: priorities) */
+    CUstream aux[4];
     CUevent *ev;
     int ev_n;
     /* whole models (fused_model.c): kernels of layers > 0, the floats of
@@ -116,6 +118,8 @@ struct rt_fused {
     size_t lay_n[2], dlen_n;
     int *hlen;
     int64_t hlen_n;
+    int *cut;       /* wavefront: chunk c covers steps cut[c] .. cut[c+1] - 1 */
+    int cut_n;      /* ints allocated at cut */
     bool dlen_used; /* this forward has lengths (in dlen) */
     rt_kernel drop;
     bool drop_loaded;

@@ -233,17 +233,25 @@ static rnnc_status states_out(rt_fused *m, const rnnc_forward_args *a, int p,
 
 /* ---------------------------------------------------------------- streams, events */
 
+/* The step streams (0, 3) take the device's greatest priority and the
+ * GEMM streams its least: a step kernel is persistent, its blocks spin at
+ * a grid barrier until the last of them is resident, so when SMs free up
+ * the blocks of a waiting step kernel must go before those of a GEMM that
+ * could run later (RNNC_FUSED_PRIORITY=0: all at the default). */
 static rnnc_status make_streams(rt_fused *m)
 {
     const rt_cuda_api *cu = rt_cu();
-    for (int i = 0; i < 3; i++)
-        if (!m->aux[i]) {
-            rnnc_status st = rt_cuda_check(cu->StreamCreate(&m->aux[i], CU_STREAM_NON_BLOCKING),
-                                           "cuStreamCreate");
-            if (st)
-                return st;
-        }
-    return RNNC_OK;
+    int least = 0, greatest = 0;
+    rnnc_status st = RNNC_OK;
+    if (cm_env_long("RNNC_FUSED_PRIORITY", 1) != 0)
+        st = rt_cuda_check(cu->CtxGetStreamPriorityRange(&least, &greatest),
+                           "cuCtxGetStreamPriorityRange");
+    for (int i = 0; st == RNNC_OK && i < 4; i++)
+        if (!m->aux[i])
+            st = rt_cuda_check(cu->StreamCreateWithPriority(&m->aux[i], CU_STREAM_NON_BLOCKING,
+                                                            i == 1 || i == 2 ? least : greatest),
+                               "cuStreamCreateWithPriority");
+    return st;
 }
 
 static rnnc_status make_events(rt_fused *m, int n)
@@ -272,7 +280,7 @@ void rt_fused_streams_free(rt_fused *m)
     free(m->ev);
     m->ev = NULL;
     m->ev_n = 0;
-    for (int i = 0; cu && i < 3; i++)
+    for (int i = 0; cu && i < 4; i++)
         if (m->aux[i])
             cu->StreamDestroy(m->aux[i]);
     memset(m->aux, 0, sizeof m->aux);
@@ -306,11 +314,50 @@ static int chunk_steps(int64_t T)
     return (int)(v < T ? v : T);
 }
 
-/* The lengths, then (chunks > 0) each chunk's: chunk c of C steps sees a
- * row as min(max(len - cC, 0), C) long, so it starts where the last chunk
+/* Where the chunks start: chunk c covers steps cut[c] .. cut[c+1] - 1.
+ * RNNC_FUSED_CHUNKS="a,b,..." gives their lengths (the last repeated until
+ * T is covered), for measuring uneven cuts; else chunk_steps(T) each.
+ * Writes cut[] when it is not NULL; returns the number of chunks. */
+static int cut_chunks(int64_t T, int *cut)
+{
+    const char *list = getenv("RNNC_FUSED_CHUNKS");
+    long len = chunk_steps(T);
+    int n = 0;
+    for (int64_t t = 0; t < T; n++) {
+        if (list && *list) {
+            char *end;
+            long v = strtol(list, &end, 10);
+            len = v > 0 ? v : len;
+            list = *end == ',' ? end + 1 : end;
+        }
+        if (cut)
+            cut[n] = (int)t;
+        t += len;
+    }
+    if (cut)
+        cut[n] = (int)T;
+    return n;
+}
+
+static rnnc_status plan_cuts(rt_fused *m, int64_t T, int *chunks)
+{
+    *chunks = cut_chunks(T, NULL);
+    if (m->cut_n < *chunks + 1) {
+        int *c = realloc(m->cut, (size_t)(*chunks + 1) * sizeof *c);
+        if (!c)
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for chunks");
+        m->cut = c;
+        m->cut_n = *chunks + 1;
+    }
+    cut_chunks(T, m->cut);
+    return RNNC_OK;
+}
+
+/* The lengths, then (chunks > 0) each chunk's: chunk c (m->cut) sees a
+ * row as min(max(len - cut[c], 0), its steps) long, so it starts where the last chunk
  * stopped and a group whose rows have ended does nothing (its states stay
  * in FIN from the chunk before). */
-static rnnc_status upload_lengths(rt_fused *m, const rnnc_forward_args *a, int C, int chunks,
+static rnnc_status upload_lengths(rt_fused *m, const rnnc_forward_args *a, int chunks,
                                   CUstream s)
 {
     m->dlen_used = a->lengths != NULL;
@@ -327,7 +374,7 @@ static rnnc_status upload_lengths(rt_fused *m, const rnnc_forward_args *a, int C
     for (int64_t b = 0; b < B; b++) {
         m->hlen[b] = (int)a->lengths[b];
         for (int c = 0; c < chunks; c++) {
-            int64_t r = a->lengths[b] - (int64_t)c * C;
+            int64_t r = a->lengths[b] - m->cut[c], C = m->cut[c + 1] - m->cut[c];
             m->hlen[(1 + c) * B + b] = (int)(r < 0 ? 0 : r > C ? C : r);
         }
     }
@@ -357,7 +404,8 @@ static rt_fused_job whole_job(const rt_fused *m, const rnnc_forward_args *a, int
 }
 
 /* One layer: its directions one after the other, or (share > 1, two
- * directions) at once on s and aux[0], each with its own scratch. */
+ * directions) at once on aux[3] and aux[0], each with its own scratch
+ * (streams of one priority, as neither direction waits for the other). */
 static rnnc_status run_layer(rt_fused *m, const rnnc_forward_args *a, int l, CUdeviceptr in,
                              CUdeviceptr out, CUstream s)
 {
@@ -368,15 +416,17 @@ static rnnc_status run_layer(rt_fused *m, const rnnc_forward_args *a, int l, CUd
     if (a->lengths &&
         (st = rt_dev_zero(out, TB * (size_t)(m->spec.dirs * m->spec.hout) * rt_fused_esz(m), s)))
         return st;
-    if (both && (st = after(m->aux[0], m->ev[0], s)))
+    if (both && ((st = after(m->aux[3], m->ev[0], s)) || (st = after(m->aux[0], m->ev[0], s))))
         return st;
     for (int d = 0; d < m->spec.dirs; d++) {
-        CUstream sd = both && d == 1 ? m->aux[0] : s;
+        CUstream sd = !both ? s : d == 1 ? m->aux[0] : m->aux[3];
         rt_fused_job j = whole_job(m, a, l, d, in, out, both ? d : 0);
         if ((st = rt_fused_launch(m, &j, RT_FUSED_HOIST | RT_FUSED_STEP, sd)))
             return st;
     }
-    return both ? after(s, m->ev[1], m->aux[0]) : RNNC_OK;
+    if (both && (st = after(s, m->ev[1], m->aux[0])))
+        return st;
+    return both ? after(s, m->ev[2], m->aux[3]) : RNNC_OK;
 }
 
 static rnnc_status run_layers(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
@@ -400,13 +450,13 @@ typedef struct wave {
     rt_fused *m;
     const rnnc_forward_args *a;
     CUstream step[2], gemm[2];
-    int C, chunks;
+    int chunks;
     int64_t W, B; /* elements per row of a layer's output; batch */
 } wave;
 
 static CUevent wave_ev(const wave *w, int kind, int l, int c)
 {
-    return w->m->ev[4 + (kind * w->m->spec.layers + l) * w->chunks + c];
+    return w->m->ev[5 + (kind * w->m->spec.layers + l) * w->chunks + c];
 }
 
 /* Layer l, chunk c: its GEMM on the GEMM stream once layer l-1 has
@@ -418,7 +468,7 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
 {
     rt_fused *m = w->m;
     const cg_cuda_plan *pl = plan_of(m, l);
-    int t0 = c * w->C, Tc = (int)(w->a->seq_len - t0 < w->C ? w->a->seq_len - t0 : w->C);
+    int t0 = m->cut[c], Tc = m->cut[c + 1] - t0;
     size_t rows = (size_t)t0 * (size_t)w->B, esz = rt_fused_esz(m);
     CUstream s = w->step[l & 1], g = w->gemm[l & 1];
     rt_fused_job j = {.k = l > 0, .p = l, .T = Tc, .slot = l & 1, .rev = false,
@@ -447,12 +497,12 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
 /* Layers in order, each on its parity's streams, chunks in order: layer l
  * waits for layer l-1 chunk by chunk, so two layers run at once. */
 static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
-                            CUdeviceptr y, CUstream s, int C, int chunks)
+                            CUdeviceptr y, CUstream s, int chunks)
 {
-    wave w = {.m = m, .a = a, .step = {s, m->aux[0]}, .gemm = {m->aux[1], m->aux[2]}, .C = C,
+    wave w = {.m = m, .a = a, .step = {m->aux[3], m->aux[0]}, .gemm = {m->aux[1], m->aux[2]},
               .chunks = chunks, .W = m->spec.hout, .B = a->batch};
     rnnc_status st = RNNC_OK;
-    for (int i = 0; i < 3 && st == RNNC_OK; i++)
+    for (int i = 0; i < 4 && st == RNNC_OK; i++)
         st = after(m->aux[i], m->ev[0], s);
     CUdeviceptr in = x;
     for (int l = 0; st == RNNC_OK && l < m->spec.layers; l++) {
@@ -461,7 +511,7 @@ static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr
             st = wave_chunk(&w, l, c, in, out);
         in = out;
     }
-    for (int i = 0; i < 3 && st == RNNC_OK; i++)
+    for (int i = 0; i < 4 && st == RNNC_OK; i++)
         st = after(s, m->ev[1 + i], m->aux[i]);
     return st;
 }
@@ -473,20 +523,21 @@ static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr
 static bool wave_fits(const rt_fused *m, const rnnc_forward_args *a)
 {
     return m->share > 1 && m->spec.dirs == 1 && m->spec.layers > 1 && !m->spec.batch_first &&
-           !(a->training && m->spec.dropout > 0) && chunk_steps(a->seq_len) < a->seq_len;
+           !(a->training && m->spec.dropout > 0) && cut_chunks(a->seq_len, NULL) > 1;
 }
 
 rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
                                CUdeviceptr y, CUstream s)
 {
     bool wf = wave_fits(m, a);
-    int C = wf ? chunk_steps(a->seq_len) : 0, chunks = wf ? (int)((a->seq_len + C - 1) / C) : 0;
-    int np = m->spec.layers * m->spec.dirs;
-    rnnc_status st = upload_lengths(m, a, C, chunks, s);
+    int chunks = 0, np = m->spec.layers * m->spec.dirs;
+    rnnc_status st = wf ? plan_cuts(m, a->seq_len, &chunks) : RNNC_OK;
+    if (st == RNNC_OK)
+        st = upload_lengths(m, a, chunks, s);
     if (st == RNNC_OK && m->share > 1)
         st = make_streams(m);
     if (st == RNNC_OK)
-        st = make_events(m, 4 + 2 * m->spec.layers * chunks);
+        st = make_events(m, 5 + 2 * m->spec.layers * chunks);
     if (st == RNNC_OK)
         st = grow_io(m, np);
     /* the wavefront carries states between chunks in st: copies as before */
@@ -495,7 +546,7 @@ rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdevice
     for (int p = 0; st == RNNC_OK && p < np; p++)
         st = states_in(m, a, p, &m->io[p], s);
     if (st == RNNC_OK)
-        st = wf ? run_wave(m, a, x, y, s, C, chunks) : run_layers(m, a, x, y, s);
+        st = wf ? run_wave(m, a, x, y, s, chunks) : run_layers(m, a, x, y, s);
     for (int p = 0; st == RNNC_OK && p < np; p++)
         st = states_out(m, a, p, &m->io[p], s);
     return st;

@@ -332,6 +332,7 @@ void rt_fused_free(rt_fused *m)
     free(m->src);
     free(m->up.src);
     free(m->hlen);
+    free(m->cut);
     free(m->io);
     ir_arena_destroy(m->arena);
     free(m);
