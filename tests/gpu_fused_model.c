@@ -309,10 +309,12 @@ static void test_model_shapes(void **state)
 }
 
 /* Device pointers: the step kernels read the initial states from the
- * caller's buffers and write the final ones there (no copies; the
- * wavefront of a unidirectional stack still copies), also when the final
- * states overwrite the initial ones (T = 1 then goes through the third
- * copy); single steps run the K-split GEMM. */
+ * caller's buffers and write the final ones there (no copies; in the
+ * wavefront of a unidirectional stack the first chunk reads them and the
+ * last writes them, and the chunks between start from FIN in place, but
+ * with lengths it copies), also when the final states overwrite the
+ * initial ones (T = 1 then goes through the third copy); single steps run
+ * the K-split GEMM. */
 static void test_device_states(void **state)
 {
     (void)state;
@@ -323,6 +325,8 @@ static void test_device_states(void **state)
         {"lstm", 1, 5, 12, 16, 8, 2, true, false, true, 0.0},
         {"gru", 4, 33, 64, 128, 0, 3, false, true, false, 0.0},
         {"lstm", 20, 16, 32, 64, 0, 3, false, true, false, 0.0}, /* a wavefront: copies */
+        {"lstm", 20, 16, 32, 64, 0, 3, false, false, false, 0.0}, /* a wavefront: in place */
+        {"gru", 30, 24, 48, 64, 0, 2, false, false, false, 0.0},
         {"cifg", 6, 17, 24, 32, 0, 1, true, true, true, 0.0},
         {"layernorm_lstm", 1, 64, 128, 128, 0, 2, false, false, false, 0.0},
     };

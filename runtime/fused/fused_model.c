@@ -459,6 +459,44 @@ static CUevent wave_ev(const wave *w, int kind, int l, int c)
     return w->m->ev[5 + (kind * w->m->spec.layers + l) * w->chunks + c];
 }
 
+/* Chunk c > 0 reads its initial states from FIN, where chunk c - 1 left
+ * them, when every row runs at least two steps in it: blocks read step 0's
+ * states before the batch group's first barrier and write FIN at its last
+ * step, after it.  With lengths a group may run one step (or none), so
+ * those chunks start from copy 0, copied from FIN. */
+static bool reads_fin(const wave *w, int l, int c)
+{
+    const rt_fused *m = w->m;
+    const cg_cuda_plan *pl = plan_of(m, l);
+    if (c == 0 || w->a->lengths || pl->n_states > CG_CUDA_IO || m->cut[c + 1] - m->cut[c] < 2)
+        return false;
+    /* the kernel stages states with 16-byte loads */
+    CUdeviceptr fin = st_of(m, l) + (CUdeviceptr)(2 * pl->state_floats * 4);
+    for (int i = 0; i < pl->n_states; i++)
+        if ((fin + (CUdeviceptr)pl->state[i].offset * 4) % 16)
+            return false;
+    return true;
+}
+
+/* What chunk c of layer l reads and writes directly: chunk 0 the caller's
+ * initial states where state_io found them usable, the last chunk the
+ * caller's final ones (never with lengths: a group that ended in an
+ * earlier chunk left its final states in FIN), chunk c > 0 FIN. */
+static cg_cuda_io chunk_io(const wave *w, int l, int c)
+{
+    const rt_fused *m = w->m;
+    const cg_cuda_plan *pl = plan_of(m, l);
+    CUdeviceptr fin = st_of(m, l) + (CUdeviceptr)(2 * pl->state_floats * 4);
+    cg_cuda_io io = {{0}, {0}};
+    for (int i = 0; i < pl->n_states && i < CG_CUDA_IO; i++) {
+        io.in[i] = c == 0 ? m->io[l].in[i]
+                   : reads_fin(w, l, c) ? (uint64_t)(fin + (CUdeviceptr)pl->state[i].offset * 4)
+                                        : 0;
+        io.out[i] = c == w->chunks - 1 ? m->io[l].out[i] : 0;
+    }
+    return io;
+}
+
 /* Layer l, chunk c: its GEMM on the GEMM stream once layer l-1 has
  * finished the chunk, then the step kernel over the chunk from the states
  * the last chunk left (FIN, copied to copy 0).  The GEMM runs per chunk in
@@ -475,7 +513,7 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
                       .x = in + (CUdeviceptr)(rows * (size_t)pl->in_cols * esz),
                       .y = out + (CUdeviceptr)(rows * (size_t)w->W * esz), .st = st_of(m, l),
                       .hz = m->slot[l & 1].hz + (CUdeviceptr)(rows * (size_t)pl->hz_cols * 4),
-                      .len = len_of(m, w->B, c)};
+                      .len = len_of(m, w->B, c), .io = chunk_io(w, l, c)};
     rnnc_status st;
     if ((l > 0 && (st = rt_cuda_check(rt_cu()->StreamWaitEvent(g, wave_ev(w, 0, l - 1, c), 0),
                                       "cuStreamWaitEvent"))) ||
@@ -487,7 +525,7 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
         return st;
     if ((st = rt_fused_launch(m, &j, RT_FUSED_STEP, s)))
         return st;
-    if (c + 1 < w->chunks &&
+    if (c + 1 < w->chunks && !reads_fin(w, l, c + 1) &&
         (st = rt_dev_copy(j.st, j.st + (CUdeviceptr)(2 * pl->state_floats * 4),
                           (size_t)pl->state_floats * 4, s)))
         return st;
@@ -540,9 +578,13 @@ rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdevice
         st = make_events(m, 5 + 2 * m->spec.layers * chunks);
     if (st == RNNC_OK)
         st = grow_io(m, np);
-    /* the wavefront carries states between chunks in st: copies as before */
-    for (int p = 0; st == RNNC_OK && p < np; p++)
-        st = wf ? (memset(&m->io[p], 0, sizeof m->io[p]), RNNC_OK) : state_io(m, a, p, &m->io[p]);
+    /* the wavefront's first chunk reads these, its last writes them (not
+     * with lengths: chunk_io) */
+    for (int p = 0; st == RNNC_OK && p < np; p++) {
+        st = state_io(m, a, p, &m->io[p]);
+        if (wf && a->lengths)
+            memset(m->io[p].out, 0, sizeof m->io[p].out);
+    }
     for (int p = 0; st == RNNC_OK && p < np; p++)
         st = states_in(m, a, p, &m->io[p], s);
     if (st == RNNC_OK)
