@@ -49,7 +49,8 @@ bool rt_cuda_available(void); /* driver loaded, cuInit ok, >= 1 device */
     X(ModuleGetGlobal) X(FuncSetAttribute) X(FuncGetAttribute) X(LaunchKernel) X(LaunchKernelEx) \
     X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor) X(EventCreate)     \
     X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(StreamCreate)     \
-    X(StreamCreateWithPriority) X(CtxGetStreamPriorityRange) X(StreamWaitEvent) X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
+    X(StreamCreateWithPriority) X(CtxGetStreamPriorityRange) X(StreamWaitEvent)                \
+    X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
 
 #define RT_CUDA_FIELD(n) __typeof__(cu##n) *n;
 typedef struct rt_cuda_api {
