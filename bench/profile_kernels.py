@@ -8,6 +8,10 @@ of one call from its first device activity to its last.  A tool for deciding
 what to speed up, not a benchmark: `rnnc compare` and bench/ give the figures.
 
     PYTHONPATH=build/python python3 bench/profile_kernels.py [--cases a,b] [--trace DIR]
+        [--backend fused|cudnn]
+
+With --backend cudnn the same models run on rnnc's cuDNN path (LSTM and GRU), so the
+gaps between cuDNN's kernels show whether the host's launch rate bounds it.
 """
 import argparse
 import collections
@@ -31,11 +35,11 @@ CASES = {
 }
 
 
-def make(torch, rnnc, cell, layers, bi, H, math):
+def make(torch, rnnc, cell, layers, bi, H, math, backend):
     if cell == "lstm":
-        return rnnc.LSTM(H, H, num_layers=layers, bidirectional=bi, backend="fused",
+        return rnnc.LSTM(H, H, num_layers=layers, bidirectional=bi, backend=backend,
                          math=math).cuda()
-    return rnnc.CellRNN(cell, H, H, num_layers=layers, bidirectional=bi, backend="fused",
+    return rnnc.CellRNN(cell, H, H, num_layers=layers, bidirectional=bi, backend=backend,
                         math=math).cuda()
 
 
@@ -48,10 +52,10 @@ def one_call(torch, m, x, hx, training):
     return y
 
 
-def profile_case(torch, rnnc, name, spec, iters, math, trace_dir):
+def profile_case(torch, rnnc, name, spec, iters, math, trace_dir, backend):
     from torch.profiler import profile, ProfilerActivity
     cell, layers, bi, T, B, H, training = spec
-    m = make(torch, rnnc, cell, layers, bi, H, math)
+    m = make(torch, rnnc, cell, layers, bi, H, math, backend)
     m.train(training)
     D = 2 if bi else 1
     x = torch.randn(T, B, H, device="cuda", requires_grad=training)
@@ -64,7 +68,7 @@ def profile_case(torch, rnnc, name, spec, iters, math, trace_dir):
             one_call(torch, m, x, hx, training)
             torch.cuda.synchronize()
     if trace_dir:
-        prof.export_chrome_trace(os.path.join(trace_dir, f"trace_{name}.json"))
+        prof.export_chrome_trace(os.path.join(trace_dir, f"trace_{name}_{backend}.json"))
     per = collections.OrderedDict()
     spans = []
     events = [e for e in prof.events() if e.device_type.name == "CUDA"]
@@ -86,7 +90,7 @@ def profile_case(torch, rnnc, name, spec, iters, math, trace_dir):
     if start is not None:
         spans.append(prev_end - start)
     spans.sort()
-    print(f"== {name} (math {math}): {len(spans)} calls, span median "
+    print(f"== {name} ({backend}, math {math}): {len(spans)} calls, span median "
           f"{spans[len(spans) // 2] if spans else 0:.1f} us")
     busy = sum(v[1] for v in per.values()) / iters
     for k, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1]):
@@ -101,12 +105,13 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--math", default="ffma")
     ap.add_argument("--trace", default=None, help="folder for chrome traces")
+    ap.add_argument("--backend", default="fused", choices=("fused", "cudnn"))
     a = ap.parse_args()
     import torch
     import rnnc
     for name in a.cases.split(","):
         try:
-            profile_case(torch, rnnc, name, CASES[name], a.iters, a.math, a.trace)
+            profile_case(torch, rnnc, name, CASES[name], a.iters, a.math, a.trace, a.backend)
         except Exception as exc:  # one case failing should not hide the others
             print(f"== {name}: failed: {exc!r}")
 

@@ -64,6 +64,7 @@ if [ "${BENCH:-1}" != 0 ]; then
     mkdir -p "$OUT/traces"
     PYTHONPATH=build-gpu/python timeout 300 python3 bench/profile_kernels.py --trace "$OUT/traces" \
       ${PROFILE_CASES:+--cases $PROFILE_CASES} ${PROFILE_MATH:+--math $PROFILE_MATH} \
+      ${PROFILE_BACKEND:+--backend $PROFILE_BACKEND} \
       > "$OUT/profile_kernels.txt" 2>&1
     echo "== profile_kernels rc=$?"; cat "$OUT/profile_kernels.txt"
   fi

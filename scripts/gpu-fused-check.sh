@@ -13,6 +13,9 @@
 #   SEQ=1     also the multi-layer comparisons with RNNC_FUSED_SHARE=1
 #             (layers and directions one after another, on all SMs)
 #   CHUNKS="8 25"  also the unidirectional stacks at these chunk lengths
+#   REPEAT=n  the two stacks n - 1 more times, each in its own process, and
+#             cuDNN's times over all of them (cuDNN's time for a stack moves
+#             between processes in two groups, bench/results/h100/final-1127)
 #   VARIANTS="BESIDE=0 CHUNK=7"  also every comparison (after ONLY) with
 #             RNNC_FUSED_<variant> set, named compare_<name>_<variant>
 set -u
@@ -81,5 +84,17 @@ if [ "${COMPARE:-1}" != 0 ]; then
   for c in ${CHUNKS:-}; do
     RNNC_FUSED_CHUNK=$c cmp lstm_l4_b64_c$c --cell lstm --batch 64 --input-size 512 --hidden 512 --layers 4
   done
+  for ((r = 2; r <= ${REPEAT:-1}; r++)); do stacks _r$r; done
+  if [ "${REPEAT:-1}" -gt 1 ]; then
+    for m in lstm_l4_b64 lstm_l2_bi_b64; do
+      for f in "$OUT"/compare_${m}.txt "$OUT"/compare_${m}_r*.txt; do
+        awk '$1 == "fused" { fu = $2 } $1 == "cudnn" && $2 ~ /^[0-9.]+$/ { cu = $2 }
+             END { if (fu && cu) printf "%s %s\n", fu, cu }' "$f"
+      done | sort -k2 -n | awk -v m="$m" '{ c[NR] = $2; r = $2 / $1; if (NR == 1 || $1 < lo) lo = $1
+                                             if (NR == 1 || $1 > hi) hi = $1; n17 += r >= 1.7 }
+        END { printf "== %s over %d processes: cuDNN %s .. %s ms, median %s; fused %s .. %s; " \
+              "at least 1.7x in %d\n", m, NR, c[1], c[NR], c[int((NR + 1) / 2)], lo, hi, n17 }'
+    done | tee "$OUT/stacks_spread.txt"
+  fi
 fi
 echo "total $(( $(date +%s) - t0 )) s"
