@@ -112,6 +112,13 @@ static CUdeviceptr st_of(const rt_fused *m, int p)
     return m->st + (CUdeviceptr)(p * rt_fused_st_stride(m) * 4);
 }
 
+/* The third copy (FIN): the final states, and where a wavefront chunk
+ * leaves them for the next. */
+static CUdeviceptr fin_of(const rt_fused *m, int p)
+{
+    return st_of(m, p) + (CUdeviceptr)(2 * plan_of(m, p)->state_floats * 4);
+}
+
 /* ---------------------------------------------------------------- direct states */
 
 /* Whether [a, a + na) and [b, b + nb) share a byte (0: no buffer). */
@@ -217,7 +224,7 @@ static rnnc_status states_out(rt_fused *m, const rnnc_forward_args *a, int p,
                               const cg_cuda_io *io, CUstream s)
 {
     const cg_cuda_plan *pl = plan_of(m, p);
-    CUdeviceptr fin = st_of(m, p) + (CUdeviceptr)(2 * pl->state_floats * 4);
+    CUdeviceptr fin = fin_of(m, p);
     for (int i = 0; a->final && i < pl->n_states; i++) {
         if (!a->final[i] || (i < CG_CUDA_IO && io->out[i]))
             continue;
@@ -339,15 +346,15 @@ static int cut_chunks(int64_t T, int *cut)
     return n;
 }
 
-static rnnc_status plan_cuts(rt_fused *m, int64_t T, int *chunks)
+/* m->cut for the chunks cut_chunks counted. */
+static rnnc_status plan_cuts(rt_fused *m, int64_t T, int chunks)
 {
-    *chunks = cut_chunks(T, NULL);
-    if (m->cut_n < *chunks + 1) {
-        int *c = realloc(m->cut, (size_t)(*chunks + 1) * sizeof *c);
+    if (m->cut_n < chunks + 1) {
+        int *c = realloc(m->cut, (size_t)(chunks + 1) * sizeof *c);
         if (!c)
             return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory for chunks");
         m->cut = c;
-        m->cut_n = *chunks + 1;
+        m->cut_n = chunks + 1;
     }
     cut_chunks(T, m->cut);
     return RNNC_OK;
@@ -471,7 +478,7 @@ static bool reads_fin(const wave *w, int l, int c)
     if (c == 0 || w->a->lengths || pl->n_states > CG_CUDA_IO || m->cut[c + 1] - m->cut[c] < 2)
         return false;
     /* the kernel stages states with 16-byte loads */
-    CUdeviceptr fin = st_of(m, l) + (CUdeviceptr)(2 * pl->state_floats * 4);
+    CUdeviceptr fin = fin_of(m, l);
     for (int i = 0; i < pl->n_states; i++)
         if ((fin + (CUdeviceptr)pl->state[i].offset * 4) % 16)
             return false;
@@ -486,12 +493,13 @@ static cg_cuda_io chunk_io(const wave *w, int l, int c)
 {
     const rt_fused *m = w->m;
     const cg_cuda_plan *pl = plan_of(m, l);
-    CUdeviceptr fin = st_of(m, l) + (CUdeviceptr)(2 * pl->state_floats * 4);
+    CUdeviceptr fin = fin_of(m, l);
+    bool in_place = reads_fin(w, l, c);
     cg_cuda_io io = {{0}, {0}};
     for (int i = 0; i < pl->n_states && i < CG_CUDA_IO; i++) {
-        io.in[i] = c == 0 ? m->io[l].in[i]
-                   : reads_fin(w, l, c) ? (uint64_t)(fin + (CUdeviceptr)pl->state[i].offset * 4)
-                                        : 0;
+        io.in[i] = c == 0     ? m->io[l].in[i]
+                   : in_place ? (uint64_t)(fin + (CUdeviceptr)pl->state[i].offset * 4)
+                              : 0;
         io.out[i] = c == w->chunks - 1 ? m->io[l].out[i] : 0;
     }
     return io;
@@ -526,8 +534,7 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
     if ((st = rt_fused_launch(m, &j, RT_FUSED_STEP, s)))
         return st;
     if (c + 1 < w->chunks && !reads_fin(w, l, c + 1) &&
-        (st = rt_dev_copy(j.st, j.st + (CUdeviceptr)(2 * pl->state_floats * 4),
-                          (size_t)pl->state_floats * 4, s)))
+        (st = rt_dev_copy(j.st, fin_of(m, l), (size_t)pl->state_floats * 4, s)))
         return st;
     return rt_cuda_check(rt_cu()->EventRecord(wave_ev(w, 0, l, c), s), "cuEventRecord");
 }
@@ -558,18 +565,19 @@ static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr
  * direction and no dropout between layers; with one chunk (a single step,
  * a short sequence) no two layers could overlap, and the layers one by
  * one read and write the caller's states directly. */
-static bool wave_fits(const rt_fused *m, const rnnc_forward_args *a)
+static bool wave_fits(const rt_fused *m, const rnnc_forward_args *a, int chunks)
 {
     return m->share > 1 && m->spec.dirs == 1 && m->spec.layers > 1 && !m->spec.batch_first &&
-           !(a->training && m->spec.dropout > 0) && cut_chunks(a->seq_len, NULL) > 1;
+           !(a->training && m->spec.dropout > 0) && chunks > 1;
 }
 
 rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
                                CUdeviceptr y, CUstream s)
 {
-    bool wf = wave_fits(m, a);
-    int chunks = 0, np = m->spec.layers * m->spec.dirs;
-    rnnc_status st = wf ? plan_cuts(m, a->seq_len, &chunks) : RNNC_OK;
+    int chunks = cut_chunks(a->seq_len, NULL), np = m->spec.layers * m->spec.dirs;
+    bool wf = wave_fits(m, a, chunks);
+    rnnc_status st = wf ? plan_cuts(m, a->seq_len, chunks) : RNNC_OK;
+    chunks = wf ? chunks : 0;
     if (st == RNNC_OK)
         st = upload_lengths(m, a, chunks, s);
     if (st == RNNC_OK && m->share > 1)
