@@ -177,11 +177,24 @@ void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
             snprintf(rows, sizeof rows, "rnnc_rows%d(T * %lld)", (int)g->lin, (long long)c->B);
         else
             snprintf(rows, sizeof rows, "T * %lld", (long long)c->B);
+        /* Blocks start in the order of their index.  The FFMA tiles go down
+         * the rows (blockIdx.x) first, the cp.async tiles across the columns:
+         * then the blocks running at once share a few row tiles of x, which
+         * L2 keeps, instead of all of it (TF32 I = H = 1024, B = 256: x is
+         * 105 MB and was read from HBM once per column of tiles; its GEMM
+         * went 2.07 -> 1.74 ms on the H100).  The FFMA tiles lost 50% in
+         * that order (bench/results/h100/raster/). */
         cu_printf(t,
                   "    rnnc_pdl();\n"
-                  "    const int M = %s, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n"
-                  "    const int m0 = blockIdx.x * %d, n0 = blockIdx.y * %d;\n",
-                  rows, g->bm, g->bn);
+                  "    const int M = %s, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n",
+                  rows);
+        if (g->g16)
+            cu_printf(t,
+                      "    const int b_ = blockIdx.x + blockIdx.y * gridDim.x;\n"
+                      "    const int m0 = b_ / gridDim.y * %d, n0 = b_ %% gridDim.y * %d;\n",
+                      g->bm, g->bn);
+        else
+            cu_printf(t, "    const int m0 = blockIdx.x * %d, n0 = blockIdx.y * %d;\n", g->bm, g->bn);
         if (g->split.wave)
             cu_printf(t, "    if (m0 >= M) return; /* the tail's rows */\n");
         return;
