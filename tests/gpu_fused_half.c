@@ -226,7 +226,8 @@ static void run_case(const hcase *hc, uint64_t *rng)
  * linears on FFMA (default tiles at H = 128: too few mma tiles), then on
  * tensor cores (8 units x 16 rows, 4 warps: 2 to 4 tiles of 16 x 8 a
  * linear); bidirectional, lengths, device pointers, B = 4 (the tagged
- * exchange), and the benchmark width (default tiles, tensor cores). */
+ * exchange), the benchmark width (default tiles, tensor cores), and H =
+ * 1024 at B = 128, whose step stages h in chunks. */
 static void each_case(rnnc_dtype dt)
 {
     uint64_t rng = tu_seed();
@@ -254,6 +255,9 @@ static void each_case(rnnc_dtype dt)
         {"lstm", 20, 64, 512, 512, 1, false, false, true, 0, 0},
         /* x at an odd offset (a tensor view): the runtime copies it */
         {"lstm", 20, 64, 512, 512, 1, false, false, true, 0, 1},
+        /* H = 1024, B = 128: h staged in chunks from its 16-bit copy */
+        {"lstm", 6, 128, 1024, 1024, 1, false, true, false, 0, 0},
+        {"gru", 4, 128, 1024, 1024, 1, false, false, false, 0, 0},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         hcase hc = more[i];

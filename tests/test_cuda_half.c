@@ -24,12 +24,13 @@ typedef struct shape {
 /* The default shape; K = 37 (no 4-wide loads) at B = 3; an upper layer's
  * input (I = 2H); hoist none (x staged by the step, converted); H = 2048
  * at B = 256 (weights streamed or x in chunks); K = 200 (16-bit GEMM tiles
- * with a last slice past K). */
+ * with a last slice past K); H = 1024 at B = 128 (h in chunks on tensor
+ * cores). */
 static const shape k_shapes[] = {
     {512, 512, 64, RNNC_HOIST_ALL, true},   {37, 48, 3, RNNC_HOIST_ALL, false},
     {1024, 512, 64, RNNC_HOIST_ALL, true},  {64, 64, 4, RNNC_HOIST_NONE, false},
     {2048, 2048, 256, RNNC_HOIST_ALL, false}, {256, 256, 64, RNNC_HOIST_NONE, true},
-    {200, 512, 64, RNNC_HOIST_ALL, true},
+    {200, 512, 64, RNNC_HOIST_ALL, true},   {1024, 1024, 128, RNNC_HOIST_ALL, true},
 };
 
 static int lstm_gru_seen;
@@ -40,6 +41,18 @@ static rnnc_status generate(const rnnc_cell *c, const shape *sh, int dtype, int 
     cg_cuda_config cfg = {.sizes = {sh->I, sh->H, sh->H}, .batch = sh->B, .sm = sm,
                           .sm_count = sm == 80 ? 108 : 132, .dtype = dtype};
     return tu_cuda_source(c, (rnnc_hoist)sh->hoist, &cfg, src, plan);
+}
+
+/* A chunk of x staged from the 16-bit copy: its column index starts at
+ * the chunk (ch_) and steps by the copy's words (cw). */
+static bool chunk_from_copy(const char *src)
+{
+    for (const char *p = strstr(src, "cc = ch_ * "); p; p = strstr(p + 1, "cc = ch_ * ")) {
+        const char *eol = strchr(p, '\n'), *cw = strstr(p, "+ cw * ");
+        if (cw && (!eol || cw < eol))
+            return true;
+    }
+    return false;
 }
 
 static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
@@ -73,6 +86,9 @@ static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
                     /* by 16-byte loads where rows of h are whole 16-byte words */
                     assert_int_equal(sh->H % 8 == 0,
                                      strstr(src, "__ldcg((const uint4 *)((rnnc_h *)(xb + ") != NULL);
+                    /* in chunks too, where x is staged in chunks */
+                    if (strstr(src, "for (int ch_ = 0;"))
+                        assert_true(chunk_from_copy(src));
                 }
                 /* the hoisted GEMM (hoist all: x W_ih^T) on tensor cores:
                  * m16n8k8 from fp32 tiles for few rows, and the large

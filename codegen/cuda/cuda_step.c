@@ -186,26 +186,26 @@ static void emit_put(const cu_ctx *c, int32_t lin, cu_text *t)
               ahead_loads(c, lin), KC / 4, KC / 4, c->xkp[lin], KC / 4);
 }
 
-/* x from the states' 16-bit copy (c->h16; x whole): 16-byte loads where
- * the rows allow, else 8-byte.  Half the load instructions took the bf16
- * LSTM at I = H = 1024, B = 64 from 0.912 to 0.864 ms on the H100
- * (bench/results/h100/h16w/): the staging issues its 64 KB a block a
- * step in 8 loads a thread, not 16. */
-static void emit_copy_h16(const cu_ctx *c, int32_t lin, const char *cond, const char *src,
-                          cu_text *t)
+/* x (or its chunk: columns from c0, KC of them) from the states' 16-bit
+ * copy (c->h16): 16-byte loads where the rows allow, else 8-byte.  Half
+ * the load instructions took the bf16 LSTM at I = H = 1024, B = 64 from
+ * 0.912 to 0.864 ms on the H100 (bench/results/h100/h16w/): the staging
+ * issues its 64 KB a block a step in 8 loads a thread, not 16. */
+static void emit_copy_h16(const cu_ctx *c, int32_t lin, const char *c0, const char *cond,
+                          const char *src, cu_text *t)
 {
     int32_t xv = c->f->nodes[lin].a[0];
-    long long K = (long long)c->cols[xv];
-    int w = K % 8 == 0 && c->xb[xv] % 4 == 0 ? 8 : 4;
+    long long K = (long long)c->cols[xv], KC = c->kc[lin];
+    int w = K % 8 == 0 && KC % 8 == 0 && c->xb[xv] % 4 == 0 ? 8 : 4;
     char idx[200], dst[64];
     snprintf(idx, sizeof idx,
-             "const int b = i / %lld, cw = i %% %lld, gb = b0 + b, cc = cw * %d; "
-             "(void)gb; (void)cc;", K / w, K / w, w);
+             "const int b = i / %lld, cw = i %% %lld, gb = b0 + b, cc = %s%lld + cw * %d; "
+             "(void)gb; (void)cc;", KC / w, KC / w, c0, KC, w);
     snprintf(dst, sizeof dst, "&smh_[b * %d + cw * %d]", c->xkp[lin], w);
     if (w == 8)
-        cu_emit_copy8hh(t, c->BTP * (K / 8), idx, cond, src, dst);
+        cu_emit_copy8hh(t, c->BTP * (KC / 8), idx, cond, src, dst);
     else
-        cu_emit_copy4hh(t, c->BTP * (K / 4), idx, cond, src, dst);
+        cu_emit_copy4hh(t, c->BTP * (KC / 4), idx, cond, src, dst);
 }
 
 /* Stages columns [ch*kc, ch*kc + kc) of linear lin's x (ch a variable of
@@ -230,7 +230,7 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
         snprintf(src, sizeof src, "%s + cc", base);
         snprintf(dst, sizeof dst, "&sm_[b * %d + c4 * 4]", c->xkp[lin]);
         snprintf(cond, sizeof cond, "b < BT && gb < B && cc < %lld", K);
-        bool h16 = c->h16 && c->role[xv] == CU_LEAF_STATE && c->xb[xv] >= 0 && !chunked;
+        bool h16 = c->h16 && c->role[xv] == CU_LEAF_STATE && c->xb[xv] >= 0;
         if (c->half && c->mma) {
             /* 16-bit x for the tensor cores (cuda_mma_step.c); after step 0
              * from the states' 16-bit copy where there is one */
@@ -241,7 +241,7 @@ static rnnc_status emit_stage(const cu_ctx *c, int32_t lin, bool chunked, cu_tex
             if (h16) {
                 cu_h16_src(c, xv, src, sizeof src);
                 cu_printf(t, "    else\n");
-                emit_copy_h16(c, lin, cond, src, t);
+                emit_copy_h16(c, lin, c0, cond, src, t);
             }
         } else {
             cu_emit_copy4(t, c->BTP * (KC / 4), idx, cond, src, dst, false);
