@@ -139,20 +139,70 @@ static long long ahead_loads(const cu_ctx *c, int32_t lin)
     return (n4 + c->NT - 1) / c->NT;
 }
 
+/* A half model's state x read from its 16-bit copy (c->h16) a chunk
+ * ahead: 8 values a load, 16-byte loads and stores. */
+static bool ahead16(const cu_ctx *c, int32_t lin)
+{
+    int32_t xv = c->f->nodes[lin].a[0];
+    return c->half && c->h16 && c->role[xv] == CU_LEAF_STATE && c->xb[xv] >= 0 &&
+           c->xb[xv] % 4 == 0 && c->cols[xv] % 8 == 0 && c->kc[lin] % 8 == 0 &&
+           c->xkp[lin] % 8 == 0;
+}
+
 static bool stage_ahead(const cu_ctx *c, int32_t lin)
 {
     int32_t xv = c->f->nodes[lin].a[0];
     char base[256];
     /* tensor cores only: the FFMA step with W_hh on chip and x fetched
      * ahead still lost to streaming W_hh (I = H = 1024, B = 256 13.72
-     * against 13.24 ms; B = 64 4.18 against 3.68) */
+     * against 13.24 ms; B = 64 4.18 against 3.68).  Half models fetch
+     * from the 16-bit copy: bf16 LSTM I = H = 1024, B = 256 2.94-2.97 ->
+     * 2.79-2.80 ms, f16 2.93-2.94 -> 2.84, B = 128 and the GRU level. */
+    if (ahead16(c, lin) && c->kc[lin] < c->cols[xv])
+        return (long long)c->BTP * (c->kc[lin] / 8) <= (long long)AHEAD_MAX * c->NT;
     return c->mma && !c->half && !c->ll && c->kc[lin] < c->cols[xv] && c->cols[xv] % 4 == 0 &&
            c->kc[lin] % 4 == 0 && ahead_loads(c, lin) <= AHEAD_MAX &&
            plain_base(c, xv, base, sizeof base);
 }
 
+/* The 16-bit fetch: step 0 reads the caller's fp32 state and packs it,
+ * later steps the 16-bit copy (8 values, 16 bytes, a load). */
+static void emit_fetch16(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t)
+{
+    int32_t xv = c->f->nodes[lin].a[0];
+    long long K = (long long)c->cols[xv], KC = c->kc[lin], n8 = (long long)c->BTP * (KC / 8);
+    char base[256] = "", h16[320];
+    plain_base(c, xv, base, sizeof base);
+    cu_h16_src(c, xv, h16, sizeof h16);
+    if (decl)
+        cu_printf(t, "    uint4 pf_[%lld];\n", (n8 + c->NT - 1) / c->NT);
+    cu_printf(t,
+              "#pragma unroll\n"
+              "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
+              "        const int i = j_ * NT + tid;\n"
+              "        pf_[j_] = make_uint4(0u, 0u, 0u, 0u);\n"
+              "        if (i < %lld) {\n"
+              "            const int b = i / %lld, gb = b0 + b, cc = (%s) * %lld + i %% %lld * 8;\n"
+              "            if (b < BT && gb < B && cc < %lld) {\n"
+              "                if (t == 0) {\n"
+              "                    const uint2 lo_ = rnnc_pack4(__ldcg((const float4 *)(%s + cc)));\n"
+              "                    const uint2 hi_ = rnnc_pack4(__ldcg((const float4 *)(%s + cc + 4)));\n"
+              "                    pf_[j_] = make_uint4(lo_.x, lo_.y, hi_.x, hi_.y);\n"
+              "                } else {\n"
+              "                    pf_[j_] = __ldcg((const uint4 *)(%s));\n"
+              "                }\n"
+              "            }\n"
+              "        }\n"
+              "    }\n",
+              (n8 + c->NT - 1) / c->NT, n8, KC / 8, ch, KC, KC / 8, K, base, base, h16);
+}
+
 static void emit_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t)
 {
+    if (ahead16(c, lin)) {
+        emit_fetch16(c, lin, ch, decl, t);
+        return;
+    }
     int32_t xv = c->f->nodes[lin].a[0];
     long long K = (long long)c->cols[xv], KC = c->kc[lin];
     char base[256] = "";
@@ -175,6 +225,19 @@ static void emit_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, 
 static void emit_put(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     long long KC = c->kc[lin];
+    if (ahead16(c, lin)) {
+        long long n8 = (long long)c->BTP * (KC / 8);
+        cu_printf(t,
+                  "#pragma unroll\n"
+                  "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
+                  "        const int i = j_ * NT + tid;\n"
+                  "        if (i < %lld)\n"
+                  "            *(uint4 *)&smh_[i / %lld * %d + i %% %lld * 8] = pf_[j_];\n"
+                  "    }\n"
+                  "    __syncthreads();\n",
+                  (n8 + c->NT - 1) / c->NT, n8, KC / 8, c->xkp[lin], KC / 8);
+        return;
+    }
     cu_printf(t,
               "#pragma unroll\n"
               "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
