@@ -182,7 +182,7 @@ void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
          * then the blocks running at once share a few row tiles of x, which
          * L2 keeps, instead of all of it (TF32 I = H = 1024, B = 256: x is
          * 105 MB and was read from HBM once per column of tiles; its GEMM
-         * went 2.07 -> 1.74 ms on the H100).  The FFMA tiles lost 50% in
+         * went 2.07 -> 1.74 ms on the H100).  The FFMA tiles lost 3-6% in
          * that order (bench/results/h100/raster/). */
         cu_printf(t,
                   "    rnnc_pdl();\n"
@@ -233,11 +233,18 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               g.tail ? "the rows its large tiles leave" : g.split.wave ? "the rows of whole waves"
                                                       : "all T*B rows",
               g.bm, g.bn, g.small && !g.tail ? " for few rows" : "", mma ? ", tensor cores" : "");
+    /* Two FFMA 128 x 128 tiles an SM, said to ptxas: held to 125 registers
+     * (128 with __launch_bounds__(256) alone) every FFMA forward was 3%
+     * faster on the H100 (4 layers 3.74 -> 3.64 ms, I = H = 1024, B = 256
+     * 12.05 -> 11.67), and an index more (the columns-first order) had
+     * taken the tile to 132 registers, one block an SM, its GEMM 4.98 ->
+     * 7.28 ms (ncu; bench/results/h100/raster/). */
     cu_printf(t,
-              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_gemm%d%s(%s)\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(256%s) rnnc_gemm%d%s(%s)\n{\n"
               "    __shared__ __align__(16) float As[2][%d][%d];\n"
               "    __shared__ __align__(16) float Ws[2][%d][%d];\n",
-              (int)lin, sfx, cu_args(c), g.bk, g.bm + pad, g.bk, g.bn + pad);
+              !mma && g.bm == 128 ? ", 2" : "", (int)lin, sfx, cu_args(c), g.bk, g.bm + pad, g.bk,
+              g.bn + pad);
     cu_emit_gemm_head(c, &g, t);
     cu_printf(t,
               "    const size_t TB = (size_t)T * %lld;\n"
