@@ -43,16 +43,12 @@ static rnnc_status generate(const rnnc_cell *c, const shape *sh, int dtype, int 
     return tu_cuda_source(c, (rnnc_hoist)sh->hoist, &cfg, src, plan);
 }
 
-/* A chunk of x staged from the 16-bit copy: its column index starts at
- * the chunk (ch_) and steps by the copy's words (cw). */
+/* A chunk of x staged from the 16-bit copy: a 16-byte load of the copy
+ * inside the chunk loop (the chunk itself, or the next one fetched ahead). */
 static bool chunk_from_copy(const char *src)
 {
-    for (const char *p = strstr(src, "cc = ch_ * "); p; p = strstr(p + 1, "cc = ch_ * ")) {
-        const char *eol = strchr(p, '\n'), *cw = strstr(p, "+ cw * ");
-        if (cw && (!eol || cw < eol))
-            return true;
-    }
-    return false;
+    const char *loop = strstr(src, "for (int ch_ = 0;");
+    return loop && strstr(loop, "__ldcg((const uint4 *)((rnnc_h *)(xb + ") != NULL;
 }
 
 static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
