@@ -133,12 +133,6 @@ static bool plain_base(const cu_ctx *c, int32_t v, char *buf, size_t n)
  * (32 registers of float4s). */
 #define AHEAD_MAX 8
 
-static long long ahead_loads(const cu_ctx *c, int32_t lin)
-{
-    long long n4 = (long long)c->BTP * (c->kc[lin] / 4);
-    return (n4 + c->NT - 1) / c->NT;
-}
-
 /* A half model's state x read from its 16-bit copy (c->h16) a chunk
  * ahead: 8 values a load, 16-byte loads and stores. */
 static bool ahead16(const cu_ctx *c, int32_t lin)
@@ -147,6 +141,18 @@ static bool ahead16(const cu_ctx *c, int32_t lin)
     return c->half && c->h16 && c->role[xv] == CU_LEAF_STATE && c->xb[xv] >= 0 &&
            c->xb[xv] % 4 == 0 && c->cols[xv] % 8 == 0 && c->kc[lin] % 8 == 0 &&
            c->xkp[lin] % 8 == 0;
+}
+
+/* Values a fetch-ahead load carries: 8 halves or 4 floats (16 bytes). */
+static int ahead_width(const cu_ctx *c, int32_t lin)
+{
+    return ahead16(c, lin) ? 8 : 4;
+}
+
+static long long ahead_loads(const cu_ctx *c, int32_t lin)
+{
+    long long n = (long long)c->BTP * (c->kc[lin] / ahead_width(c, lin));
+    return (n + c->NT - 1) / c->NT;
 }
 
 static bool stage_ahead(const cu_ctx *c, int32_t lin)
@@ -159,7 +165,7 @@ static bool stage_ahead(const cu_ctx *c, int32_t lin)
      * from the 16-bit copy: bf16 LSTM I = H = 1024, B = 256 2.94-2.97 ->
      * 2.79-2.80 ms, f16 2.93-2.94 -> 2.84, B = 128 and the GRU level. */
     if (ahead16(c, lin) && c->kc[lin] < c->cols[xv])
-        return (long long)c->BTP * (c->kc[lin] / 8) <= (long long)AHEAD_MAX * c->NT;
+        return ahead_loads(c, lin) <= AHEAD_MAX;
     return c->mma && !c->half && !c->ll && c->kc[lin] < c->cols[xv] && c->cols[xv] % 4 == 0 &&
            c->kc[lin] % 4 == 0 && ahead_loads(c, lin) <= AHEAD_MAX &&
            plain_base(c, xv, base, sizeof base);
@@ -175,7 +181,7 @@ static void emit_fetch16(const cu_ctx *c, int32_t lin, const char *ch, bool decl
     plain_base(c, xv, base, sizeof base);
     cu_h16_src(c, xv, h16, sizeof h16);
     if (decl)
-        cu_printf(t, "    uint4 pf_[%lld];\n", (n8 + c->NT - 1) / c->NT);
+        cu_printf(t, "    uint4 pf_[%lld];\n", ahead_loads(c, lin));
     cu_printf(t,
               "#pragma unroll\n"
               "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
@@ -194,7 +200,7 @@ static void emit_fetch16(const cu_ctx *c, int32_t lin, const char *ch, bool decl
               "            }\n"
               "        }\n"
               "    }\n",
-              (n8 + c->NT - 1) / c->NT, n8, KC / 8, ch, KC, KC / 8, K, base, base, h16);
+              ahead_loads(c, lin), n8, KC / 8, ch, KC, KC / 8, K, base, base, h16);
 }
 
 static void emit_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t)
@@ -225,28 +231,18 @@ static void emit_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, 
 static void emit_put(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     long long KC = c->kc[lin];
-    if (ahead16(c, lin)) {
-        long long n8 = (long long)c->BTP * (KC / 8);
-        cu_printf(t,
-                  "#pragma unroll\n"
-                  "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
-                  "        const int i = j_ * NT + tid;\n"
-                  "        if (i < %lld)\n"
-                  "            *(uint4 *)&smh_[i / %lld * %d + i %% %lld * 8] = pf_[j_];\n"
-                  "    }\n"
-                  "    __syncthreads();\n",
-                  (n8 + c->NT - 1) / c->NT, n8, KC / 8, c->xkp[lin], KC / 8);
-        return;
-    }
+    int w = ahead_width(c, lin);
+    bool h = ahead16(c, lin);
     cu_printf(t,
               "#pragma unroll\n"
               "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
               "        const int i = j_ * NT + tid;\n"
               "        if (i < BTP * %lld)\n"
-              "            *(float4 *)&sm_[i / %lld * %d + i %% %lld * 4] = pf_[j_];\n"
+              "            *(%s *)&%s[i / %lld * %d + i %% %lld * %d] = pf_[j_];\n"
               "    }\n"
               "    __syncthreads();\n",
-              ahead_loads(c, lin), KC / 4, KC / 4, c->xkp[lin], KC / 4);
+              ahead_loads(c, lin), KC / w, h ? "uint4" : "float4", h ? "smh_" : "sm_", KC / w,
+              c->xkp[lin], KC / w, w);
 }
 
 /* x (or its chunk: columns from c0, KC of them) from the states' 16-bit
