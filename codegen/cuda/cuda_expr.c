@@ -33,9 +33,29 @@ static int state_k(const cu_ctx *c, int32_t v)
     return ir_state_of(c->f, v);
 }
 
-bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
+bool cu_leaf_addr(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
 {
     char col[64];
+    if (c->k[v] < 1)
+        sl = 0;
+    elem_col(c, v, sl, col, sizeof col);
+    long long cols = (long long)c->cols[v];
+    switch (c->role[v]) {
+    case CU_LEAF_INPUT:
+        snprintf(buf, n, "x + row * %lld + %s", cols, col);
+        return true;
+    case CU_HOIST_BUF:
+        snprintf(buf, n, "hz + (size_t)%lld * TB + row * %lld + %s", (long long)c->off[v], cols,
+                 col);
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
+{
+    char col[64], at[192];
     if (c->k[v] < 1)
         sl = 0;
     elem_col(c, v, sl, col, sizeof col);
@@ -45,15 +65,13 @@ bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
         snprintf(buf, n, "fold[%lld + %s]", (long long)c->off[v], col);
         return true;
     case CU_LEAF_INPUT:
-        snprintf(buf, n, c->half ? "rnnc_h2f(__ldg(x + row * %lld + %s))" : "__ldg(x + row * %lld + %s)",
-                 cols, col);
+    case CU_HOIST_BUF:
+        cu_leaf_addr(c, v, sl, at, sizeof at);
+        snprintf(buf, n, c->half && c->role[v] == CU_LEAF_INPUT ? "rnnc_h2f(__ldg(%s))" : "__ldg(%s)",
+                 at);
         return true;
     case CU_LEAF_STATE:
         snprintf(buf, n, "__ldcg(s%d_ + gb * %lld + %s)", state_k(c, v), cols, col);
-        return true;
-    case CU_HOIST_BUF:
-        snprintf(buf, n, "__ldg(hz + (size_t)%lld * TB + row * %lld + %s)", (long long)c->off[v],
-                 cols, col);
         return true;
     default:
         return false;

@@ -91,6 +91,9 @@ typedef struct cu_ctx {
     bool pf;
     int EPT;
     uint32_t *pfuse;
+    /* [n] without the caches (!pf): the slices pfuse would hold, which the
+     * last barrier of a step prefetches into L2 for the next */
+    uint32_t *pl2;
     /* [n] step elements: bit sl set when slice sl is read (cu_mark_live;
      * slices past 63 always are) */
     uint64_t *live;
@@ -214,6 +217,9 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
 /* The memory read of leaf v (fold, input, state, hoisted buffer), slice sl,
  * at the current element (u, gu, gb, row, cur in scope); false otherwise. */
 bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n);
+/* The address of an input or hoisted leaf's slice at the current element
+ * (row in scope); false for other leaves. */
+bool cu_leaf_addr(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n);
 /* Leaf v is kept in registers in the step kernel (c->pf and few slices). */
 bool cu_in_regs(const cu_ctx *c, int32_t v);
 /* The register of leaf v's slice sl at the current element (j_ in scope
@@ -225,6 +231,10 @@ void cu_emit_elem_loop(const cu_ctx *c, cu_text *t);
  * loads before the time loop, and the prefetch of step t+1's values. */
 void cu_emit_reg_decls(const cu_ctx *c, cu_text *t);
 void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first);
+/* Without the caches (and the tagged exchange): step t+1's hoisted values
+ * and x prefetched into L2 at step t's last barrier. */
+bool cu_l2_prefetches(const cu_ctx *c);
+void cu_emit_l2_prefetch(const cu_ctx *c, cu_text *t);
 /* Where each state enters step 0 (si<k>_) and where the final state goes
  * (so<k>_): the caller's buffers (the io argument) or copies 0 and 2 of st. */
 void cu_emit_state_io(const cu_ctx *c, cu_text *t);

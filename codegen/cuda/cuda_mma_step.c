@@ -34,8 +34,10 @@
 #include "codegen/cuda/cuda_gen.h"
 
 /* Tiles a warp takes at most (4 accumulators each): 2 x 4 was slower than
- * 1 x 4 at every shape measured (preferred() below). */
+ * 1 x 4 at every shape measured with x staged whole (preferred() below),
+ * and faster where a 16-bit x is staged in chunks (chunked_half). */
 #define MMA_MAX_TILES_PER_WARP 4
+#define MMA_MAX_TILES_CHUNKED 8
 
 typedef struct mma_warps {
     int mt, ntn;   /* tiles along the W rows (16) and the batch rows (8) */
@@ -105,7 +107,7 @@ static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t 
  * B = 64 with tagged words: 1x1x1 0.417, 1x1x2 0.433, 2x1x2 0.418; GRU
  * bf16 B = 64 with tagged words (256 threads): 1x1x1 0.443-0.449, 4x1x2
  * (half the warps) 0.476-0.483. */
-static bool preferred(const cu_ctx *c, int32_t lin, const mma_warps *a, const mma_warps *b)
+static bool preferred_whole(const cu_ctx *c, int32_t lin, const mma_warps *a, const mma_warps *b)
 {
     int64_t kst = cu_kdim(c, lin) / a->kw, cap = c->half ? 32 : 16;
     bool in_a = kst / a->ks <= cap, in_b = kst / b->ks <= cap;
@@ -124,6 +126,49 @@ static bool preferred(const cu_ctx *c, int32_t lin, const mma_warps *a, const mm
     return a->wm * a->wn == 1 ? a->na > b->na : a->na < b->na;
 }
 
+/* A 16-bit x staged in chunks (I = H = 1024, B = 128 and 256): the step
+ * is bound by the shared memory its fragments read, so larger warp tiles
+ * pay there (below). */
+static bool chunked_half(const cu_ctx *c, int32_t lin, int64_t chunk)
+{
+    return c->half && chunk < cu_kdim(c, lin);
+}
+
+/* Bytes of the fragments the block's warps load a k-step, in 16-bit
+ * words: each A tile (16 rows) once for every batch group of warps, each
+ * B tile (8 rows) once for every weight group. */
+static int64_t fragment_words(const mma_warps *w)
+{
+    int64_t row_groups = cdiv(w->mt, w->wm);
+    return (row_groups * w->wm * 16 * w->gn + w->gn * w->wn * 8 * row_groups) * w->kw;
+}
+
+/* Where chunked_half: fewer fragment bytes a k-step, then at least 8
+ * warps busy, then fewer K groups (preferred_whole's order from there,
+ * without its cap on a warp's k-steps: a chunk holds few).  Measured on
+ * the H100 (bench/results/h100/tiles8/, LSTM I = H = 1024, T = 100, ms;
+ * tiles a warp x K groups, fragment words a k-step): bf16 B = 256 at 512
+ * threads 2x4x1 (16 K) 2.600-2.604, 2x4x2 (16 K) 2.661, 4x2x1 (20 K)
+ * 2.684, 1x8x2 (20 K) 2.730, 2x2x1 (24 K) 2.768, 1x4x1 (24 K, the rule
+ * before) 2.770; f16 B = 128 at 256 threads 2x4x2 1.570, 2x4x1 (4 warps
+ * busy) 1.619, 1x4x1 1.633.  TF32 (x staged by bulk copies, the step
+ * bound by their latency) kept 1 x 4: 2 x 4 4.70 against 4.50. */
+static bool preferred(const cu_ctx *c, int32_t lin, int64_t chunk, const mma_warps *a,
+                      const mma_warps *b)
+{
+    if (!chunked_half(c, lin, chunk))
+        return preferred_whole(c, lin, a, b);
+    int64_t fa = fragment_words(a), fb = fragment_words(b);
+    int busy_a = a->g * a->ks < 8 ? a->g * a->ks : 8, busy_b = b->g * b->ks < 8 ? b->g * b->ks : 8;
+    if (fa != fb)
+        return fa < fb;
+    if (busy_a != busy_b)
+        return busy_a > busy_b;
+    if (a->ks != b->ks)
+        return a->ks < b->ks;
+    return preferred_whole(c, lin, a, b);
+}
+
 /* The preferred possible layout of linear lin's product; false when none
  * fits. */
 static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs_floats,
@@ -136,7 +181,8 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
     /* (a warp's tiles past the edge are clamped and their results dropped) */
     for (w.wm = 1; w.wm <= 4 && w.wm / 2 < w.mt; w.wm *= 2)
         for (w.wn = 1; w.wn <= 8 && w.wn / 2 < w.ntn; w.wn *= 2) {
-            if (w.wm * w.wn > MMA_MAX_TILES_PER_WARP)
+            if (w.wm * w.wn > (chunked_half(c, lin, chunk) ? MMA_MAX_TILES_CHUNKED
+                                                           : MMA_MAX_TILES_PER_WARP))
                 continue;
             w.gn = (int)cdiv(w.ntn, w.wn);
             w.g = (int)cdiv(w.mt, w.wm) * w.gn;
@@ -144,7 +190,7 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
                 for (w.na = 1; w.na <= 4; w.na *= 2) {
                     if (!layout_ok(c, lin, &w, chunk, xs_floats))
                         continue;
-                    if (!found || preferred(c, lin, &w, best))
+                    if (!found || preferred(c, lin, chunk, &w, best))
                         *best = w;
                     found = true;
                 }

@@ -7,7 +7,8 @@
  * last barrier of step t, so no step waits on global memory for its own
  * element's inputs.  A thread that owns several elements (E > NT) keeps
  * arrays of them, indexed in unrolled loops, where the registers allow
- * (cache_fits).  Bulk
+ * (cache_fits); where they do not, step t+1's hoisted values are
+ * prefetched into L2 at that barrier instead.  Bulk
  * copies to shared memory issue up to 8 16-byte loads per thread before the
  * first store, so a copy costs about one memory latency, not one per word.
  * The weights: each block's slices copied to shared memory once, and the
@@ -140,11 +141,7 @@ void cu_place_regs(cu_ctx *c)
     int last = c->s->n_phases - 1;
     int64_t E = (int64_t)c->UT * c->BTP;
     c->EPT = (int)((E + c->NT - 1) / c->NT);
-    c->pf = c->EPT <= 4;
-    if (!c->pf) {
-        c->EPT = 1;
-        return;
-    }
+    c->pf = true; /* (marks every leaf slice read: cu_in_regs) */
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_ELEM || c->phase[i] < 0 || c->phase[i] > last)
             continue;
@@ -167,10 +164,11 @@ void cu_place_regs(cu_ctx *c)
     }
     for (int sl = 0; sl < slices(c, f->output); sl++)
         mark_operand(c, f->output, sl, last);
-    if (cache_fits(c))
+    if (c->EPT <= 4 && cache_fits(c))
         return;
     c->pf = false;
     c->EPT = 1;
+    memcpy(c->pl2, c->pfuse, (size_t)f->n * sizeof *c->pfuse);
     memset(c->pfuse, 0, (size_t)f->n * sizeof *c->pfuse);
 }
 
@@ -276,6 +274,38 @@ void cu_emit_reg_loads(const cu_ctx *c, cu_text *t, bool first)
         }
     }
     cu_printf(t, "        }\n    }\n");
+}
+
+/* Without the caches, each element's hoisted values (and x) come from
+ * memory after the multiply; the hoisted values were written by the GEMM
+ * long before and no longer sit in L2 (100 MB a layer at B = 256, H =
+ * 1024), so the element phase waited on HBM (10% of the bf16 step's
+ * samples there).  Prefetched into L2 at the barrier of the step before,
+ * they arrive while the next step stages h and multiplies. */
+bool cu_l2_prefetches(const cu_ctx *c)
+{
+    bool any = false;
+    for (int32_t v = 0; v < c->f->n; v++)
+        any |= c->pl2[v] && (c->role[v] == CU_HOIST_BUF || c->role[v] == CU_LEAF_INPUT);
+    return !c->pf && !c->ll && any;
+}
+
+void cu_emit_l2_prefetch(const cu_ctx *c, cu_text *t)
+{
+    char at[192];
+    if (!cu_l2_prefetches(c))
+        return;
+    cu_printf(t,
+              "        for (int e = tid; e < E; e += NT) {\n"
+              "            const int u = e %% UT, b = e / UT, gu = u0 + u, gb = b0 + b;\n"
+              "            if (b >= BT || gu >= H || gb >= B) continue;\n"
+              "            const size_t row = ROWT(gb, TR(gb, t + 1));\n"
+              "            (void)row;\n");
+    for (int32_t v = 0; v < c->f->n; v++)
+        for (int sl = 0; sl < 32; sl++)
+            if ((c->pl2[v] & (1u << sl)) && cu_leaf_addr(c, v, sl, at, sizeof at))
+                cu_printf(t, "            rnnc_pfl2(%s);\n", at);
+    cu_printf(t, "        }\n");
 }
 
 static void copy_vec(cu_text *t, long long n4, const char *idx, const char *cond, const char *src,

@@ -113,8 +113,9 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->need = take(m, n, 1);
     c->gemm = take(m, n, sizeof *c->gemm);
     c->pfuse = take(m, n, sizeof *c->pfuse);
+    c->pl2 = take(m, n, sizeof *c->pl2);
     c->live = take(m, n, sizeof *c->live);
-    if (m->n != 19)
+    if (m->n != 20)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }

@@ -60,6 +60,9 @@ static void emit_prelude(const cu_ctx *c, cu_text *t)
      * from 1.898 to 1.764 ms, against a flag per block polled by a warp
      * with relaxed loads and one acquire fence after (NUB loads a round and
      * a fence; bench/results/h100/barrier/). */
+    if (cu_l2_prefetches(c))
+        cu_printf(t, "__device__ __forceinline__ void rnnc_pfl2(const void *p)\n{\n"
+                     "    asm volatile(\"prefetch.global.L2 [%%0];\" : : \"l\"(p));\n}\n");
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_arrive(unsigned *n)\n{\n"
               "    asm volatile(\"red.release.gpu.global.add.u32 [%%0], 1;\" : : \"l\"(n) : "
@@ -641,8 +644,10 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
     cu_printf(t, "    %s{\n        __syncthreads();\n        ++epoch;\n"
                  "        if (tid == 0) rnnc_arrive(bar + bb);\n",
               last ? "if (t + 1 < tend_) " : "");
-    if (last)
+    if (last) {
         cu_emit_reg_loads(c, t, false);
+        cu_emit_l2_prefetch(c, t);
+    }
     /* the last warp polls: it has no prefetch loads in flight when E <= NT - 32 */
     cu_printf(t, "        if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n"
                  "        __syncthreads();\n    }\n");
