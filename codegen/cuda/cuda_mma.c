@@ -4,11 +4,21 @@
  * hoisted GEMMs' slices on tensor cores (both kinds; the step's linears
  * are cuda_mma_step.c).
  *
- * tf32 rounds each operand to TF32 (cvt.rna, as cuDNN's TF32 mode) and
- * takes one product.  3xtf32 splits each operand a into hi = tf32(a) and
- * lo = tf32(a - hi) and sums lo*hi + hi*lo + hi*hi (the small terms first):
- * the lost lo*lo term is about 2^-22 relative, so the result keeps about
- * fp32 accuracy on tensor cores.
+ * tf32 rounds each operand to TF32 and takes one product: to nearest even
+ * on sm_90 (cvt.rn.tf32, one F2FP instruction there), which is what
+ * cuDNN's TF32 mode computes (half the difference from it that cvt.rna
+ * left: 1.9e-5 against 4.05e-5 on the LSTM at B = 64,
+ * bench/results/h100/x3split/); sm_80 has only cvt.rna (ties away).
+ * 3xtf32 splits each operand a into hi = tf32(a) and lo = a - hi (exact
+ * in fp32), and sums lo*hi + hi*lo + hi*hi (the small terms first).  The
+ * tensor cores read a .tf32 operand's top 19 bits and ignore the rest, so
+ * lo goes to them as it is (truncated there by at most its last bit,
+ * about 2^-23 relative; the lost lo*lo term is about 2^-22), and the
+ * result keeps about fp32 accuracy.  So a split is two instructions on
+ * sm_90 (on sm_80 hi is a's top 19 bits, a mask: lo then loses up to two
+ * bits); rounding both parts with cvt.rna, about three integer and
+ * compare instructions each, made the LSTM at B = 64 0.92 ms against
+ * 0.76 with the mask (bench/results/h100/x3split/).
  *
  * Fragment layout of m16n8k8 (PTX ISA, "Matrix fragments for mma.m16n8k8"
  * with .tf32), lane = 4 g + q: A (16 x 8, row-major) a0 = (g, q),
@@ -39,18 +49,20 @@ void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t)
         return;
     if (!c->half) /* (a half model's helpers have them) */
         cu_emit_ldsm_helpers(t);
+    bool rn = c->cfg.sm >= 90; /* cvt.rn.tf32 needs sm_90 */
     cu_printf(t,
               "#define RNNC_MATH %d\n"
               "__device__ __forceinline__ unsigned rnnc_tf32(float x)\n{\n"
               "    unsigned r;\n"
-              "    asm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(r) : \"f\"(x));\n"
+              "    asm(\"cvt.%s.tf32.f32 %%0, %%1;\" : \"=r\"(r) : \"f\"(x));\n"
               "    return r;\n}\n"
-              "/* hi and (3xtf32) lo TF32 parts of x */\n"
+              "/* hi and (3xtf32) lo TF32 parts of x: lo keeps bits the tensor cores ignore */\n"
               "__device__ __forceinline__ void rnnc_sp(float x, unsigned &h, unsigned &l)\n{\n"
-              "    h = rnnc_tf32(x);\n"
               "#if RNNC_MATH == 2\n"
-              "    l = rnnc_tf32(x - __uint_as_float(h));\n"
+              "    h = %s;\n"
+              "    l = __float_as_uint(__fsub_rn(x, __uint_as_float(h)));\n"
               "#else\n"
+              "    h = rnnc_tf32(x);\n"
               "    l = 0u;\n"
               "#endif\n}\n"
               "/* x rounded to TF32 before (the TF32 mode's step operands): as it is */\n"
@@ -79,7 +91,7 @@ void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t)
               "    (void)al; (void)bl;\n"
               "    rnnc_mma8(d0, d1, d2, d3, ah[0], ah[1], ah[2], ah[3], bh[0], bh[1]);\n"
               "#endif\n}\n",
-              c->cfg.math);
+              c->cfg.math, rn ? "rn" : "rna", rn ? "rnnc_tf32(x)" : "__float_as_uint(x) & 0xffffe000u");
 }
 
 /* ---------------------------------------------------------------- hoist */
