@@ -96,7 +96,7 @@ static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t 
 }
 
 /* Whether layout a is preferred to b: a warp's k-steps within 512
- * columns (16-bit) or 128 (TF32: each k-step splits its operands), then
+ * columns (16-bit) or 256 floats (3xtf32) or 128 (tf32), then
  * more batch tiles a warp (each A fragment, the larger, serves wn
  * products), fewer K groups (each a trip of partial tiles and two
  * barriers), more weight tiles, more warps busy.  Measured on the H100
@@ -106,10 +106,14 @@ static bool layout_ok(const cu_ctx *c, int32_t lin, const mma_warps *w, int64_t 
  * 512 threads: 1x1x1 0.920, 1x2x2 0.746, 1x2x4 0.725, 2x2x4 0.712; bf16
  * B = 64 with tagged words: 1x1x1 0.417, 1x1x2 0.433, 2x1x2 0.418; GRU
  * bf16 B = 64 with tagged words (256 threads): 1x1x1 0.443-0.449, 4x1x2
- * (half the warps) 0.476-0.483. */
+ * (half the warps) 0.476-0.483.  3xtf32 had tf32's 128 columns while
+ * each k-step split its operands with cvt.rna (about eight instructions
+ * an operand); with two since, LSTM B = 64 at ut=16 bt=16 nt=512: 1x2x2
+ * 0.742, 1x2x4 0.753, 2x2x4 (the rule before) 0.771, 4x1x4 0.795
+ * (bench/results/h100/x3split/layouts/). */
 static bool preferred_whole(const cu_ctx *c, int32_t lin, const mma_warps *a, const mma_warps *b)
 {
-    int64_t kst = cu_kdim(c, lin) / a->kw, cap = c->half ? 32 : 16;
+    int64_t kst = cu_kdim(c, lin) / a->kw, cap = c->half || c->cfg.math == 2 ? 32 : 16;
     bool in_a = kst / a->ks <= cap, in_b = kst / b->ks <= cap;
     if (in_a != in_b)
         return in_a;
