@@ -138,16 +138,16 @@ static bool chunked_half(const cu_ctx *c, int32_t lin, int64_t chunk)
     return c->half && chunk < cu_kdim(c, lin);
 }
 
-/* Bytes of the fragments the block's warps load a k-step, in 16-bit
- * words: each A tile (16 rows) once for every batch group of warps, each
- * B tile (8 rows) once for every weight group. */
+/* The 16-bit words of the fragments the block's warps load a k-step:
+ * each A tile (16 rows) once for every batch group of warps, each B tile
+ * (8 rows) once for every weight group. */
 static int64_t fragment_words(const mma_warps *w)
 {
     int64_t row_groups = cdiv(w->mt, w->wm);
     return (row_groups * w->wm * 16 * w->gn + w->gn * w->wn * 8 * row_groups) * w->kw;
 }
 
-/* Where chunked_half: fewer fragment bytes a k-step, then at least 8
+/* Where chunked_half: fewer fragment words a k-step, then at least 8
  * warps busy, then fewer K groups (preferred_whole's order from there,
  * without its cap on a warp's k-steps: a chunk holds few).  Measured on
  * the H100 (bench/results/h100/tiles8/, LSTM I = H = 1024, T = 100, ms;

@@ -50,6 +50,9 @@ static void emit_prelude(const cu_ctx *c, cu_text *t)
               "#define FIN (st + 2 * (size_t)STF)\n",
               c->cfg.batch_first ? "(size_t)(gb) * T + (tt)" : "(size_t)(tt) * B + (gb)",
               (long long)(c->cfg.y_ld > 0 ? c->cfg.y_ld : c->cols[c->f->output]));
+    if (cu_l2_prefetches(c))
+        cu_printf(t, "__device__ __forceinline__ void rnnc_pfl2(const void *p)\n{\n"
+                     "    asm volatile(\"prefetch.global.L2 [%%0];\" : : \"l\"(p));\n}\n");
     /* The barrier of a batch group (the NUB blocks that own its rows: rows
      * never exchange data): one counter word per group, to which each block
      * adds 1 with a release reduction (one thread, after the block barrier
@@ -60,9 +63,6 @@ static void emit_prelude(const cu_ctx *c, cu_text *t)
      * from 1.898 to 1.764 ms, against a flag per block polled by a warp
      * with relaxed loads and one acquire fence after (NUB loads a round and
      * a fence; bench/results/h100/barrier/). */
-    if (cu_l2_prefetches(c))
-        cu_printf(t, "__device__ __forceinline__ void rnnc_pfl2(const void *p)\n{\n"
-                     "    asm volatile(\"prefetch.global.L2 [%%0];\" : : \"l\"(p));\n}\n");
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_arrive(unsigned *n)\n{\n"
               "    asm volatile(\"red.release.gpu.global.add.u32 [%%0], 1;\" : : \"l\"(n) : "
