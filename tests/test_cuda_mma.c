@@ -2,7 +2,8 @@
  * 3xtf32) of every built-in cell and one .cell file compile with NVRTC for
  * sm_80 and sm_90 with no error and no warning (NVRTC needs no GPU); the
  * generator puts the step's linears and the hoisted GEMMs on tensor cores
- * where the shape allows and keeps FFMA where it does not. */
+ * where the shape allows and keeps FFMA where it does not; and, from the
+ * source alone, its rounding, L2 prefetch and warp-tile choices. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,11 +103,61 @@ static void test_ffma_has_no_mma(void **state)
     rnnc_cell_destroy(c);
 }
 
+/* The generator's choices of 2026-11-27, checked on the source alone (no
+ * NVRTC): TF32 rounds to nearest even on sm_90 (cvt.rn, ties away on
+ * sm_80, which lacks it) and 3xtf32's hi part is that rounding or, on
+ * sm_80, a mask; the I = H = 1024, B = 256 step, whose hoisted values do
+ * not fit the register cache, prefetches the next step's into L2, in
+ * every math mode and dtype; a bf16 step staging h in chunks there gives
+ * a warp 2 x 4 mma tiles. */
+static char *source_of(int64_t H, int64_t B, int math, int dtype, int sm)
+{
+    rnnc_cell *c = NULL;
+    assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+    assert_ok(ir_optimise(c, false));
+    cg_cuda_config cfg = {.sizes = {H, H, H}, .batch = B, .sm = sm,
+                          .sm_count = sm == 80 ? 108 : 132, .math = math, .dtype = dtype};
+    char *src = NULL;
+    cg_cuda_plan plan;
+    assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+    rnnc_cell_destroy(c);
+    return src;
+}
+
+static void test_rounding_and_prefetch(void **state)
+{
+    (void)state;
+    for (int math = 1; math <= 2; math++)
+        for (int sm = 80; sm <= 90; sm += 10) {
+            char *src = source_of(512, 64, math, RNNC_F32, sm);
+            assert_non_null(strstr(src, sm == 90 ? "cvt.rn.tf32.f32" : "cvt.rna.tf32.f32"));
+            assert_null(strstr(src, sm == 90 ? "cvt.rna.tf32.f32" : "cvt.rn.tf32.f32"));
+            if (math == 2)
+                assert_non_null(strstr(src, sm == 90 ? "h = rnnc_tf32(x);"
+                                                     : "h = __float_as_uint(x) & 0xffffe000u;"));
+            free(src);
+        }
+    for (int math = 0; math <= 2; math++) {
+        char *src = source_of(1024, 256, math, RNNC_F32, 90);
+        assert_non_null(strstr(src, "rnnc_pfl2(hz + "));
+        free(src);
+    }
+    char *src = source_of(1024, 256, 0, RNNC_BF16, 90);
+    assert_non_null(strstr(src, "rnnc_pfl2(hz + "));
+    assert_non_null(strstr(src, "a warp owns 2 x 4 of them"));
+    free(src);
+    /* B = 64 keeps its hoisted values in registers: nothing to prefetch */
+    src = source_of(512, 64, 0, RNNC_F32, 90);
+    assert_null(strstr(src, "rnnc_pfl2"));
+    free(src);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_math_modes_compile),
         cmocka_unit_test(test_ffma_has_no_mma),
+        cmocka_unit_test(test_rounding_and_prefetch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
