@@ -298,7 +298,7 @@ void cu_emit_mma_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_ldsm_helpers(cu_text *t);
 /* The step's linears on tensor cores, both kinds (cuda_mma_step.c): whether
  * linear lin fits with x staged `chunk` columns at a time, and the linear
- * (stage: the x staging of cuda_step.c, which also opens the chunk loop
+ * (stage: cu_emit_chunk_open of cuda_stage.c, which also opens the chunk loop
  * when chunked; a half model's x is staged 16-bit), its results where the
  * FFMA loops put them. */
 bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
@@ -310,6 +310,9 @@ rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
 /* The same on the FFMA pipes (cuda_ffma.c). */
 rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                 rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
+/* Opens the chunk loop of linear lin's multiply (chunked: loop variable
+ * ch_) and stages its x into shared memory (cuda_stage.c). */
+rnnc_status cu_emit_chunk_open(const cu_ctx *c, int32_t lin, bool chunked, cu_text *t);
 /* Whether the model's products can run on tensor cores at all: a TF32
  * math mode, or a half model on sm_80+ (cuda_mma.c). */
 bool cu_tensor_cores(const cu_ctx *c);
