@@ -163,7 +163,7 @@ static inline int32_t cu_kr_stride(const cu_ctx *c, int32_t i)
 rnnc_status cu_analyse(cu_ctx *c);
 /* The step kernel's tiles and shared-memory layout (after cu_analyse's placement). */
 rnnc_status cu_choose_tiles(cu_ctx *c);
-/* The hoisted part's launches and the row kernel's shared slots (cuda_hoist.c). */
+/* The hoisted part's launches (cuda_hoist.c), then the row kernel's (cuda_rows.c). */
 rnnc_status cu_place_hoist(cu_ctx *c);
 /* Which leaves the step's elements read from registers (cuda_regs.c). */
 void cu_place_regs(cu_ctx *c);
@@ -184,6 +184,13 @@ bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
  * return) and, before the kernel, its split's row count (rnnc_rows<lin>). */
 void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t);
 void cu_emit_gemm_rows(const cu_tile *g, cu_text *t);
+/* The row kernel (cuda_rows.c): the shared slots of the hoisted values no
+ * GEMM epilogue makes and its launch, after the GEMMs' (cu_place_hoist);
+ * its kernel (nothing when it has no values). */
+rnnc_status cu_place_rows(cu_ctx *c);
+bool cu_emit_rows(const cu_ctx *c, cu_text *t);
+/* Records why hoisted node v cannot be generated; false. */
+bool cu_hoist_fail(const cu_ctx *c, int32_t v, const char *why);
 /* The large tiles on tensor cores (a half model's, kept 16-bit, or the
  * TF32 math modes') on sm_80+ through a cp.async pipeline (cuda_gemm16.c):
  * whether tile g takes them, their dynamic shared memory, launch i's kernel. */

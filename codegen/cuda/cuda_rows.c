@@ -1,0 +1,276 @@
+/*
+ * cuda_rows.c: the row kernel.  Hoisted values that no GEMM epilogue can
+ * make (a layernorm over the gates, sums and means over a row, chunks of
+ * mixed values) are made by one block per row of T*B after the GEMMs, each
+ * value in a slot of shared memory, node by node with a block barrier
+ * between; chunks and concats are read through, not copied.
+ * Requires: the hoisted GEMMs placed (cuda_hoist.c: c->gemm, c->role);
+ * keeps: every hoisted buffer in hz at its offset, as the step reads it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cuda/cuda_gen.h"
+
+/* Value of hoisted node v at column `col` inside the row kernel. */
+static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);
+
+/* A chunk or concat at column `col`, read through to its operands. */
+/* A chunk or concat the row kernel only reads through: its consumers read
+ * its operands at the shifted column instead of a copy in shared memory
+ * (no pass, no barrier, no slot). */
+static bool row_inline(const cu_ctx *c, int32_t v)
+{
+    int op = c->f->nodes[v].op;
+    return c->role[v] == CU_HOIST_TMP && (op == IR_CHUNK || op == IR_CONCAT);
+}
+
+static bool row_view(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    long long cols = (long long)c->cols[v];
+    char inner[512], a[2048], b[2048];
+    if (cols == 1)
+        col = "0";
+    if (nd->op == IR_CHUNK) {
+        snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)nd->i1 * cols);
+        return row_expr(c, nd->a[0], inner, buf, n);
+    }
+    long long ca = (long long)c->cols[nd->a[0]];
+    snprintf(inner, sizeof inner, "(%s) - %lld", col, ca);
+    if (!row_expr(c, nd->a[0], col, a, sizeof a) || !row_expr(c, nd->a[1], inner, b, sizeof b))
+        return false;
+    snprintf(buf, n, "((%s) < %lld ? %s : %s)", col, ca, a, b);
+    return true;
+}
+
+static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    long long cols = (long long)c->cols[v];
+    if (cols == 1)
+        col = "0";
+    switch (c->role[v]) {
+    case CU_LEAF_CONST:
+        return cu_float_lit(nd->f, buf, n) != NULL;
+    case CU_LEAF_FOLD:
+        snprintf(buf, n, "fold[%lld + (%s)]", (long long)c->off[v], col);
+        return true;
+    case CU_LEAF_INPUT:
+        snprintf(buf, n, c->half ? "rnnc_h2f(__ldg(x + row * %lld + (%s)))"
+                                 : "__ldg(x + row * %lld + (%s))", cols, col);
+        return true;
+    case CU_HOIST_BUF:
+        if (c->gemm[v] >= 0) {
+            snprintf(buf, n, "hz[(size_t)%lld * TB + row * %lld + (%s)]", (long long)c->off[v],
+                     cols, col);
+            return true;
+        }
+        /* computed here, kept in shared memory */
+        __attribute__((fallthrough));
+    case CU_HOIST_TMP:
+        if (row_inline(c, v))
+            return row_view(c, v, col, buf, n);
+        if (c->sm[v] < 0)
+            return cu_hoist_fail(c, v, "hoisted value read before it is made");
+        snprintf(buf, n, "sm_[SM_R%d + (%s)]", (int)v, col);
+        return true;
+    case CU_HOIST_VIEW:
+        return row_view(c, v, col, buf, n);
+    default:
+        return cu_hoist_fail(c, v, "no hoisted value for this node");
+    }
+}
+
+static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    long long cols = (long long)c->cols[v];
+    char a[2048], b[2048], g[2048], be[2048], e[8192];
+    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
+    cu_printf(t, "    /* %s */\n", cu_describe(c, v, e, sizeof e));
+    if (ir_ops[nd->op].flags & IR_F_REDUCE) {
+        long long K = (long long)c->cols[nd->a[0]];
+        if (!row_expr(c, nd->a[0], "cx", a, sizeof a))
+            return false;
+        cu_printf(t,
+                  "    {\n        float s_ = 0.f, q_ = 0.f;\n"
+                  "        for (int cx = tid; cx < %lld; cx += 256) s_ += %s;\n"
+                  "        s_ = rnnc_block_sum(s_, red_);\n"
+                  "        const float m_ = s_ / %lld.f;\n"
+                  "        for (int cx = tid; cx < %lld; cx += 256) { const float d_ = %s - m_; q_ += d_ * d_; }\n"
+                  "        q_ = rnnc_block_sum(q_, red_);\n",
+                  K, a, K, K, a);
+        if (nd->op == IR_LAYERNORM) {
+            snprintf(g, sizeof g, "1.f");
+            snprintf(be, sizeof be, "0.f");
+            if ((nd->a[1] >= 0 && !row_expr(c, nd->a[1], "cx", g, sizeof g)) ||
+                (nd->a[2] >= 0 && !row_expr(c, nd->a[2], "cx", be, sizeof be)))
+                return false;
+            cu_printf(t,
+                      "        const float r_ = rsqrtf(q_ / %lld.f + %s);\n"
+                      "        for (int cx = tid; cx < %lld; cx += 256) sm_[SM_R%d + cx] = (%s - m_) * r_ * (%s) + (%s);\n    }\n",
+                      K, cu_float_lit(nd->f, e, sizeof e), cols, (int)v, a, g, be);
+        } else {
+            cu_printf(t, "        if (tid == 0) sm_[SM_R%d] = %s;\n    }\n", (int)v,
+                      nd->op == IR_SUM ? "s_" : "m_");
+        }
+    } else {
+        if (uf && row_expr(c, nd->a[0], "cx", a, sizeof a))
+            snprintf(e, sizeof e, uf, a);
+        else if (bo && row_expr(c, nd->a[0], "cx", a, sizeof a) &&
+                 row_expr(c, nd->a[1], "cx", b, sizeof b))
+            snprintf(e, sizeof e, "(%s) %s (%s)", a, bo, b);
+        else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT) {
+            if (!row_view(c, v, "cx", e, sizeof e))
+                return false;
+        } else
+            return cu_hoist_fail(c, v, "no hoisted code for this op");
+        cu_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) sm_[SM_R%d + cx] = %s;\n", cols, (int)v, e);
+    }
+    cu_printf(t, "    __syncthreads();\n");
+    if (c->role[v] == CU_HOIST_BUF)
+        cu_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) hz[(size_t)%lld * TB + row * %lld + cx] = sm_[SM_R%d + cx];\n",
+                  cols, (long long)c->off[v], cols, (int)v);
+    return true;
+}
+
+/* Whether a row-kernel value reduces over its row (needs red_). */
+static bool reduces(const cu_ctx *c)
+{
+    for (int32_t v = 0; v < c->f->n; v++) {
+        int op = c->f->nodes[v].op;
+        if (c->sm[v] >= 0 && (op == IR_LAYERNORM || op == IR_SUM || op == IR_MEAN))
+            return true;
+    }
+    return false;
+}
+
+/* Whether the row kernel makes v in shared memory. */
+static bool row_made(const cu_ctx *c, int32_t v)
+{
+    bool here = c->role[v] == CU_HOIST_TMP || (c->role[v] == CU_HOIST_BUF && c->gemm[v] < 0);
+    return here && c->f->nodes[v].op != IR_LINEAR && !row_inline(c, v);
+}
+
+/* last[o] = u for the values u reads, through the chunks and concats it
+ * reads through. */
+static void mark_row_reads(const cu_ctx *c, int32_t v, int32_t u, int32_t *last)
+{
+    for (int k = 0; k < 3; k++) {
+        int32_t o = c->f->nodes[v].a[k];
+        if (o < 0)
+            continue;
+        if (row_made(c, o))
+            last[o] = u > last[o] ? u : last[o];
+        else if (row_inline(c, o) || c->role[o] == CU_HOIST_VIEW)
+            mark_row_reads(c, o, u, last);
+    }
+}
+
+/* A slot of n floats: the first free one that holds it, else a new one at
+ * the end.  A slot is free once the value in it is dead. */
+static int64_t take_slot(int64_t *off, int64_t *len, bool *used, int *n_slots, int64_t *top,
+                         int64_t need)
+{
+    for (int i = 0; i < *n_slots; i++)
+        if (!used[i] && len[i] >= need) {
+            used[i] = true;
+            return off[i];
+        }
+    off[*n_slots] = *top, len[*n_slots] = need, used[*n_slots] = true;
+    (*n_slots)++;
+    *top += need;
+    return off[*n_slots - 1];
+}
+
+/* Shared slots of the values the row kernel makes, and its launch.  Values
+ * are made in node order with a block barrier after each, so a value's slot
+ * is reused once the last node that reads it is made (the row kernel of a
+ * backward cell holds dozens of 4H-wide values, and the smaller its shared
+ * memory, the more rows an SM runs at once). */
+rnnc_status cu_place_rows(cu_ctx *c)
+{
+    int32_t n = c->f->n, *last = malloc(sizeof(int32_t) * (size_t)(n + 1)), *slot_of = NULL;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(n + 1)), *len = NULL, at = 0;
+    bool *used = calloc((size_t)n + 1, sizeof(bool));
+    int n_slots = 0;
+    if (!last || !off || !used || !(len = malloc(sizeof(int64_t) * (size_t)(n + 1))) ||
+        !(slot_of = malloc(sizeof(int32_t) * (size_t)(n + 1)))) {
+        free(last), free(off), free(len), free(used), free(slot_of);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backend: out of memory");
+    }
+    for (int32_t v = 0; v < n; v++)
+        last[v] = v;
+    for (int32_t v = 0; v < n; v++)
+        if (row_made(c, v))
+            mark_row_reads(c, v, v, last);
+    for (int32_t v = 0; v < n; v++) {
+        if (!row_made(c, v))
+            continue;
+        for (int32_t d = 0; d < v; d++) /* free the slots of values read for the last time */
+            if (row_made(c, d) && last[d] < v && last[d] >= 0) {
+                used[slot_of[d]] = false;
+                last[d] = -1;
+            }
+        c->sm[v] = take_slot(off, len, used, &n_slots, &at, (c->cols[v] + 3) / 4 * 4);
+        for (int i = 0; i < n_slots; i++)
+            if (off[i] == c->sm[v])
+                slot_of[v] = i;
+    }
+    free(last), free(off), free(len), free(used), free(slot_of);
+    c->rows_floats = at;
+    if (!at)
+        return RNNC_OK;
+    cg_cuda_plan *p = c->plan;
+    if (p->n_launch >= CG_CUDA_MAX_LAUNCH)
+        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+    c->tile[p->n_launch].lin = -1;
+    cg_cuda_launch *l = &p->launch[p->n_launch++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "rnnc_rows");
+    l->rows_per_block = 1;
+    l->grid_y = 1;
+    l->threads = 256;
+    l->smem = (unsigned)(at * 4);
+    return RNNC_OK;
+}
+
+bool cu_emit_rows(const cu_ctx *c, cu_text *t)
+{
+    if (!c->rows_floats)
+        return true;
+    if (c->rows_floats * 4 > 200 * 1024)
+        return cu_hoist_fail(c, c->f->output, "hoisted values too wide for one row in shared memory");
+    char d[256];
+    cu_printf(t, "/* row kernel: one block per row of T*B; its values in shared memory (floats) */\n");
+    for (int32_t v = 0; v < c->f->n; v++)
+        if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF))
+            cu_printf(t, "#define SM_R%d %lld /* %s */\n", (int)v, (long long)c->sm[v],
+                      cu_describe(c, v, d, sizeof d));
+    cu_printf(t,
+              "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
+              "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+              "    __syncthreads();\n"
+              "    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;\n"
+              "    __syncthreads();\n"
+              "    float s = 0.f;\n"
+              "    for (int w = 0; w < 8; ++w) s += red[w];\n"
+              "    return s;\n}\n"
+              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_rows(%s)\n{\n"
+              "    extern __shared__ float4 smem4_[];\n"
+              "    float *sm_ = (float *)smem4_;\n"
+              "%s"
+              "    rnnc_pdl();\n"
+              "    const int tid = threadIdx.x;\n"
+              "    const size_t row = blockIdx.x, TB = (size_t)T * %lld;\n"
+              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)TB;\n",
+              cu_args(c), reduces(c) ? "    __shared__ float red_[8];\n" : "", (long long)c->B);
+    for (int32_t v = 0; v < c->f->n; v++)
+        if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF) &&
+            !row_node(c, v, t))
+            return false;
+    cu_printf(t, "}\n");
+    return true;
+}
