@@ -80,24 +80,54 @@ static bool stage_ahead(const cu_ctx *c, int32_t lin)
            plain_base(c, xv, base, sizeof base);
 }
 
-/* The 16-bit fetch: step 0 reads the caller's fp32 state and packs it,
- * later steps the 16-bit copy (8 values, 16 bytes, a load). */
-static void emit_fetch16(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t)
+/* The head of a fetch-ahead loop, both widths: pf_[j_] zeroed, then the
+ * load's row b and column cc in chunk `ch` for the caller's test and load
+ * (it closes the two braces); `bound` caps i. */
+static void fetch_open(const cu_ctx *c, int32_t lin, const char *ch, const char *bound,
+                       cu_text *t)
 {
-    int32_t xv = c->f->nodes[lin].a[0];
-    long long K = (long long)c->cols[xv], KC = c->kc[lin], n8 = (long long)c->BTP * (KC / 8);
-    char base[256] = "", h16[320];
-    plain_base(c, xv, base, sizeof base);
-    cu_h16_src(c, xv, h16, sizeof h16);
-    if (decl)
-        cu_printf(t, "    uint4 pf_[%lld];\n", ahead_loads(c, lin));
+    long long KC = c->kc[lin];
+    int w = ahead_width(c, lin);
     cu_printf(t,
               "#pragma unroll\n"
               "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
               "        const int i = j_ * NT + tid;\n"
-              "        pf_[j_] = make_uint4(0u, 0u, 0u, 0u);\n"
-              "        if (i < %lld) {\n"
-              "            const int b = i / %lld, gb = b0 + b, cc = (%s) * %lld + i %% %lld * 8;\n"
+              "        pf_[j_] = %s;\n"
+              "        if (i < %s) {\n"
+              "            const int b = i / %lld, gb = b0 + b, cc = (%s) * %lld + i %% %lld * %d;\n",
+              ahead_loads(c, lin), ahead16(c, lin) ? "make_uint4(0u, 0u, 0u, 0u)"
+                                                    : "make_float4(0.f, 0.f, 0.f, 0.f)",
+              bound, KC / w, ch, KC, KC / w, w);
+}
+
+/* Loads chunk `ch` of linear lin's x into registers pf_ (declared when
+ * decl).  The 16-bit fetch: step 0 reads the caller's fp32 state and
+ * packs it, later steps the 16-bit copy (8 values, 16 bytes, a load). */
+static void emit_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t)
+{
+    int32_t xv = c->f->nodes[lin].a[0];
+    long long K = (long long)c->cols[xv], KC = c->kc[lin];
+    bool h = ahead16(c, lin);
+    char base[256] = "", h16[320] = "", bound[48];
+    plain_base(c, xv, base, sizeof base);
+    if (decl)
+        cu_printf(t, "    %s pf_[%lld];\n", h ? "uint4" : "float4", ahead_loads(c, lin));
+    /* (the 16-bit bound is the number, the fp32 one BTP times the loads a row) */
+    if (h)
+        snprintf(bound, sizeof bound, "%lld", (long long)c->BTP * (KC / 8));
+    else
+        snprintf(bound, sizeof bound, "BTP * %lld", KC / 4);
+    fetch_open(c, lin, ch, bound, t);
+    if (!h) {
+        cu_printf(t,
+                  "            if (b < BT && gb < B && cc < %lld) pf_[j_] = __ldcg((const float4 *)(%s + cc));\n"
+                  "        }\n"
+                  "    }\n",
+                  K, base);
+        return;
+    }
+    cu_h16_src(c, xv, h16, sizeof h16);
+    cu_printf(t,
               "            if (b < BT && gb < B && cc < %lld) {\n"
               "                if (t == 0) {\n"
               "                    const uint2 lo_ = rnnc_pack4(__ldcg((const float4 *)(%s + cc)));\n"
@@ -109,32 +139,7 @@ static void emit_fetch16(const cu_ctx *c, int32_t lin, const char *ch, bool decl
               "            }\n"
               "        }\n"
               "    }\n",
-              ahead_loads(c, lin), n8, KC / 8, ch, KC, KC / 8, K, base, base, h16);
-}
-
-static void emit_fetch(const cu_ctx *c, int32_t lin, const char *ch, bool decl, cu_text *t)
-{
-    if (ahead16(c, lin)) {
-        emit_fetch16(c, lin, ch, decl, t);
-        return;
-    }
-    int32_t xv = c->f->nodes[lin].a[0];
-    long long K = (long long)c->cols[xv], KC = c->kc[lin];
-    char base[256] = "";
-    plain_base(c, xv, base, sizeof base);
-    if (decl)
-        cu_printf(t, "    float4 pf_[%lld];\n", ahead_loads(c, lin));
-    cu_printf(t,
-              "#pragma unroll\n"
-              "    for (int j_ = 0; j_ < %lld; ++j_) {\n"
-              "        const int i = j_ * NT + tid;\n"
-              "        pf_[j_] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
-              "        if (i < BTP * %lld) {\n"
-              "            const int b = i / %lld, gb = b0 + b, cc = (%s) * %lld + i %% %lld * 4;\n"
-              "            if (b < BT && gb < B && cc < %lld) pf_[j_] = __ldcg((const float4 *)(%s + cc));\n"
-              "        }\n"
-              "    }\n",
-              ahead_loads(c, lin), KC / 4, KC / 4, ch, KC, KC / 4, K, base);
+              K, base, base, h16);
 }
 
 static void emit_put(const cu_ctx *c, int32_t lin, cu_text *t)
