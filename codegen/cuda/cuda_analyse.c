@@ -409,15 +409,28 @@ static void mark_whole_reads(cu_ctx *c)
     }
 }
 
+cg_cuda_launch *cu_new_launch(cu_ctx *c, const cu_tile *g)
+{
+    cg_cuda_plan *pl = c->plan;
+    if (pl->n_launch >= CG_CUDA_MAX_LAUNCH) {
+        err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
+        return NULL;
+    }
+    if (g)
+        c->tile[pl->n_launch] = *g;
+    else
+        c->tile[pl->n_launch].lin = -1;
+    cg_cuda_launch *l = &pl->launch[pl->n_launch++];
+    memset(l, 0, sizeof *l);
+    return l;
+}
+
 /* The step kernel: the last launch, cooperative (all blocks resident). */
 static rnnc_status place_step_launch(cu_ctx *c)
 {
-    cg_cuda_plan *pl = c->plan;
-    if (pl->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
-    c->tile[pl->n_launch].lin = -1;
-    cg_cuda_launch *l = &pl->launch[pl->n_launch++];
-    memset(l, 0, sizeof *l);
+    cg_cuda_launch *l = cu_new_launch(c, NULL);
+    if (!l)
+        return RNNC_ERR_INTERNAL;
     snprintf(l->name, sizeof l->name, "rnnc_step");
     l->grid = (unsigned)(c->NUB * c->NBB);
     l->grid_y = 1;

@@ -163,6 +163,9 @@ static inline int32_t cu_kr_stride(const cu_ctx *c, int32_t i)
 rnnc_status cu_analyse(cu_ctx *c);
 /* The step kernel's tiles and shared-memory layout (after cu_analyse's placement). */
 rnnc_status cu_choose_tiles(cu_ctx *c);
+/* The plan's next launch, zeroed, its tile g (NULL: no GEMM); NULL with the
+ * error recorded when the plan is full (cuda_analyse.c). */
+cg_cuda_launch *cu_new_launch(cu_ctx *c, const cu_tile *g);
 /* The hoisted part's launches (cuda_hoist.c), then the row kernel's (cuda_rows.c). */
 rnnc_status cu_place_hoist(cu_ctx *c);
 /* Which leaves the step's elements read from registers (cuda_regs.c). */

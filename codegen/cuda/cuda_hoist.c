@@ -9,7 +9,6 @@
  * (cuda_rows.c).
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
@@ -365,12 +364,9 @@ bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t)
  * max_rows (0: no bound). */
 static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned max_rows)
 {
-    cg_cuda_plan *p = c->plan;
-    if (p->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
-    c->tile[p->n_launch] = g;
-    cg_cuda_launch *l = &p->launch[p->n_launch++];
-    memset(l, 0, sizeof *l);
+    cg_cuda_launch *l = cu_new_launch(c, &g);
+    if (!l)
+        return RNNC_ERR_INTERNAL;
     snprintf(l->name, sizeof l->name, "rnnc_gemm%d%s", (int)g.lin,
              g.skinny ? "k" : g.tail ? "t" : g.small ? "s" : "");
     l->min_rows = min_rows;

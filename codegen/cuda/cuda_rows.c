@@ -9,7 +9,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
@@ -223,12 +222,9 @@ rnnc_status cu_place_rows(cu_ctx *c)
     c->rows_floats = at;
     if (!at)
         return RNNC_OK;
-    cg_cuda_plan *p = c->plan;
-    if (p->n_launch >= CG_CUDA_MAX_LAUNCH)
-        return err_fail(RNNC_ERR_INTERNAL, "fused backend: too many kernels");
-    c->tile[p->n_launch].lin = -1;
-    cg_cuda_launch *l = &p->launch[p->n_launch++];
-    memset(l, 0, sizeof *l);
+    cg_cuda_launch *l = cu_new_launch(c, NULL);
+    if (!l)
+        return RNNC_ERR_INTERNAL;
     snprintf(l->name, sizeof l->name, "rnnc_rows");
     l->rows_per_block = 1;
     l->grid_y = 1;
