@@ -27,7 +27,7 @@ static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes
     } else {
 #ifdef RNNC_HAVE_CUDA
         cg_cuda_config cfg = {.sizes = sz, .batch = d->batch, .sm = d->sm > 0 ? d->sm : 90,
-                              .math = (int)d->math, .dtype = (int)d->dtype};
+                              .math = (int)d->math, .dtype = (int)d->dtype, .tma = true};
         rt_fused_tuning tu;
         if (d->tuning && !rt_fused_tuning_parse(d->tuning, &tu))
             st = err_fail(RNNC_ERR_INVALID_ARG,

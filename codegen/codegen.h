@@ -71,6 +71,9 @@ typedef struct cg_cuda_config {
                           without reductions; else 1); 0: 2 when B <= 8 and possible */
     int math;          /* rnnc_math: 0 FFMA; 1 TF32, 2 3xTF32 tensor cores (cuda_mma.c)
                           where the shape allows, else FFMA */
+    bool tma;          /* sm_90: the TF32 math modes' hoisted GEMMs may take wgmma tiles
+                          fed by the tensor memory accelerator, whose tensor maps the
+                          runtime passes to their launches (cg_cuda_launch.tma) */
     int dtype;         /* rnnc_dtype of x, y and the weights: F32 (0), F16 or BF16; half
                           models keep the weight arena, x and y in 16 bits (the arena's
                           offsets count elements) and compute in fp32: states, hoisted
@@ -110,6 +113,13 @@ typedef struct cg_cuda_launch {
                                     a hoisted GEMM's tiles for long and for short sequences */
     cg_cuda_split split;         /* a large-tile GEMM's split of its rows (wave 0: none) */
     bool tail;                   /* the tail of the launch before it: the rows its split leaves */
+    /* wgmma tiles fed by tensor maps (cuda_wgmma.c): after the common arguments
+     * the kernel takes three CUtensorMaps, boxes of 32 floats x 128 rows with
+     * 128-byte swizzle: over x (T*B rows of tma_k floats), and over the weight
+     * arena's rows at float offsets tma_w and tma_l (tma_n rows of tma_k each) */
+    bool tma;
+    unsigned tma_k, tma_n;
+    int64_t tma_w, tma_l;
 } cg_cuda_launch;
 
 /* Whether launch l runs for a call of T*B = rows rows (its min_rows/max_rows;
@@ -125,7 +135,25 @@ typedef struct cg_cuda_slot {
     int32_t id;     /* node (folds), param index (weights) or state index */
     int64_t offset;
     int64_t count;  /* floats (weights: rows * cols; states: cols) */
+    int derive;     /* weights: CG_CUDA_AS_IS, or a copy made from the parameter */
 } cg_cuda_slot;
+
+/* What a weight slot holds: the parameter, its TF32 low part w - (w's top
+ * 19 bits) (3xtf32 wgmma tiles: the tensor cores read w itself as the high
+ * part), or w rounded to TF32, to nearest even (tf32 wgmma tiles). */
+enum { CG_CUDA_AS_IS = 0, CG_CUDA_TF32_LO = 1, CG_CUDA_TF32_RN = 2 };
+
+/* Slot s's floats from its parameter's. */
+static inline void cg_cuda_slot_fill(const cg_cuda_slot *s, const float *src, float *dst)
+{
+    for (int64_t i = 0; i < s->count; i++) {
+        union { float f; uint32_t u; } v = {src[i]}, h = v;
+        h.u &= 0xffffe000u;
+        if (s->derive == CG_CUDA_TF32_RN && (v.u & 0x7f800000u) != 0x7f800000u)
+            h.u = (v.u + 0xfffu + ((v.u >> 13) & 1u)) & 0xffffe000u;
+        dst[i] = s->derive == CG_CUDA_TF32_LO ? v.f - h.f : s->derive == CG_CUDA_TF32_RN ? h.f : v.f;
+    }
+}
 
 /* What the runtime must allocate, fill and launch for a generated source. */
 typedef struct cg_cuda_plan {

@@ -4,6 +4,7 @@
  * generator puts the step's linears and the hoisted GEMMs on tensor cores
  * where the shape allows and keeps FFMA where it does not; and, from the
  * source alone, its rounding, L2 prefetch and warp-tile choices. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,12 +153,82 @@ static void test_rounding_and_prefetch(void **state)
     free(src);
 }
 
+/* On sm_90, where the runtime passes tensor maps (cfg.tma), the math
+ * modes' large GEMM tiles are wgmma tiles fed by the TMA: the launch
+ * names its maps, the weight arena holds the copy they read (3xtf32: W's
+ * low part; tf32: W rounded), and the kernels compile (NVRTC at sm_90a). */
+static void test_wgmma_tiles(void **state)
+{
+    (void)state;
+    rnnc_cell *c = NULL;
+    assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+    assert_ok(ir_optimise(c, false));
+    for (int math = 1; math <= 2; math++)
+        for (int sm = 80; sm <= 90; sm += 10) {
+            cg_cuda_config cfg = {.sizes = {512, 512, 512}, .batch = 64, .sm = sm,
+                                  .sm_count = sm == 80 ? 108 : 132, .math = math, .tma = true};
+            char *src = NULL;
+            cg_cuda_plan plan;
+            assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+            const cg_cuda_launch *l = &plan.launch[0];
+            assert_int_equal(l->tma, sm == 90);
+            assert_int_equal(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") != NULL,
+                             sm == 90);
+            if (sm == 90) {
+                assert_int_equal(l->tma_k, 512);
+                assert_int_equal(l->tma_n, 2048);
+                int copies = 0;
+                for (int i = 0; i < plan.n_wts; i++)
+                    if (plan.wts[i].derive) {
+                        copies++;
+                        assert_int_equal(plan.wts[i].derive,
+                                         math == 2 ? CG_CUDA_TF32_LO : CG_CUDA_TF32_RN);
+                        assert_int_equal(plan.wts[i].offset, l->tma_l);
+                    }
+                assert_int_equal(copies, 1);
+                tu_compile_clean(src, math == 2 ? "lstm 3xtf32 wgmma" : "lstm tf32 wgmma", 90);
+            }
+            free(src);
+        }
+    /* without the runtime's tensor maps (the training path): the mma.sync tiles */
+    cg_cuda_config cfg = {.sizes = {512, 512, 512}, .batch = 64, .sm = 90, .sm_count = 132, .math = 2};
+    char *src = NULL;
+    cg_cuda_plan plan;
+    assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+    assert_null(strstr(src, "wgmma"));
+    free(src);
+    rnnc_cell_destroy(c);
+}
+
+/* The weight copies: w's low TF32 part is exact (w minus its top 19 bits),
+ * the rounded copy rounds to nearest, ties to even. */
+static void test_weight_copies(void **state)
+{
+    (void)state;
+    const float w[4] = {1.0f + 0x3p-12f, 1.0f + 0x3p-11f, -3.14159265f, 1e-30f};
+    float lo[4], rn[4];
+    cg_cuda_slot sl = {0, 0, 4, CG_CUDA_TF32_LO}, sr = {0, 0, 4, CG_CUDA_TF32_RN};
+    cg_cuda_slot_fill(&sl, w, lo);
+    cg_cuda_slot_fill(&sr, w, rn);
+    for (int i = 0; i < 4; i++) {
+        union { float f; uint32_t u; } h = {w[i]}, r = {rn[i]};
+        h.u &= 0xffffe000u;
+        assert_true(h.f + lo[i] == w[i]);   /* exact */
+        assert_int_equal(r.u & 0x1fffu, 0); /* a TF32 value */
+        assert_true(fabsf(rn[i] - w[i]) <= fabsf(w[i]) * 0x1p-11f);
+    }
+    assert_true(rn[0] == 1.0f + 0x1p-10f); /* three quarters of a TF32 ulp: up */
+    assert_true(rn[1] == 1.0f + 0x1p-9f);  /* 1.5 ulps, a tie: to the even 2 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_math_modes_compile),
         cmocka_unit_test(test_ffma_has_no_mma),
         cmocka_unit_test(test_rounding_and_prefetch),
+        cmocka_unit_test(test_wgmma_tiles),
+        cmocka_unit_test(test_weight_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

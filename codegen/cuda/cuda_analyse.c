@@ -86,28 +86,38 @@ static rnnc_status place_fold(cu_ctx *c, int32_t v)
         return unsupported(c, v, "too many folded values");
     c->role[v] = CU_LEAF_FOLD;
     c->off[v] = p->fold_floats;
-    p->fold[p->n_fold++] = (cg_cuda_slot){v, p->fold_floats, c->cols[v]};
+    p->fold[p->n_fold++] = (cg_cuda_slot){v, p->fold_floats, c->cols[v], CG_CUDA_AS_IS};
     p->fold_floats += round4(c->cols[v]);
     return RNNC_OK;
 }
 
 static rnnc_status place_weight(cu_ctx *c, int32_t w)
 {
-    cg_cuda_plan *p = c->plan;
     const ir_node *n = &c->f->nodes[w];
     int param = ir_param_of(c->f, w);
     if (n->op != IR_PARAM || param < 0)
         return unsupported(c, w, "a linear's matrix must be a parameter");
+    int64_t off;
+    rnnc_status st = cu_place_weight_as(c, w, CG_CUDA_AS_IS, &off);
+    c->off[w] = off;
+    return st;
+}
+
+rnnc_status cu_place_weight_as(cu_ctx *c, int32_t w, int derive, int64_t *off)
+{
+    cg_cuda_plan *p = c->plan;
+    const ir_node *n = &c->f->nodes[w];
+    int param = ir_param_of(c->f, w);
     for (int i = 0; i < p->n_wts; i++)
-        if (p->wts[i].id == param) {
-            c->off[w] = p->wts[i].offset;
+        if (p->wts[i].id == param && p->wts[i].derive == derive) {
+            *off = p->wts[i].offset;
             return RNNC_OK;
         }
     if (p->n_wts >= CG_CUDA_MAX_ITEMS)
         return unsupported(c, w, "too many matrices");
     int64_t cnt = ir_dim_eval(n->rows, c->cfg.sizes) * c->cols[w];
-    c->off[w] = p->wts_floats;
-    p->wts[p->n_wts++] = (cg_cuda_slot){param, p->wts_floats, cnt};
+    *off = p->wts_floats;
+    p->wts[p->n_wts++] = (cg_cuda_slot){param, p->wts_floats, cnt, derive};
     p->wts_floats += round4(cnt);
     return RNNC_OK;
 }
@@ -365,7 +375,7 @@ static void place_global(cu_ctx *c)
     cg_cuda_plan *p = c->plan;
     for (int s = 0; s < f->n_states && s < CG_CUDA_MAX_ITEMS; s++) {
         int64_t cols = c->cols[f->states[s].node];
-        p->state[s] = (cg_cuda_slot){s, p->state_floats, cols};
+        p->state[s] = (cg_cuda_slot){s, p->state_floats, cols, CG_CUDA_AS_IS};
         p->state_floats += round4(c->B * cols);
     }
     p->n_states = f->n_states;

@@ -51,6 +51,7 @@ typedef struct cu_tile {
     cg_cuda_split split; /* large tiles: whole waves only (rnnc_rows<lin>) */
     bool tail;    /* small tiles over the rows the split leaves (suffix "t") */
     bool g16;     /* large tiles through the cp.async pipeline (cuda_gemm16.c) */
+    bool wg;      /* large tiles by wgmma, fed by the TMA (cuda_wgmma.c) */
 } cu_tile;
 
 typedef struct cu_ctx {
@@ -168,6 +169,9 @@ rnnc_status cu_choose_tiles(cu_ctx *c);
 cg_cuda_launch *cu_new_launch(cu_ctx *c, const cu_tile *g);
 /* The hoisted part's launches (cuda_hoist.c), then the row kernel's (cuda_rows.c). */
 rnnc_status cu_place_hoist(cu_ctx *c);
+/* The weight arena slot of matrix w (a parameter) holding it as it is or
+ * a copy made from it (CG_CUDA_TF32_LO, CG_CUDA_TF32_RN); its offset. */
+rnnc_status cu_place_weight_as(cu_ctx *c, int32_t w, int derive, int64_t *off);
 /* Which leaves the step's elements read from registers (cuda_regs.c). */
 void cu_place_regs(cu_ctx *c);
 /* Which slices of the step's elements are read (c->live); before cu_place_regs. */
@@ -198,6 +202,19 @@ bool cu_hoist_fail(const cu_ctx *c, int32_t v, const char *why);
  * TF32 math modes') on sm_80+ through a cp.async pipeline (cuda_gemm16.c):
  * whether tile g takes them, their dynamic shared memory, launch i's kernel. */
 bool cu_gemm16_fits(const cu_ctx *c, const cu_tile *g);
+/* The TF32 math modes' large tiles on sm_90 by wgmma, slices brought by
+ * the tensor memory accelerator (cuda_wgmma.c): whether linear lin's
+ * shape allows them (then cu_wgmma_place puts the weight copies they read
+ * in the arena, whatever the tiles: the arena must not depend on the
+ * batch), whether tile g takes them, their shared memory, launch i's
+ * kernel, and the helpers the kernels share. */
+bool cu_wgmma_shape_ok(const cu_ctx *c, int32_t lin);
+rnnc_status cu_wgmma_place(cu_ctx *c, int32_t lin);
+bool cu_wgmma_fits(const cu_ctx *c, const cu_tile *g);
+unsigned cu_wgmma_smem(const cu_ctx *c);
+bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t);
+void cu_emit_wgmma_helpers(const cu_ctx *c, cu_text *t);
+void cu_wgmma_launch(const cu_ctx *c, const cu_tile *g, cg_cuda_launch *l);
 unsigned cu_gemm16_smem(void);
 bool cu_emit_gemm16(const cu_ctx *c, int i, cu_text *t);
 /* The GEMM for very few rows (cuda_skinny.c): whether linear lin can take

@@ -187,7 +187,7 @@ void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t)
                   "    rnnc_pdl();\n"
                   "    const int M = %s, tid = threadIdx.x, tx = tid %% 16, ty = tid / 16;\n",
                   rows);
-        if (g->g16)
+        if (g->g16 || g->wg)
             cu_printf(t,
                       "    const int b_ = blockIdx.x + blockIdx.y * gridDim.x;\n"
                       "    const int m0 = b_ / gridDim.y * %d, n0 = b_ %% gridDim.y * %d;\n",
@@ -382,7 +382,9 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
         l->grid_y = 1;
     }
     l->threads = 256;
-    l->smem = g.skinny ? cu_skinny_smem(c) : g.g16 ? cu_gemm16_smem() : 0;
+    l->smem = g.skinny ? cu_skinny_smem(c) : g.wg ? cu_wgmma_smem(c) : g.g16 ? cu_gemm16_smem() : 0;
+    if (g.wg)
+        cu_wgmma_launch(c, &g, l);
     return RNNC_OK;
 }
 
@@ -398,6 +400,8 @@ rnnc_status cu_place_hoist(cu_ctx *c)
     for (int32_t v = 0; v < c->f->n; v++) {
         if (!is_hoisted_gemm(c, v))
             continue;
+        if (cu_wgmma_shape_ok(c, v) && (st = cu_wgmma_place(c, v)))
+            return st;
         cu_tile g = choose_tile(c, v),
                 s = {.lin = v, .small = true, .bm = 32, .bn = 64, .bk = 32, .tm = 2, .tn = 4},
                 k = {.lin = v, .skinny = true, .bm = 32, .bn = 32};
@@ -425,12 +429,14 @@ rnnc_status cu_place_hoist(cu_ctx *c)
          * the SMs instead.  Two blocks of 128 x 128 fit an SM. */
         cu_tile tl = s;
         bool tail = two && g.bm == 128 && c->plan->n_launch + (lo ? 6 : 5) <= CG_CUDA_MAX_LAUNCH;
+        g.wg = cu_wgmma_fits(c, &g);
+        g.g16 = !g.wg && cu_gemm16_fits(c, &g);
         if (tail) {
-            g.split = (cg_cuda_split){2u * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
+            /* (wgmma tiles: one block an SM) */
+            g.split = (cg_cuda_split){(g.wg ? 1u : 2u) * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
             tl.split = g.split;
             tl.tail = true;
         }
-        g.g16 = cu_gemm16_fits(c, &g);
         if ((st = add_gemm(c, g, two ? split : lo, 0)) ||
             (tail && (st = add_gemm(c, tl, split, 0))) ||
             (two && lo < split && (st = add_gemm(c, s, lo, split))) ||
@@ -450,7 +456,10 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)
         if (i == 0 || c->tile[i - 1].lin != lin)
             cu_printf(t, "#define N_ %lld\n", (long long)c->cols[lin]);
         const cu_tile *g = &c->tile[i];
-        if (!(g->skinny ? cu_emit_skinny(c, i, t) : g->g16 ? cu_emit_gemm16(c, i, t) : emit_gemm(c, i, t)))
+        if (!(g->skinny ? cu_emit_skinny(c, i, t)
+              : g->wg   ? cu_emit_wgmma(c, i, t)
+              : g->g16  ? cu_emit_gemm16(c, i, t)
+                        : emit_gemm(c, i, t)))
             return RNNC_ERR_UNSUPPORTED;
         /* N_ is a macro so that the loads above read as plain code */
         if (i + 1 == p->n_launch || c->tile[i + 1].lin != lin)

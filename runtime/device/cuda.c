@@ -348,6 +348,23 @@ static rnnc_status launch_attrs(CUfunction f, const unsigned grid[3], const unsi
     return rt_cuda_check(g_api.LaunchKernelEx(&cfg, f, args, NULL), "cuLaunchKernelEx");
 }
 
+rnnc_status rt_tensor_map(CUtensorMap *m, CUdeviceptr p, uint64_t rows, uint64_t cols,
+                          unsigned box_rows)
+{
+    rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
+    if (st != RNNC_OK)
+        return st;
+    cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * 4};
+    cuuint32_t box[2] = {32, box_rows}, one[2] = {1, 1};
+    return rt_cuda_check(g_api.TensorMapEncodeTiled(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p,
+                                                    dims, strides, box, one,
+                                                    CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                    CU_TENSOR_MAP_SWIZZLE_128B,
+                                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                         "cuTensorMapEncodeTiled");
+}
+
 rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned block[3],
                          unsigned smem, CUstream s, void **args, int flags)
 {

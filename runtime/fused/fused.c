@@ -43,6 +43,10 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     cfg->batch_first = m->spec.batch_first;
     cfg->y_ld = m->spec.dirs * m->spec.hout;
     cfg->math = (int)m->spec.math;
+    /* rt_fused_launch passes the tensor maps; RNNC_FUSED_TMA=0 keeps the
+     * mma.sync tiles (measurements) */
+    const char *tma = getenv("RNNC_FUSED_TMA");
+    cfg->tma = !(tma && strcmp(tma, "0") == 0);
     cfg->dtype = (int)m->spec.dtype;
     if (tuned)
         rt_fused_tuning_apply(m->tuning, cfg);
@@ -217,7 +221,7 @@ static rnnc_status fill_pseudo(rt_fused *m, const rt_weights *w, int p, float *w
                             m->spec.fn[k]->params[pl->wts[i].id].name, p);
         if (param_numel(m, k, pl->wts[i].id) != pl->wts[i].count)
             return err_fail(RNNC_ERR_INTERNAL, "fused: weight size mismatch");
-        memcpy(wts + pl->wts[i].offset, src, (size_t)pl->wts[i].count * sizeof(float));
+        cg_cuda_slot_fill(&pl->wts[i], src, wts + pl->wts[i].offset);
     }
     for (int i = 0; i < pl->n_fold; i++) {
         rnnc_status st = rt_eval_fold(m->spec.fn[k], m->spec.sizes[k], w, p, pl->fold[i].id,

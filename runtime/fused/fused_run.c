@@ -168,6 +168,29 @@ static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
     return RNNC_OK;
 }
 
+/* A wgmma GEMM: its tensor maps over x (TB rows) and two weight copies in
+ * the arena, after the common arguments.  They are kernel parameters, so
+ * a captured graph keeps them and nothing is allocated. */
+static rnnc_status launch_tma(CUfunction f, const cg_cuda_launch *l, const unsigned grid[3],
+                              const unsigned block[3], CUstream s, void **args, size_t n_args,
+                              size_t TB, CUdeviceptr wts, int pdl)
+{
+    CUtensorMap mx, mw, ml;
+    rnnc_status e = rt_tensor_map(&mx, *(CUdeviceptr *)args[0], TB, l->tma_k, 128);
+    if (e == RNNC_OK)
+        e = rt_tensor_map(&mw, wts + (CUdeviceptr)l->tma_w * 4, l->tma_n, l->tma_k, 128);
+    if (e == RNNC_OK)
+        e = rt_tensor_map(&ml, wts + (CUdeviceptr)l->tma_l * 4, l->tma_n, l->tma_k, 128);
+    void *all[32];
+    if (n_args + 3 > sizeof all / sizeof *all)
+        return RNNC_ERR_INTERNAL;
+    memcpy(all, args, n_args * sizeof *args);
+    all[n_args] = &mx;
+    all[n_args + 1] = &mw;
+    all[n_args + 2] = &ml;
+    return e != RNNC_OK ? e : rt_launch_ex(f, grid, block, l->smem, s, all, pdl);
+}
+
 rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s)
 {
     const cg_cuda_plan *pl = j->k ? &m->up.plan : &m->plan;
@@ -194,6 +217,11 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
                                               : l->grid,
                             l->grid_y ? l->grid_y : 1, 1};
         unsigned block[3] = {l->threads, 1, 1};
+        if (l->tma) {
+            e = launch_tma(kern->fn[i], l, grid, block, s, args, sizeof args / sizeof *args, TB,
+                           wts, pdl);
+            continue;
+        }
         if (!l->cooperative) {
             e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args, pdl);
             continue;

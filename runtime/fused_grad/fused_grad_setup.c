@@ -54,6 +54,7 @@ static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
 {
     rt_fused_config_kind(m, k, batch, false, cfg);
     cfg->batch_first = false; /* the training path keeps everything [T, B, *] */
+    cfg->tma = false;         /* its launcher passes no tensor maps */
     cfg->y_ld = 0;
 }
 
@@ -179,7 +180,7 @@ static rnnc_status fill(const ir_fn *f, ir_sizes sz, const cg_cuda_plan *pl,
 {
     rt_weights w = {ptr, n_params, 1};
     for (int i = 0; i < pl->n_wts; i++)
-        memcpy(wts + pl->wts[i].offset, ptr[pl->wts[i].id], sizeof(float) * (size_t)pl->wts[i].count);
+        cg_cuda_slot_fill(&pl->wts[i], ptr[pl->wts[i].id], wts + pl->wts[i].offset);
     for (int i = 0; i < pl->n_fold; i++) {
         rnnc_status st = rt_eval_fold(f, sz, &w, 0, pl->fold[i].id, fold + pl->fold[i].offset);
         if (st != RNNC_OK)

@@ -1,0 +1,287 @@
+/*
+ * cuda_wgmma.c: the TF32 math modes' large hoisted GEMM tiles on sm_90 by
+ * warpgroup MMA (wgmma.mma_async, sm_90a), their slices brought by the
+ * tensor memory accelerator.
+ *
+ * Why: the mma.sync tiles of cuda_gemm16.c copy each slice with 16-byte
+ * cp.async by every thread; wgmma fed the same way was no faster (a third
+ * of its stalls on the copies, a fifth on the LSU queue), fed by the TMA
+ * it took the 3xtf32 GEMM of the LSTM at B = 64 from 0.23 to 0.174 ms and
+ * the tf32 one at B = 256, I = H = 1024 from 1.69 to 0.92 ms on the H100
+ * (bench/wgmma_probe.cu, bench/results/h100/wgmma-probe/).
+ *
+ * A block of 256 threads (two warpgroups of 64 rows) computes 128 x 128
+ * outputs, one block an SM (193 KiB of shared memory).  K goes in slices
+ * of 32 floats through 4 stages: thread 0 puts a slice's boxes of x and W
+ * in flight (cp.async.bulk.tensor, 128-byte swizzle: row r's 16-byte chunk
+ * c at r * 128 + ((c ^ r) & 7) * 16) counted by the stage's mbarrier;
+ * after every warp is past a slice, its stage takes the slice 3 ahead.
+ * x's A fragments come from ldmatrix into registers; W is wgmma's B from
+ * shared memory through a descriptor (K-major, 128-byte swizzle, 1024
+ * bytes from one 8-row group to the next; a k-step of 8 floats is 32
+ * bytes on in the start address).
+ *   tf32: x rounded to nearest (cvt.rn) in registers, W read from a copy
+ *     rounded once when the weights are set (CG_CUDA_TF32_RN): the
+ *     tensor cores would truncate either.
+ *   3xtf32: x split in registers (cuda_mma.c's rnnc_sp); W's high part is
+ *     W itself (the tensor cores read its top 19 bits) and its low part a
+ *     copy made when the weights are set (CG_CUDA_TF32_LO); a slice's
+ *     products lo*hi + hi*lo + hi*hi summed from zero, then added to the
+ *     accumulators in fp32 (the tensor cores' adds truncate).
+ * A warpgroup waits for its slice's products before the next: with x's
+ * fragments in registers a wgmma in flight still reads them, and ptxas
+ * does not keep them intact (one slice in flight gave wrong products in
+ * the probe).
+ *
+ * Requires: sm_90 (NVRTC at sm_90a), K a multiple of 32, the linear's
+ * columns of 128, x the cell's input; the runtime's tensor maps
+ * (cg_cuda_launch.tma).  Keeps: the epilogue of the other tiles.
+ */
+#include <stdio.h>
+
+#include "codegen/cuda/cuda_gen.h"
+
+#define WG_STAGES 4
+#define WG_SLICE 16384 /* bytes of one 128-row box of 32 floats */
+
+bool cu_wgmma_shape_ok(const cu_ctx *c, int32_t lin)
+{
+    const ir_node *nd = &c->f->nodes[lin];
+    long long K = (long long)c->cols[nd->a[0]];
+    return c->cfg.tma && c->cfg.sm == 90 && !c->half && c->cfg.math != 0 && K >= 32 &&
+           K % 32 == 0 && c->cols[lin] % 128 == 0 && c->f->nodes[nd->a[0]].op == IR_INPUT;
+}
+
+static int derived(const cu_ctx *c)
+{
+    return c->cfg.math == 2 ? CG_CUDA_TF32_LO : CG_CUDA_TF32_RN;
+}
+
+rnnc_status cu_wgmma_place(cu_ctx *c, int32_t lin)
+{
+    int64_t off;
+    return cu_place_weight_as(c, c->f->nodes[lin].a[1], derived(c), &off);
+}
+
+bool cu_wgmma_fits(const cu_ctx *c, const cu_tile *g)
+{
+    return cu_wgmma_shape_ok(c, g->lin) && !g->small && !g->skinny && !g->tail && g->bm == 128 &&
+           g->bn == 128;
+}
+
+unsigned cu_wgmma_smem(const cu_ctx *c)
+{
+    return WG_STAGES * WG_SLICE * (c->cfg.math == 2 ? 3 : 2) + 1024;
+}
+
+/* The arena offset of weight w's copy of kind `derive` (cu_wgmma_place). */
+static int64_t slot_of(const cu_ctx *c, int32_t w, int derive)
+{
+    int param = ir_param_of(c->f, w);
+    for (int i = 0; i < c->plan->n_wts; i++)
+        if (c->plan->wts[i].id == param && c->plan->wts[i].derive == derive)
+            return c->plan->wts[i].offset;
+    return -1;
+}
+
+void cu_wgmma_launch(const cu_ctx *c, const cu_tile *g, cg_cuda_launch *l)
+{
+    const ir_node *nd = &c->f->nodes[g->lin];
+    int64_t copy = slot_of(c, nd->a[1], derived(c));
+    l->tma = true;
+    l->tma_k = (unsigned)c->cols[nd->a[0]];
+    l->tma_n = (unsigned)c->cols[g->lin];
+    l->tma_w = c->cfg.math == 2 ? c->off[nd->a[1]] : copy;
+    l->tma_l = copy;
+}
+
+static bool any_wgmma(const cu_ctx *c)
+{
+    for (int i = 0; i < c->plan->n_launch; i++)
+        if (c->tile[i].lin >= 0 && c->tile[i].wg)
+            return true;
+    return false;
+}
+
+/* rnnc_wg128: d[64] (+)= a b, m64n128k8, a's fragment in registers, b by
+ * descriptor; sd 0 writes, else adds. */
+static void emit_wg128(cu_text *t)
+{
+    cu_printf(t,
+              "__device__ __forceinline__ void rnnc_wg128(float *d, const unsigned *a, "
+              "unsigned long long db, int sd)\n{\n"
+              "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%69, 0;\\n\"\n"
+              "                 \"wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {");
+    for (int i = 0; i < 64; i++)
+        cu_printf(t, "%s%%%d", i ? ", " : "", i);
+    cu_printf(t, "}, {%%64, %%65, %%66, %%67}, %%68, p, 1, 1;\\n}\\n\"\n                 : ");
+    for (int i = 0; i < 64; i++)
+        cu_printf(t, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+    cu_printf(t,
+              "\n                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), "
+              "\"r\"(sd));\n}\n");
+}
+
+void cu_emit_wgmma_helpers(const cu_ctx *c, cu_text *t)
+{
+    if (!any_wgmma(c))
+        return;
+    cu_printf(t,
+              "/* a CUtensorMap, made by the runtime (cuTensorMapEncodeTiled) */\n"
+              "struct __align__(64) rnnc_tmap { unsigned long long w_[16]; };\n"
+              "/* wgmma's descriptor of a K-major operand, 128-byte swizzle, 8-row groups 1024 bytes apart */\n"
+              "__device__ __forceinline__ unsigned long long rnnc_wdesc(const void *p)\n{\n"
+              "    const unsigned long long a = (unsigned)__cvta_generic_to_shared(p);\n"
+              "    return ((a & 0x3ffff) >> 4) | 1ull << 16 | (1024ull >> 4) << 32 | 1ull << 62;\n}\n"
+              "__device__ __forceinline__ void rnnc_mbar_wait(unsigned long long *b, unsigned parity)\n{\n"
+              "    const unsigned a = (unsigned)__cvta_generic_to_shared(b);\n"
+              "    unsigned ok = 0;\n"
+              "    while (!ok)\n"
+              "        asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%%1], %%2;\\n\"\n"
+              "                     \"selp.u32 %%0, 1, 0, p;\\n}\\n\" : \"=r\"(ok) : \"r\"(a), \"r\"(parity) : \"memory\");\n}\n"
+              "/* box (c0: column, c1: row) of map m into dst, counted by mbarrier b */\n"
+              "__device__ __forceinline__ void rnnc_tma2d(void *dst, const rnnc_tmap *m, int c0, int c1, "
+              "unsigned long long *b)\n{\n"
+              "    asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes\"\n"
+              "                 \" [%%0], [%%1, {%%2, %%3}], [%%4];\"\n"
+              "                 : : \"r\"((unsigned)__cvta_generic_to_shared(dst)), \"l\"((unsigned long long)m),\n"
+              "                   \"r\"(c0), \"r\"(c1), \"r\"((unsigned)__cvta_generic_to_shared(b)) : \"memory\");\n}\n");
+    emit_wg128(t);
+}
+
+/* Shared memory aligned to 1024 bytes (the swizzle's period), the stage
+ * barriers, and the first three slices put in flight. */
+static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
+{
+    int sb = WG_SLICE * (c->cfg.math == 2 ? 3 : 2);
+    cu_printf(t,
+              "    enum { K_ = %lld, KT_ = %lld / 32, SB_ = %d };\n"
+              "    const size_t TB = (size_t)T * %lld;\n"
+              "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)tx; (void)ty; "
+              "(void)TB; (void)wts; (void)x;\n"
+              "    unsigned char *const sm_ = smraw_ + ((1024u - ((unsigned)__cvta_generic_to_shared(smraw_) "
+              "& 1023u)) & 1023u);\n"
+              "    const int wg_ = tid >> 7, wp_ = (tid >> 5) & 3, l_ = tid & 31;\n"
+              "    if (tid == 0) {\n"
+              "        for (int s = 0; s < %d; ++s)\n"
+              "            asm volatile(\"mbarrier.init.shared::cta.b64 [%%0], 1;\" : : "
+              "\"r\"((unsigned)__cvta_generic_to_shared(&full_[s])) : \"memory\");\n"
+              "        asm volatile(\"fence.mbarrier_init.release.cluster;\" : : : \"memory\");\n"
+              "    }\n"
+              "    __syncthreads();\n"
+              "#define ISSUE_(kt) { \\\n"
+              "    const int sn_ = (kt) %% %d; \\\n"
+              "    unsigned char *const sd_ = sm_ + sn_ * SB_; \\\n"
+              "    asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %%1;\" : : "
+              "\"r\"((unsigned)__cvta_generic_to_shared(&full_[sn_])), \"r\"(SB_) : \"memory\"); \\\n"
+              "    rnnc_tma2d(sd_, &tx_, (kt) * 32, m0, &full_[sn_]); \\\n"
+              "    rnnc_tma2d(sd_ + %d, &tw_, (kt) * 32, n0, &full_[sn_]); \\\n",
+              K, K, sb, (long long)c->B, WG_STAGES, WG_STAGES, WG_SLICE);
+    if (c->cfg.math == 2)
+        cu_printf(t, "    rnnc_tma2d(sd_ + %d, &tl_, (kt) * 32, n0, &full_[sn_]); \\\n", 2 * WG_SLICE);
+    cu_printf(t,
+              "}\n"
+              "    if (tid == 0) {\n"
+              "        for (int kt = 0; kt < %d && kt < KT_; ++kt) ISSUE_(kt)\n"
+              "    }\n"
+              "    float d_[64];\n"
+              "#pragma unroll\n"
+              "    for (int i = 0; i < 64; ++i) d_[i] = 0.f;\n"
+              "    /* ldmatrix rows: lanes 8j..8j+7 the rows of matrix j (rows + 8 for odd j, "
+              "the second 4 floats for j >= 2) */\n"
+              "    const int j_ = l_ >> 3, r_ = wg_ * 64 + wp_ * 16 + (j_ & 1) * 8 + (l_ & 7);\n",
+              WG_STAGES - 1);
+}
+
+/* One slice's products into d_ (tf32) or through e_ (3xtf32). */
+static void emit_slice(const cu_ctx *c, cu_text *t)
+{
+    cu_printf(t,
+              "    for (int kt = 0; kt < KT_; ++kt) {\n"
+              "        rnnc_mbar_wait(&full_[kt %% %d], (unsigned)(kt / %d) & 1u);\n"
+              "        unsigned char *const s_ = sm_ + (kt %% %d) * SB_;\n"
+              "        unsigned ah_[4][4], al_[4][4];\n"
+              "#pragma unroll\n"
+              "        for (int ks = 0; ks < 4; ++ks) {\n"
+              "            unsigned a_[4];\n"
+              "            rnnc_ldsm4(a_, s_ + r_ * 128 + (((2 * ks + (j_ >> 1)) ^ r_) & 7) * 16);\n"
+              "#pragma unroll\n"
+              "            for (int q = 0; q < 4; ++q) rnnc_sp(__uint_as_float(a_[q]), ah_[ks][q], al_[ks][q]);\n"
+              "        }\n",
+              WG_STAGES, WG_STAGES, WG_STAGES);
+    if (c->cfg.math == 2)
+        cu_printf(t,
+                  "        float e_[64];\n"
+                  "        asm volatile(\"wgmma.fence.sync.aligned;\" : : : \"memory\");\n"
+                  "#pragma unroll\n"
+                  "        for (int ks = 0; ks < 4; ++ks) {\n"
+                  "            const unsigned long long bh_ = rnnc_wdesc(s_ + %d + ks * 32), "
+                  "bl_ = rnnc_wdesc(s_ + %d + ks * 32);\n"
+                  "            rnnc_wg128(e_, al_[ks], bh_, ks > 0);\n"
+                  "            rnnc_wg128(e_, ah_[ks], bl_, 1);\n"
+                  "            rnnc_wg128(e_, ah_[ks], bh_, 1);\n"
+                  "        }\n"
+                  "        asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
+                  "        asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n"
+                  "#pragma unroll\n"
+                  "        for (int i = 0; i < 64; ++i) d_[i] += e_[i];\n",
+                  WG_SLICE, 2 * WG_SLICE);
+    else
+        cu_printf(t,
+                  "        (void)al_;\n"
+                  "        asm volatile(\"wgmma.fence.sync.aligned;\" : : : \"memory\");\n"
+                  "#pragma unroll\n"
+                  "        for (int ks = 0; ks < 4; ++ks) rnnc_wg128(d_, ah_[ks], rnnc_wdesc(s_ + %d + ks * 32), 1);\n"
+                  "        asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
+                  "        asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n",
+                  WG_SLICE);
+    cu_printf(t,
+              "        __syncthreads(); /* every warp is past the slice: its stage is free */\n"
+              "        if (tid == 0 && kt + %d < KT_) {\n"
+              "            ISSUE_(kt + %d)\n"
+              "        }\n"
+              "    }\n"
+              "#undef ISSUE_\n",
+              WG_STAGES - 1, WG_STAGES - 1);
+}
+
+bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
+{
+    cu_tile g = c->tile[i];
+    const ir_node *nd = &c->f->nodes[g.lin];
+    long long K = (long long)c->cols[nd->a[0]];
+    char e[4096];
+    if (g.split.wave)
+        cu_emit_gemm_rows(&g, t);
+    cu_printf(t,
+              "/* %s over %s: tiles of 128 x 128, slices of 32 floats brought by the tensor memory "
+              "accelerator (%d stages), wgmma m64n128k8 %s */\n"
+              "extern \"C\" __global__ void __launch_bounds__(256, 1) rnnc_gemm%d(%s, "
+              "const __grid_constant__ rnnc_tmap tx_, const __grid_constant__ rnnc_tmap tw_, "
+              "const __grid_constant__ rnnc_tmap tl_)\n{\n"
+              "    extern __shared__ unsigned char smraw_[];\n"
+              "    __shared__ unsigned long long full_[%d];\n"
+              "    (void)tl_;\n",
+              cu_describe(c, g.lin, e, sizeof e),
+              g.split.wave ? "the rows of whole waves" : "all T*B rows", WG_STAGES,
+              c->cfg.math == 2 ? "3xtf32" : "tf32", (int)g.lin, cu_args(c), WG_STAGES);
+    cu_emit_gemm_head(c, &g, t);
+    emit_prologue(c, K, t);
+    emit_slice(c, t);
+    /* accumulator 4 jb + 2 h + e: row g (+8 for h), column 8 jb + 2q + e */
+    cu_printf(t,
+              "    float c_[2][32];\n"
+              "#pragma unroll\n"
+              "    for (int jb = 0; jb < 16; ++jb)\n"
+              "#pragma unroll\n"
+              "        for (int h = 0; h < 2; ++h) {\n"
+              "            c_[h][2 * jb] = d_[4 * jb + 2 * h];\n"
+              "            c_[h][2 * jb + 1] = d_[4 * jb + 2 * h + 1];\n"
+              "        }\n");
+    if (!cu_emit_gemm_epilogue(c, g.lin, 2, 32, 2,
+                               "wg_ * 64 + wp_ * 16 + i * 8 + (l_ >> 2)",
+                               "(j >> 1) * 8 + 2 * (l_ & 3) + (j & 1)", t))
+        return false;
+    cu_printf(t, "}\n");
+    return true;
+}
