@@ -55,6 +55,8 @@ static bool resolve_all(void *lib)
     }
     RT_CUDA_FN(RT_CUDA_RESOLVE)
 #undef RT_CUDA_RESOLVE
+    g_api.TensorMapEncodeTiled =
+        (__typeof__(g_api.TensorMapEncodeTiled))dlsym(lib, "cuTensorMapEncodeTiled");
     return true;
 }
 
@@ -354,6 +356,11 @@ rnnc_status rt_tensor_map(CUtensorMap *m, CUdeviceptr p, uint64_t rows, uint64_t
     rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
     if (st != RNNC_OK)
         return st;
+    if (!g_api.TensorMapEncodeTiled)
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "the driver has no cuTensorMapEncodeTiled (CUDA 12.0 or newer), which "
+                        "the TF32 math modes' GEMM tiles on sm_90 need; RNNC_FUSED_TMA=0 "
+                        "generates tiles without it");
     cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * 4};
     cuuint32_t box[2] = {32, box_rows}, one[2] = {1, 1};
     return rt_cuda_check(g_api.TensorMapEncodeTiled(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p,

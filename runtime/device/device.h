@@ -50,12 +50,14 @@ bool rt_cuda_available(void); /* driver loaded, cuInit ok, >= 1 device */
     X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor) X(EventCreate)     \
     X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(StreamCreate)     \
     X(StreamCreateWithPriority) X(CtxGetStreamPriorityRange) X(StreamWaitEvent)                \
-    X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)          \
-    X(TensorMapEncodeTiled)
+    X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
 
 #define RT_CUDA_FIELD(n) __typeof__(cu##n) *n;
 typedef struct rt_cuda_api {
     RT_CUDA_FN(RT_CUDA_FIELD)
+    /* optional (a CUDA 12 driver): NULL where missing, and only the tensor
+     * maps of the wgmma GEMM tiles need it (rt_tensor_map) */
+    __typeof__(cuTensorMapEncodeTiled) *TensorMapEncodeTiled;
 } rt_cuda_api;
 #undef RT_CUDA_FIELD
 

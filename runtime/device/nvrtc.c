@@ -222,9 +222,10 @@ static rnnc_status build_options(int sm, const char *const *extra, int n_extra,
         return err_fail(RNNC_ERR_INVALID_ARG, "NVRTC: %d extra options", n_extra);
     if (sm < 30 || sm > 1000)
         return err_fail(RNNC_ERR_INVALID_ARG, "NVRTC: no such architecture sm_%d", sm);
-    /* sm_90a: the arch-specific target has wgmma (cuda_wgmma.c); its code
-     * runs on sm_90 devices, the only ones sm 90 names */
-    snprintf(arch, 32, "--gpu-architecture=sm_%d%s", sm, sm == 90 ? "a" : "");
+    /* sm_90a (NVRTC 12 on): the arch-specific target has wgmma
+     * (cuda_wgmma.c); its code runs on sm_90 devices, the only ones sm 90
+     * names */
+    snprintf(arch, 32, "--gpu-architecture=sm_%d%s", sm, sm == 90 && g_nv_major >= 12 ? "a" : "");
     int k = 0;
     opts[k++] = arch;
     for (int i = 0; k_base_opts[i]; i++)
