@@ -11,8 +11,8 @@
  * (bench/wgmma_probe.cu, bench/results/h100/wgmma-probe/).
  *
  * A block of 256 threads (two warpgroups of 64 rows) computes 128 x 128
- * outputs, one block an SM (193 KiB of shared memory).  K goes in slices
- * of 32 floats through 4 stages: thread 0 puts a slice's boxes of x and W
+ * outputs, one block an SM (129 KiB of shared memory, 3xtf32 193).  K goes
+ * in slices of 32 floats through 4 stages: thread 0 puts a slice's boxes of x and W
  * in flight (cp.async.bulk.tensor, 128-byte swizzle: row r's 16-byte chunk
  * c at r * 128 + ((c ^ r) & 7) * 16) counted by the stage's mbarrier;
  * after every warp is past a slice, its stage takes the slice 3 ahead.
