@@ -103,16 +103,23 @@ static rnnc_status place_weight(cu_ctx *c, int32_t w)
     return st;
 }
 
+int64_t cu_weight_at(const cu_ctx *c, int32_t w, int derive)
+{
+    const cg_cuda_plan *p = c->plan;
+    int param = ir_param_of(c->f, w);
+    for (int i = 0; i < p->n_wts; i++)
+        if (p->wts[i].id == param && p->wts[i].derive == derive)
+            return p->wts[i].offset;
+    return -1;
+}
+
 rnnc_status cu_place_weight_as(cu_ctx *c, int32_t w, int derive, int64_t *off)
 {
     cg_cuda_plan *p = c->plan;
     const ir_node *n = &c->f->nodes[w];
     int param = ir_param_of(c->f, w);
-    for (int i = 0; i < p->n_wts; i++)
-        if (p->wts[i].id == param && p->wts[i].derive == derive) {
-            *off = p->wts[i].offset;
-            return RNNC_OK;
-        }
+    if ((*off = cu_weight_at(c, w, derive)) >= 0)
+        return RNNC_OK;
     if (p->n_wts >= CG_CUDA_MAX_ITEMS)
         return unsupported(c, w, "too many matrices");
     int64_t cnt = ir_dim_eval(n->rows, c->cfg.sizes) * c->cols[w];

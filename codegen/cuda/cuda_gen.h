@@ -172,6 +172,8 @@ rnnc_status cu_place_hoist(cu_ctx *c);
 /* The weight arena slot of matrix w (a parameter) holding it as it is or
  * a copy made from it (CG_CUDA_TF32_LO, CG_CUDA_TF32_RN); its offset. */
 rnnc_status cu_place_weight_as(cu_ctx *c, int32_t w, int derive, int64_t *off);
+/* The offset of that slot, -1 when it has none. */
+int64_t cu_weight_at(const cu_ctx *c, int32_t w, int derive);
 /* Which leaves the step's elements read from registers (cuda_regs.c). */
 void cu_place_regs(cu_ctx *c);
 /* Which slices of the step's elements are read (c->live); before cu_place_regs. */

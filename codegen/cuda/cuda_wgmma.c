@@ -74,20 +74,10 @@ unsigned cu_wgmma_smem(const cu_ctx *c)
     return WG_STAGES * WG_SLICE * (c->cfg.math == 2 ? 3 : 2) + 1024;
 }
 
-/* The arena offset of weight w's copy of kind `derive` (cu_wgmma_place). */
-static int64_t slot_of(const cu_ctx *c, int32_t w, int derive)
-{
-    int param = ir_param_of(c->f, w);
-    for (int i = 0; i < c->plan->n_wts; i++)
-        if (c->plan->wts[i].id == param && c->plan->wts[i].derive == derive)
-            return c->plan->wts[i].offset;
-    return -1;
-}
-
 void cu_wgmma_launch(const cu_ctx *c, const cu_tile *g, cg_cuda_launch *l)
 {
     const ir_node *nd = &c->f->nodes[g->lin];
-    int64_t copy = slot_of(c, nd->a[1], derived(c));
+    int64_t copy = cu_weight_at(c, nd->a[1], derived(c));
     l->tma = true;
     l->tma_k = (unsigned)c->cols[nd->a[0]];
     l->tma_n = (unsigned)c->cols[g->lin];
