@@ -186,6 +186,11 @@ static void test_wgmma_tiles(void **state)
                         assert_int_equal(plan.wts[i].offset, l->tma_l);
                     }
                 assert_int_equal(copies, 1);
+                /* the large tiles take every row: no tail launch (T = 100
+                 * is 800 tiles, 6 waves and 8 more) */
+                for (int i = 0; i < plan.n_launch; i++)
+                    assert_false(plan.launch[i].tail);
+                assert_int_equal(l->split.wave, 0);
             }
             free(src);
         }

@@ -426,11 +426,18 @@ rnnc_status cu_place_hoist(cu_ctx *c)
          * = 64, I = H = 512 are 3.03 waves of two blocks on each of 132
          * SMs) costs a whole wave's time for a few blocks; when it is under
          * half full its rows go to a tail launch of small tiles over all
-         * the SMs instead.  Two blocks of 128 x 128 fit an SM. */
+         * the SMs instead.  Two blocks of 128 x 128 fit an SM.  Not for
+         * the wgmma tiles: their wave is short (about 22 us at T = 100, B
+         * = 256, I = H = 1024 in TF32) and the tail, one block an SM
+         * walking its tiles' K in slices, took 340 us there; on the H100
+         * the forward went 4.09 -> 3.78 ms without it, 3xtf32 LSTM B = 64
+         * 0.704 -> 0.668, I = H = 1024 2.29 -> 2.12, the GRU level
+         * (bench/results/h100/notail/). */
         cu_tile tl = s;
-        bool tail = two && g.bm == 128 && c->plan->n_launch + (lo ? 6 : 5) <= CG_CUDA_MAX_LAUNCH;
         g.wg = cu_wgmma_fits(c, &g);
         g.g16 = !g.wg && cu_gemm16_fits(c, &g);
+        bool tail = two && g.bm == 128 && !g.wg &&
+                    c->plan->n_launch + (lo ? 6 : 5) <= CG_CUDA_MAX_LAUNCH;
         if (tail) {
             /* (wgmma tiles: one block an SM) */
             g.split = (cg_cuda_split){(g.wg ? 1u : 2u) * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
