@@ -220,6 +220,45 @@ static void test_wgmma_compile(void **state)
         tu_compile_clean(src, math == 2 ? "lstm 3xtf32 wgmma" : "lstm tf32 wgmma", 90);
         free(src);
     }
+    /* the wgmma step (test_wgstep) */
+    cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 256, .sm = 90, .sm_count = 132,
+                          .math = 1, .tma = true};
+    cg_cuda_plan plan;
+    char *src = NULL;
+    assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+    assert_non_null(strstr(src, "m64n32k8"));
+    tu_compile_clean(src, "lstm tf32 B=256 wgmma step", 90);
+    free(src);
+    rnnc_cell_destroy(c);
+}
+
+/* The TF32 step's bulk-staged linear on wgmma (cuda_wgstep.c): LSTM I = H
+ * = 1024, B = 256 on sm_90 with the runtime's tensor maps (32 rows of W_hh
+ * a block, 4 warpgroups of 64 batch rows, h in 32-column chunks); not for
+ * 3xtf32 (split operands), sm_80, or the training path (no cfg.tma). */
+static void test_wgstep(void **state)
+{
+    (void)state;
+    rnnc_cell *c = tu_builtin("lstm");
+    for (int i = 0; i < 4; i++) {
+        int math = i == 1 ? 2 : 1, sm = i == 2 ? 80 : 90;
+        bool tma = i != 3, want = i == 0;
+        cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 256, .sm = sm,
+                              .sm_count = sm == 80 ? 108 : 132, .math = math, .tma = tma};
+        cg_cuda_plan plan;
+        char *src = NULL;
+        assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+        assert_int_equal(strstr(plan.tuning, " wgmma") != NULL, want);
+        assert_int_equal(strstr(src, "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32") != NULL,
+                         want);
+        if (want) {
+            /* the slice copied chunk-major and swizzled, the smem 1024-byte aligned */
+            assert_non_null(strstr(src, "(((k4 & 7) ^ (r & 7)) << 2)"));
+            assert_non_null(strstr(src, "__align__(1024) float4 smem4_[]"));
+            assert_non_null(strstr(src, "fence.proxy.async.shared::cta"));
+        }
+        free(src);
+    }
     rnnc_cell_destroy(c);
 }
 
@@ -252,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_rounding_and_prefetch),
         cmocka_unit_test(test_wgmma_tiles),
         cmocka_unit_test(test_wgmma_compile),
+        cmocka_unit_test(test_wgstep),
         cmocka_unit_test(test_weight_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

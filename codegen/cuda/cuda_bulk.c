@@ -179,36 +179,44 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
               "                    v_ = __ldcg((const float4 *)(s%d_ + (size_t)gb * %lld + ch_ * KCB + c4 * 4));\n"
               "                *(float4 *)&sm_[xo_ + b * KCB + (BSW(b, c4) << 2)] = %s;\n"
               "            }\n"
+              "%s"
               "            __syncthreads();\n"
               "        } else {\n"
               "            rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
               "            ph_ ^= 1u << (ch_ %% NSB);\n"
               "        }\n",
-              c->bulk_state, K, cu_tf32_rounded(c) ? "rnnc_tf32x4(v_)" : "v_");
+              c->bulk_state, K, cu_tf32_rounded(c) ? "rnnc_tf32x4(v_)" : "v_",
+              /* the wgmma step's tensor cores read the buffer through the
+               * async proxy */
+              c->wgstep ? "            asm volatile(\"fence.proxy.async.shared::cta;\" : : : \"memory\");\n"
+                        : "");
 }
 
-/* The end of chunk ch_: its buffer takes chunk ch_ + NSB once every warp
- * is done with it.  Step 0 (the threads fill the buffers) takes a block
- * barrier; later steps let each warp go on to the next chunk: it arrives
- * on the buffer's second mbarrier (NT / 32 arrivals a use), which thread 0
- * waits for before the refill.  Against a block barrier a chunk on the
- * H100 (heuristic tiles, bench/results/h100/bulk/warp/): TF32 LSTM I = H =
+/* The end of chunk `ch` (a variable: ch_, or the wgmma step's chunk
+ * before it): its buffer takes chunk ch + NSB once every warp is done
+ * with it.  Step 0 (the threads fill the buffers) takes a block barrier;
+ * later steps let each warp go on to the next chunk: it arrives on the
+ * buffer's second mbarrier (NT / 32 arrivals a use), which thread 0 waits
+ * for before the refill.  Against a block barrier a chunk on the H100
+ * (heuristic tiles, bench/results/h100/bulk/warp/): TF32 LSTM I = H =
  * 1024, B = 256 5.21 -> 5.01 ms, FFMA 12.92 -> 12.55, the GRUs level. */
-void cu_emit_bulk_chunk_end(cu_text *t)
+void cu_emit_bulk_chunk_end(cu_text *t, const char *ch)
 {
-    cu_printf(t, "        if (t == 0) {\n"
-                 "            __syncthreads();\n"
-                 "        } else {\n"
-                 "            __syncwarp();\n"
-                 "            if ((tid & 31) == 0) rnnc_mb_arrive(mb_ + NSB + ch_ %% NSB);\n"
-                 "            if (tid == 0) {\n"
-                 "                if (ch_ + NSB < NCHB) {\n"
-                 "                    rnnc_mb_wait(mb_ + NSB + ch_ %% NSB, (eph_ >> (ch_ %% NSB)) & 1u);\n"
-                 "                    rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ %% NSB);\n"
-                 "                }\n"
-                 "                eph_ ^= 1u << (ch_ %% NSB);\n"
-                 "            }\n"
-                 "        }\n");
+    cu_printf(t,
+              "        if (t == 0) {\n"
+              "            __syncthreads();\n"
+              "        } else {\n"
+              "            __syncwarp();\n"
+              "            if ((tid & 31) == 0) rnnc_mb_arrive(mb_ + NSB + %s %% NSB);\n"
+              "            if (tid == 0) {\n"
+              "                if (%s + NSB < NCHB) {\n"
+              "                    rnnc_mb_wait(mb_ + NSB + %s %% NSB, (eph_ >> (%s %% NSB)) & 1u);\n"
+              "                    rnnc_bulk_get(sm_ + %s %% NSB * CHF, BSRC(t & 1, %s + NSB), bn_, mb_ + %s %% NSB);\n"
+              "                }\n"
+              "                eph_ ^= 1u << (%s %% NSB);\n"
+              "            }\n"
+              "        }\n",
+              ch, ch, ch, ch, ch, ch, ch, ch);
 }
 
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)

@@ -118,6 +118,9 @@ typedef struct cu_ctx {
     int64_t bulk_mb;
     /* The step's linears run on tensor cores (cuda_mma.c). */
     bool mma;
+    /* The bulk-staged linear runs on wgmma, its W slice chunk-major
+     * (cuda_wgstep.c). */
+    bool wgstep;
     /* F16 or BF16 model: x, y and the weights are 16-bit (cuda_half.c). */
     bool half;
     int64_t smem_floats, xs_floats;
@@ -287,7 +290,7 @@ void cu_bulk_place(cu_ctx *c);
 void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_init(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t);
-void cu_emit_bulk_chunk_end(cu_text *t);
+void cu_emit_bulk_chunk_end(cu_text *t, const char *ch);
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t);
 /* c->h16: the source of row gb, column cc of state x's 16-bit copy read
  * at step t. */
@@ -334,6 +337,13 @@ bool cu_mma_fits(const cu_ctx *c, int32_t lin, int64_t chunk);
 /* In the TF32 mode, the step's weight slices rounded in shared memory once
  * they have arrived (then a block barrier; nothing otherwise). */
 void cu_emit_mma_round(const cu_ctx *c, cu_text *t);
+
+/* The TF32 step's bulk-staged linear on wgmma (cuda_wgstep.c). */
+bool cu_wgstep_fits(const cu_ctx *c);
+void cu_wgstep_weight_at(const cu_ctx *c, int32_t lin, char *buf, size_t n);
+void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t);
+rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
+                                  rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* The same on the FFMA pipes (cuda_ffma.c). */

@@ -346,7 +346,7 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
     }
     cu_printf(t, "        }\n        }\n");
     if (chunked && cu_bulk_staged(c, lin)) {
-        cu_emit_bulk_chunk_end(t);
+        cu_emit_bulk_chunk_end(t, "ch_");
         /* every warp past the buffers: the result goes over them */
         cu_printf(t, "    }\n    __syncthreads();\n");
     } else if (chunked) {
@@ -442,6 +442,9 @@ void cu_emit_mma_round(const cu_ctx *c, cu_text *t)
                       "    for (int i = tid; i < %lld; i += NT) /* the weights to TF32 */\n"
                       "        sm_[SM_W%d + i] = __uint_as_float(rnnc_tf32(sm_[SM_W%d + i]));\n",
                       (long long)rows(c, i) * c->kp[i], (int)i, (int)i);
+    /* the wgmma step reads the slice through the async proxy */
+    if (c->wgstep)
+        cu_printf(t, "    asm volatile(\"fence.proxy.async.shared::cta;\" : : : \"memory\");\n");
     cu_printf(t, "    __syncthreads();\n");
 }
 

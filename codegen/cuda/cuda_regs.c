@@ -364,15 +364,22 @@ static void emit_slice_copy(const cu_ctx *c, int32_t i, long long cols, int ld, 
     long long K = (long long)c->cols[c->f->nodes[i].a[0]];
     long long R = (long long)slices(c, i) * c->UT;
     int q = ld / 4;
+    char at[160];
+    /* the wgmma step reads its slice column block by column block
+     * (cuda_wgstep.c) */
+    if (c->wgstep && i == c->bulk_lin)
+        cu_wgstep_weight_at(c, i, at, sizeof at);
+    else
+        snprintf(at, sizeof at, "SM_W%d + r * %d + k4 * 4", (int)i, ld);
     if (c->cfg.sm >= 80) {
         cu_printf(t,
                   "    for (int i = tid; i < %lld; i += NT) {\n"
                   "        const int r = i / %d, k4 = i %% %d, s = r / UT, gu = u0 + r %% UT;\n"
                   "        const bool ok = gu < H && k4 * 4 < %lld;\n"
-                  "        rnnc_cp16(&sm_[SM_W%d + r * %d + k4 * 4], ok ? wts + %lld + "
+                  "        rnnc_cp16(&sm_[%s], ok ? wts + %lld + "
                   "(size_t)(s * H + gu) * %lld + k4 * 4 : wts, ok);\n"
                   "    }\n",
-                  R * q, q, q, cols, (int)i, ld, (long long)c->off[w], K);
+                  R * q, q, q, cols, at, (long long)c->off[w], K);
         return;
     }
     slice_words s;

@@ -112,6 +112,8 @@ static void emit_smem_names(const cu_ctx *c, cu_text *t)
  * (cuda_mma_step.c, cuda_ffma.c). */
 static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
+    if (c->wgstep && lin == c->bulk_lin)
+        return cu_emit_wgstep_linear(c, lin, t, cu_emit_chunk_open);
     if (c->mma)
         return cu_emit_mma_linear(c, lin, t, cu_emit_chunk_open);
     return cu_emit_ffma_linear(c, lin, t, cu_emit_chunk_open);
@@ -433,13 +435,15 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     cu_emit_bulk_helpers(c, t);
     cu_printf(t,
               "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(%s)\n{\n"
-              "    extern __shared__ float4 smem4_[];\n"
+              "    extern __shared__ %sfloat4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "    const int tid = threadIdx.x, ub = blockIdx.x %% NUB, bb = blockIdx.x / NUB;\n"
               "    const int u0 = ub * UT, b0 = bb * BT;\n"
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
-              "(void)TB; (void)ub; (void)len; (void)rev;\n", cu_args(c));
+              "(void)TB; (void)ub; (void)len; (void)rev;\n", cu_args(c),
+              /* wgmma's 128-byte swizzle atoms are 1024-byte aligned */
+              c->wgstep ? "__align__(1024) " : "");
     cu_emit_state_io(c, t);
     if (c->half)
         cu_printf(t, "    rnnc_h *const smh_ = (rnnc_h *)smem4_; /* the 16-bit weight slices */\n"

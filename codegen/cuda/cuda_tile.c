@@ -169,19 +169,38 @@ static void place_partials(cu_ctx *c)
     }
 }
 
+/* The wgmma step (cuda_wgstep.c) where it fits: its W slice is
+ * chunk-major, rows unpadded. */
+static void choose_wgstep(cu_ctx *c, int64_t limit)
+{
+    int32_t lin = c->bulk_lin, kp = c->kp[lin];
+    if (!cu_wgstep_fits(c))
+        return;
+    c->wgstep = true;
+    c->kp[lin] = (int32_t)cu_kdim(c, lin);
+    if (lay_smem(c) > limit) {
+        c->wgstep = false;
+        c->kp[lin] = kp;
+        lay_smem(c);
+    }
+}
+
 /* Bulk staging of the chunked state (cuda_bulk.c) with the most buffers
  * (4 down to 2) that fit, else none. */
 static void choose_bulk(cu_ctx *c, int64_t limit)
 {
     c->bulk = false;
+    c->wgstep = false;
     c->bulk_lin = cu_bulk_linear(c);
     if (c->bulk_lin < 0)
         return;
     c->bulk_state = ir_state_of(c->f, c->f->nodes[c->bulk_lin].a[0]);
     c->bulk = true;
     for (c->bulk_ns = 4; c->bulk_ns >= 2; c->bulk_ns--)
-        if (lay_smem(c) <= limit)
+        if (lay_smem(c) <= limit) {
+            choose_wgstep(c, limit);
             return;
+        }
     c->bulk = false;
 }
 
@@ -389,6 +408,7 @@ rnnc_status cu_choose_tiles(cu_ctx *c)
             kc = c->kc[i];
     snprintf(c->plan->tuning, sizeof c->plan->tuning,
              "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s kc=%d%s", c->UT, c->BT, c->NT, c->RR,
-             c->BB, c->NUB * c->NBB, c->stream ? " stream" : "", kc, c->mma ? " mma" : "");
+             c->BB, c->NUB * c->NBB, c->stream ? " stream" : "", kc,
+             c->wgstep ? " wgmma" : c->mma ? " mma" : "");
     return RNNC_OK;
 }

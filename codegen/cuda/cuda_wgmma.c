@@ -87,6 +87,8 @@ void cu_wgmma_launch(const cu_ctx *c, const cu_tile *g, cg_cuda_launch *l)
 
 static bool any_wgmma(const cu_ctx *c)
 {
+    if (c->wgstep)
+        return true;
     for (int i = 0; i < c->plan->n_launch; i++)
         if (c->tile[i].lin >= 0 && c->tile[i].wg)
             return true;
