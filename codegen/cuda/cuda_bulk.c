@@ -39,6 +39,7 @@
  * reads.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
@@ -202,6 +203,12 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
  * 1024, B = 256 5.21 -> 5.01 ms, FFMA 12.92 -> 12.55, the GRUs level. */
 void cu_emit_bulk_chunk_end(cu_text *t, const char *ch)
 {
+    char buf[64];
+    /* the buffer's offset: xo_ where ch is the loop's own chunk */
+    if (strcmp(ch, "ch_") == 0)
+        snprintf(buf, sizeof buf, "xo_");
+    else
+        snprintf(buf, sizeof buf, "%s %% NSB * CHF", ch);
     cu_printf(t,
               "        if (t == 0) {\n"
               "            __syncthreads();\n"
@@ -211,12 +218,12 @@ void cu_emit_bulk_chunk_end(cu_text *t, const char *ch)
               "            if (tid == 0) {\n"
               "                if (%s + NSB < NCHB) {\n"
               "                    rnnc_mb_wait(mb_ + NSB + %s %% NSB, (eph_ >> (%s %% NSB)) & 1u);\n"
-              "                    rnnc_bulk_get(sm_ + %s %% NSB * CHF, BSRC(t & 1, %s + NSB), bn_, mb_ + %s %% NSB);\n"
+              "                    rnnc_bulk_get(sm_ + %s, BSRC(t & 1, %s + NSB), bn_, mb_ + %s %% NSB);\n"
               "                }\n"
               "                eph_ ^= 1u << (%s %% NSB);\n"
               "            }\n"
               "        }\n",
-              ch, ch, ch, ch, ch, ch, ch, ch);
+              ch, ch, ch, ch, buf, ch, ch, ch);
 }
 
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)
