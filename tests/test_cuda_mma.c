@@ -55,10 +55,12 @@ static void check_cell(const rnnc_cell *c, const char *name, bool all_shapes)
                     assert_int_equal(strstr(plan.tuning, " mma") != NULL, sh->step_mma);
                     /* B = 64: large GEMM tiles for long sequences, small for short */
                     if (sh->B == 64) {
-                        /* 0: large tiles, 1: their tail, 2: small tiles */
-                        assert_true(plan.launch[1].tail && !plan.launch[2].tail);
-                        assert_true(plan.launch[0].min_rows > 0 && plan.launch[2].max_rows > 0);
-                        assert_int_equal(plan.launch[0].min_rows, plan.launch[2].max_rows);
+                        /* 0: large tiles (tensor cores: every row, no
+                         * tail), 1: small tiles */
+                        assert_true(!plan.launch[0].tail && !plan.launch[1].tail);
+                        assert_int_equal(plan.launch[0].split.wave, 0);
+                        assert_true(plan.launch[0].min_rows > 0 && plan.launch[1].max_rows > 0);
+                        assert_int_equal(plan.launch[0].min_rows, plan.launch[1].max_rows);
                     }
                 } else if (!all_shapes && sms[i] == 80 && math == 2) {
                     free(src);

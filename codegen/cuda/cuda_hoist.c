@@ -426,17 +426,21 @@ rnnc_status cu_place_hoist(cu_ctx *c)
          * = 64, I = H = 512 are 3.03 waves of two blocks on each of 132
          * SMs) costs a whole wave's time for a few blocks; when it is under
          * half full its rows go to a tail launch of small tiles over all
-         * the SMs instead.  Two blocks of 128 x 128 fit an SM.  Not for
-         * the wgmma tiles: their wave is short (about 22 us at T = 100, B
-         * = 256, I = H = 1024 in TF32) and the tail, one block an SM
-         * walking its tiles' K in slices, took 340 us there; on the H100
-         * the forward went 4.09 -> 3.78 ms without it, 3xtf32 LSTM B = 64
-         * 0.704 -> 0.668, I = H = 1024 2.29 -> 2.12, the GRU level
-         * (bench/results/h100/notail/). */
+         * the SMs instead.  Two blocks of 128 x 128 fit an SM.  Only for
+         * the FFMA tiles: the tensor cores' (wgmma, and the 16-bit
+         * pipeline's of the half models and of the math modes without
+         * wgmma) run a wave in far less time than the tail, one block an
+         * SM walking its small tiles' K in slices (340 us for the last
+         * 256 rows at T = 100, B = 256, I = H = 1024 in TF32, where a wave
+         * of wgmma tiles takes about 22).  On the H100 without it: TF32
+         * LSTM there 4.09 -> 3.78 ms, 3xtf32 LSTM B = 64 0.704 -> 0.668,
+         * bf16 B = 256 2.62 -> 2.52, bf16 B = 64 0.427 -> 0.405; FFMA
+         * level (11.52 -> 11.45 at B = 256, +-0.7% over the stacks, so
+         * kept) (bench/results/h100/notail/, rejected/no-tail/). */
         cu_tile tl = s;
         g.wg = cu_wgmma_fits(c, &g);
         g.g16 = !g.wg && cu_gemm16_fits(c, &g);
-        bool tail = two && g.bm == 128 && !g.wg &&
+        bool tail = two && g.bm == 128 && !g.wg && !g.g16 &&
                     c->plan->n_launch + (lo ? 6 : 5) <= CG_CUDA_MAX_LAUNCH;
         if (tail) {
             /* (wgmma tiles: one block an SM) */
