@@ -158,6 +158,13 @@ static void each_cell(rnnc_math math, double tol)
     mcase bulk = {"lstm", 6, 256, 64, 1024, 1, math}, bulk_gru = {"gru", 6, 256, 64, 1024, 1, math};
     run_case(&bulk, &rng, tol);
     run_case(&bulk_gru, &rng, tol);
+    /* two layers at the benchmark's T * B, so that on sm_90 the wgmma GEMM
+     * tiles (cuda_wgmma.c) take both layers' hoisted GEMMs (the upper one
+     * reads the lower one's output in the wavefront's chunks), built in
+     * and a .cell cell */
+    mcase deep = {"lstm", 100, 64, 512, 512, 2, math}, deep_cell = {"cifg", 100, 64, 512, 512, 2, math};
+    run_case(&deep, &rng, tol);
+    run_case(&deep_cell, &rng, tol);
 }
 
 static void test_tf32(void **state)
