@@ -116,14 +116,18 @@ static void mark_operand(cu_ctx *c, int32_t o, int sl, int p)
  * 1024, B = 64 (2 elements a thread, 4 x 4 and 8 x 4 tiles: 128 -> 156
  * registers, no spills): 3.41 -> 3.32-3.34 ms, the autotuner's pick moving
  * from streamed W_hh to W_hh on chip; 512-thread tilings (the stacks, B =
- * 128, 256) are unchanged (bench/results/h100/ept/). */
+ * 128, 256) are unchanged (bench/results/h100/ept/), and the mma.sync
+ * step's spilled there (rejected/mma-regcache/).  The wgmma step's
+ * multiply needs fewer registers (87 at B = 256, I = H = 1024, 120 with
+ * the cache, no spills): 3.50 / 3.55 -> 3.33 / 3.33 ms
+ * (bench/results/h100/wgstep/). */
 #define CACHE_REGS_MAX 32
 
 static bool cache_fits(const cu_ctx *c)
 {
     if (c->EPT == 1)
         return true;
-    if (c->EPT > 4 || c->NT > 256 || (!c->mma && c->RR * c->BB >= 64))
+    if (c->EPT > 4 || (c->NT > 256 && !c->wgstep) || (!c->mma && c->RR * c->BB >= 64))
         return false;
     int64_t regs = 0;
     for (int32_t v = 0; v < c->f->n; v++)
