@@ -443,8 +443,8 @@ rnnc_status cu_place_hoist(cu_ctx *c)
         bool tail = two && g.bm == 128 && !g.wg && !g.g16 &&
                     c->plan->n_launch + (lo ? 6 : 5) <= CG_CUDA_MAX_LAUNCH;
         if (tail) {
-            /* (wgmma tiles: one block an SM) */
-            g.split = (cg_cuda_split){(g.wg ? 1u : 2u) * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
+            /* (two FFMA tiles an SM) */
+            g.split = (cg_cuda_split){2u * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
             tl.split = g.split;
             tl.tail = true;
         }
