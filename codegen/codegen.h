@@ -118,7 +118,7 @@ typedef struct cg_cuda_launch {
      * 128-byte swizzle: over x (T*B rows of tma_k floats), and over the weight
      * arena's rows at float offsets tma_w and tma_l (tma_n rows of tma_k each) */
     bool tma;
-    unsigned tma_k, tma_n;
+    unsigned tma_k, tma_n, tma_es; /* tma_es: bytes of an element, 4 or 2 (a half model) */
     int64_t tma_w, tma_l;
 } cg_cuda_launch;
 

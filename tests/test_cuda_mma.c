@@ -206,6 +206,34 @@ static void test_wgmma_tiles(void **state)
     rnnc_cell_destroy(c);
 }
 
+/* A half model's large GEMM tiles on sm_90: wgmma m64n128k16 of its
+ * dtype, both operands from shared memory, W as the arena holds it (no
+ * derived copy), the TMA's elements 2 bytes; weight slots 8 values apart
+ * (16 bytes, where the TMA's boxes start). */
+static void test_wgmma_half(void **state)
+{
+    (void)state;
+    rnnc_cell *c = tu_builtin("lstm");
+    for (int i = 0; i < 2; i++) {
+        int dt = i ? RNNC_BF16 : RNNC_F16;
+        cg_cuda_config cfg = {.sizes = {512, 512, 512}, .batch = 64, .sm = 90, .sm_count = 132,
+                              .dtype = dt, .tma = true};
+        cg_cuda_plan plan;
+        char *src = NULL;
+        assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+        assert_non_null(strstr(src, i ? "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"
+                                      : "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
+        assert_true(plan.launch[0].tma && plan.launch[0].tma_es == 2);
+        assert_int_equal(plan.launch[0].tma_k, 512);
+        for (int k = 0; k < plan.n_wts; k++) {
+            assert_int_equal(plan.wts[k].derive, CG_CUDA_AS_IS);
+            assert_int_equal(plan.wts[k].offset % 8, 0);
+        }
+        free(src);
+    }
+    rnnc_cell_destroy(c);
+}
+
 /* The wgmma kernels compile (NVRTC at sm_90a). */
 static void test_wgmma_compile(void **state)
 {
@@ -221,6 +249,16 @@ static void test_wgmma_compile(void **state)
         assert_non_null(strstr(src, "wgmma.mma_async"));
         tu_compile_clean(src, math == 2 ? "lstm 3xtf32 wgmma" : "lstm tf32 wgmma", 90);
         free(src);
+    }
+    /* the half models' tiles (test_wgmma_half) */
+    for (int i = 0; i < 2; i++) {
+        cg_cuda_config hc = {.sizes = {512, 512, 512}, .batch = 64, .sm = 90, .sm_count = 132,
+                             .dtype = i ? RNNC_BF16 : RNNC_F16, .tma = true};
+        cg_cuda_plan hp;
+        char *hs = NULL;
+        assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &hc, &hs, &hp));
+        tu_compile_clean(hs, i ? "lstm bf16 wgmma" : "lstm f16 wgmma", 90);
+        free(hs);
     }
     /* the wgmma step (test_wgstep) */
     cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 256, .sm = 90, .sm_count = 132,
@@ -294,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_wgmma_tiles),
         cmocka_unit_test(test_wgmma_compile),
         cmocka_unit_test(test_wgstep),
+        cmocka_unit_test(test_wgmma_half),
         cmocka_unit_test(test_weight_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,7 +125,10 @@ rnnc_status cu_place_weight_as(cu_ctx *c, int32_t w, int derive, int64_t *off)
     int64_t cnt = ir_dim_eval(n->rows, c->cfg.sizes) * c->cols[w];
     *off = p->wts_floats;
     p->wts[p->n_wts++] = (cg_cuda_slot){param, p->wts_floats, cnt, derive};
-    p->wts_floats += round4(cnt);
+    /* slots 16-byte aligned (4 floats, or 8 of a half model's 16-bit
+     * values): the TMA's boxes of the wgmma tiles start on them, and so do
+     * the pseudo-layers' arenas, each a sum of slots */
+    p->wts_floats += c->half ? (cnt + 7) / 8 * 8 : round4(cnt);
     return RNNC_OK;
 }
 

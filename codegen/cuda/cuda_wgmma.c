@@ -1,7 +1,7 @@
 /*
- * cuda_wgmma.c: the TF32 math modes' large hoisted GEMM tiles on sm_90 by
- * warpgroup MMA (wgmma.mma_async, sm_90a), their slices brought by the
- * tensor memory accelerator.
+ * cuda_wgmma.c: the large hoisted GEMM tiles of the TF32 math modes and of
+ * the half models on sm_90 by warpgroup MMA (wgmma.mma_async, sm_90a),
+ * their slices brought by the tensor memory accelerator.
  *
  * Why: the mma.sync tiles of cuda_gemm16.c copy each slice with 16-byte
  * cp.async by every thread; wgmma fed the same way was no faster (a third
@@ -32,29 +32,47 @@
  * fragments in registers a wgmma in flight still reads them, and ptxas
  * does not keep them intact (one slice in flight gave wrong products in
  * the probe).
+ *   16-bit (F16, BF16 models): slices of 64 values (the same 128 bytes),
+ *     both operands read by descriptor (m64n128k16, x's 64 rows of the
+ *     warpgroup 8 KB on in the stage), nothing to round; W as the arena
+ *     holds it.  H100 against the 16-bit pipeline's mma.sync tiles
+ *     (cuda_gemm16.c), same process: bf16 LSTM I = H = 1024 B = 256 2.53
+ *     -> 2.28 ms, f16 2.55 -> 2.32, B = 64 0.79 -> 0.73, I = H = 512 B =
+ *     64 0.41 -> 0.40, GRU 0.38 -> 0.36 (bench/results/h100/wgmma16/).
  *
- * Requires: sm_90 (NVRTC at sm_90a), K a multiple of 32, the linear's
- * columns of 128, x the cell's input; the runtime's tensor maps
- * (cg_cuda_launch.tma).  Keeps: the epilogue of the other tiles.
+ * Requires: sm_90 (NVRTC at sm_90a), K a multiple of a slice, the
+ * linear's columns of 128, x the cell's input; the runtime's tensor maps
+ * (cg_cuda_launch.tma), on 16-byte aligned x and weight slots
+ * (cuda_analyse.c, the runtime's x copy and arena).  Keeps: the epilogue
+ * of the other tiles.
  */
 #include <stdio.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
 #define WG_STAGES 4
-#define WG_SLICE 16384 /* bytes of one 128-row box of 32 floats */
+#define WG_SLICE 16384 /* bytes of one 128-row box of a slice (128 bytes of K) */
+
+/* Columns of K in a slice: 128 bytes of fp32 or 16-bit values. */
+static int slice_k(const cu_ctx *c)
+{
+    return c->half ? 64 : 32;
+}
 
 bool cu_wgmma_shape_ok(const cu_ctx *c, int32_t lin)
 {
     const ir_node *nd = &c->f->nodes[lin];
-    long long K = (long long)c->cols[nd->a[0]];
-    return c->cfg.tma && c->cfg.sm == 90 && !c->half && c->cfg.math != 0 && K >= 32 &&
-           K % 32 == 0 && c->cols[lin] % 128 == 0 && c->f->nodes[nd->a[0]].op == IR_INPUT;
+    long long K = (long long)c->cols[nd->a[0]], kw = slice_k(c);
+    bool mode = c->half ? c->cfg.math == 0 : c->cfg.math != 0;
+    return c->cfg.tma && c->cfg.sm == 90 && mode && K >= kw && K % kw == 0 &&
+           c->cols[lin] % 128 == 0 && c->f->nodes[nd->a[0]].op == IR_INPUT;
 }
 
+/* The copy of W the tiles read: the TF32 modes' (the tensor cores
+ * truncate what they read from shared memory), a half model's as it is. */
 static int derived(const cu_ctx *c)
 {
-    return c->cfg.math == 2 ? CG_CUDA_TF32_LO : CG_CUDA_TF32_RN;
+    return c->half ? CG_CUDA_AS_IS : c->cfg.math == 2 ? CG_CUDA_TF32_LO : CG_CUDA_TF32_RN;
 }
 
 rnnc_status cu_wgmma_place(cu_ctx *c, int32_t lin)
@@ -83,6 +101,7 @@ void cu_wgmma_launch(const cu_ctx *c, const cu_tile *g, cg_cuda_launch *l)
     l->tma_n = (unsigned)c->cols[g->lin];
     l->tma_w = c->cfg.math == 2 ? c->off[nd->a[1]] : copy;
     l->tma_l = copy;
+    l->tma_es = c->half ? 2 : 4;
 }
 
 static bool any_wgmma(const cu_ctx *c)
@@ -114,6 +133,25 @@ static void emit_wg128(cu_text *t)
               "\"r\"(sd));\n}\n");
 }
 
+/* rnnc_wgh128: d[64] (+)= a b, m64n128k16 of 16-bit values, both by
+ * descriptor (K-major); sd 0 writes, else adds. */
+static void emit_wgh128(const cu_ctx *c, cu_text *t)
+{
+    const char *ty = c->cfg.dtype == RNNC_BF16 ? "bf16" : "f16";
+    cu_printf(t,
+              "__device__ __forceinline__ void rnnc_wgh128(float *d, unsigned long long da, "
+              "unsigned long long db, int sd)\n{\n"
+              "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%66, 0;\\n\"\n"
+              "                 \"wgmma.mma_async.sync.aligned.m64n128k16.f32.%s.%s {",
+              ty, ty);
+    for (int i = 0; i < 64; i++)
+        cu_printf(t, "%s%%%d", i ? ", " : "", i);
+    cu_printf(t, "}, %%64, %%65, p, 1, 1, 0, 0;\\n}\\n\"\n                 : ");
+    for (int i = 0; i < 64; i++)
+        cu_printf(t, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+    cu_printf(t, "\n                 : \"l\"(da), \"l\"(db), \"r\"(sd));\n}\n");
+}
+
 void cu_emit_wgmma_helpers(const cu_ctx *c, cu_text *t)
 {
     if (!any_wgmma(c))
@@ -138,7 +176,10 @@ void cu_emit_wgmma_helpers(const cu_ctx *c, cu_text *t)
               "                 \" [%%0], [%%1, {%%2, %%3}], [%%4];\"\n"
               "                 : : \"r\"((unsigned)__cvta_generic_to_shared(dst)), \"l\"((unsigned long long)m),\n"
               "                   \"r\"(c0), \"r\"(c1), \"r\"((unsigned)__cvta_generic_to_shared(b)) : \"memory\");\n}\n");
-    emit_wg128(t);
+    if (c->half)
+        emit_wgh128(c, t);
+    else
+        emit_wg128(t);
 }
 
 /* Shared memory aligned to 1024 bytes (the swizzle's period), the stage
@@ -147,7 +188,7 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
 {
     int sb = WG_SLICE * (c->cfg.math == 2 ? 3 : 2);
     cu_printf(t,
-              "    enum { K_ = %lld, KT_ = %lld / 32, SB_ = %d };\n"
+              "    enum { K_ = %lld, KT_ = %lld / %d, SB_ = %d };\n"
               "    const size_t TB = (size_t)T * %lld;\n"
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)fold; (void)tx; (void)ty; "
               "(void)TB; (void)wts; (void)x;\n"
@@ -166,9 +207,10 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
               "    unsigned char *const sd_ = sm_ + sn_ * SB_; \\\n"
               "    asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %%1;\" : : "
               "\"r\"((unsigned)__cvta_generic_to_shared(&full_[sn_])), \"r\"(SB_) : \"memory\"); \\\n"
-              "    rnnc_tma2d(sd_, &tx_, (kt) * 32, m0, &full_[sn_]); \\\n"
-              "    rnnc_tma2d(sd_ + %d, &tw_, (kt) * 32, n0, &full_[sn_]); \\\n",
-              K, K, sb, (long long)c->B, WG_STAGES, WG_STAGES, WG_SLICE);
+              "    rnnc_tma2d(sd_, &tx_, (kt) * %d, m0, &full_[sn_]); \\\n"
+              "    rnnc_tma2d(sd_ + %d, &tw_, (kt) * %d, n0, &full_[sn_]); \\\n",
+              K, K, slice_k(c), sb, (long long)c->B, WG_STAGES, WG_STAGES, slice_k(c), WG_SLICE,
+              slice_k(c));
     if (c->cfg.math == 2)
         cu_printf(t, "    rnnc_tma2d(sd_ + %d, &tl_, (kt) * 32, n0, &full_[sn_]); \\\n", 2 * WG_SLICE);
     cu_printf(t,
@@ -178,15 +220,35 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
               "    }\n"
               "    float d_[64];\n"
               "#pragma unroll\n"
-              "    for (int i = 0; i < 64; ++i) d_[i] = 0.f;\n"
-              "    /* ldmatrix rows: lanes 8j..8j+7 the rows of matrix j (rows + 8 for odd j, "
-              "the second 4 floats for j >= 2) */\n"
-              "    const int j_ = l_ >> 3, r_ = wg_ * 64 + wp_ * 16 + (j_ & 1) * 8 + (l_ & 7);\n",
+              "    for (int i = 0; i < 64; ++i) d_[i] = 0.f;\n",
               WG_STAGES - 1);
+    if (c->half)
+        cu_printf(t, "    (void)wp_; (void)l_;\n");
+    else
+        cu_printf(t, "    /* ldmatrix rows: lanes 8j..8j+7 the rows of matrix j (rows + 8 for odd j, "
+                     "the second 4 floats for j >= 2) */\n"
+                     "    const int j_ = l_ >> 3, r_ = wg_ * 64 + wp_ * 16 + (j_ & 1) * 8 + (l_ & 7);\n");
 }
 
-/* One slice's products into d_ (tf32) or through e_ (3xtf32). */
-static void emit_slice(const cu_ctx *c, cu_text *t)
+/* A 16-bit slice: both operands by descriptor, the warpgroup's 64 rows
+ * of x 8 KB on in the stage; four k-steps of 16 values (32 bytes). */
+static void emit_slice_half(cu_text *t)
+{
+    cu_printf(t,
+              "    for (int kt = 0; kt < KT_; ++kt) {\n"
+              "        rnnc_mbar_wait(&full_[kt %% %d], (unsigned)(kt / %d) & 1u);\n"
+              "        unsigned char *const s_ = sm_ + (kt %% %d) * SB_;\n"
+              "        asm volatile(\"wgmma.fence.sync.aligned;\" : : : \"memory\");\n"
+              "#pragma unroll\n"
+              "        for (int ks = 0; ks < 4; ++ks) rnnc_wgh128(d_, rnnc_wdesc(s_ + wg_ * 8192 + ks * 32), "
+              "rnnc_wdesc(s_ + %d + ks * 32), 1);\n"
+              "        asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
+              "        asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n",
+              WG_STAGES, WG_STAGES, WG_STAGES, WG_SLICE);
+}
+
+/* A TF32 slice's products into d_ (tf32) or through e_ (3xtf32). */
+static void emit_slice_tf32(const cu_ctx *c, cu_text *t)
 {
     cu_printf(t,
               "    for (int kt = 0; kt < KT_; ++kt) {\n"
@@ -227,6 +289,15 @@ static void emit_slice(const cu_ctx *c, cu_text *t)
                   "        asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
                   "        asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n",
                   WG_SLICE);
+}
+
+/* The K loop: each slice's products, then its stage refilled. */
+static void emit_slices(const cu_ctx *c, cu_text *t)
+{
+    if (c->half)
+        emit_slice_half(t);
+    else
+        emit_slice_tf32(c, t);
     cu_printf(t,
               "        __syncthreads(); /* every warp is past the slice: its stage is free */\n"
               "        if (tid == 0 && kt + %d < KT_) {\n"
@@ -246,8 +317,8 @@ bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
     if (g.split.wave)
         cu_emit_gemm_rows(&g, t);
     cu_printf(t,
-              "/* %s over %s: tiles of 128 x 128, slices of 32 floats brought by the tensor memory "
-              "accelerator (%d stages), wgmma m64n128k8 %s */\n"
+              "/* %s over %s: tiles of 128 x 128, slices of %s brought by the tensor memory "
+              "accelerator (%d stages), wgmma m64n128k%d %s */\n"
               "extern \"C\" __global__ void __launch_bounds__(256, 1) rnnc_gemm%d(%s, "
               "const __grid_constant__ rnnc_tmap tx_, const __grid_constant__ rnnc_tmap tw_, "
               "const __grid_constant__ rnnc_tmap tl_)\n{\n"
@@ -255,11 +326,13 @@ bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
               "    __shared__ unsigned long long full_[%d];\n"
               "    (void)tl_;\n",
               cu_describe(c, g.lin, e, sizeof e),
-              g.split.wave ? "the rows of whole waves" : "all T*B rows", WG_STAGES,
-              c->cfg.math == 2 ? "3xtf32" : "tf32", (int)g.lin, cu_args(c), WG_STAGES);
+              g.split.wave ? "the rows of whole waves" : "all T*B rows",
+              c->half ? "64 16-bit values" : "32 floats", WG_STAGES, c->half ? 16 : 8,
+              c->half ? (c->cfg.dtype == RNNC_BF16 ? "bf16" : "f16") : c->cfg.math == 2 ? "3xtf32" : "tf32",
+              (int)g.lin, cu_args(c), WG_STAGES);
     cu_emit_gemm_head(c, &g, t);
     emit_prologue(c, K, t);
-    emit_slice(c, t);
+    emit_slices(c, t);
     /* accumulator 4 jb + 2 h + e: row g (+8 for h), column 8 jb + 2q + e */
     cu_printf(t,
               "    float c_[2][32];\n"

@@ -351,7 +351,7 @@ static rnnc_status launch_attrs(CUfunction f, const unsigned grid[3], const unsi
 }
 
 rnnc_status rt_tensor_map(CUtensorMap *m, CUdeviceptr p, uint64_t rows, uint64_t cols,
-                          unsigned box_rows)
+                          unsigned es, unsigned box_rows)
 {
     rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
     if (st != RNNC_OK)
@@ -359,17 +359,27 @@ rnnc_status rt_tensor_map(CUtensorMap *m, CUdeviceptr p, uint64_t rows, uint64_t
     if (!g_api.TensorMapEncodeTiled)
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "the driver has no cuTensorMapEncodeTiled (CUDA 12.0 or newer), which "
-                        "the TF32 math modes' GEMM tiles on sm_90 need; RNNC_FUSED_TMA=0 "
+                        "the wgmma GEMM tiles on sm_90 need; RNNC_FUSED_TMA=0 "
                         "generates tiles without it");
-    cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * 4};
-    cuuint32_t box[2] = {32, box_rows}, one[2] = {1, 1};
-    return rt_cuda_check(g_api.TensorMapEncodeTiled(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p,
-                                                    dims, strides, box, one,
-                                                    CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                    CU_TENSOR_MAP_SWIZZLE_128B,
-                                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                         "cuTensorMapEncodeTiled");
+    cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * es};
+    cuuint32_t box[2] = {128 / es, box_rows}, one[2] = {1, 1};
+    /* (the copies move bits: any 16-bit type serves f16 and bf16 alike) */
+    CUtensorMapDataType ty = es == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    CUresult r = g_api.TensorMapEncodeTiled(m, ty, 2, (void *)p, dims, strides, box, one,
+                                            CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                            CU_TENSOR_MAP_SWIZZLE_128B,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r == CUDA_SUCCESS)
+        return RNNC_OK;
+    /* what the map was asked for: the driver's code alone does not say */
+    const char *why = NULL;
+    g_api.GetErrorString(r, &why);
+    return err_fail(RNNC_ERR_CUDA,
+                    "cuTensorMapEncodeTiled: %s (CUresult %d) for %llu x %llu elements of %u "
+                    "bytes at 0x%llx, boxes of %u rows",
+                    why ? why : "?", (int)r, (unsigned long long)rows, (unsigned long long)cols,
+                    es, (unsigned long long)p, box_rows);
 }
 
 rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned block[3],

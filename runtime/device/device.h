@@ -114,11 +114,12 @@ rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block
 enum { RT_LAUNCH_COOPERATIVE = 1, RT_LAUNCH_RESIDENT = 2, RT_LAUNCH_PDL = 4 };
 rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned block[3],
                          unsigned smem, CUstream s, void **args, int flags);
-/* A tensor map over rows x cols floats at p (rows contiguous), boxes of 32
- * floats x box_rows rows, 128-byte swizzle, rows past the end read as
- * zeros: what the wgmma tiles' TMA copies take (codegen/cuda/cuda_wgmma.c). */
+/* A tensor map over rows x cols elements of es bytes (4: fp32, 2: 16-bit)
+ * at p (rows contiguous), boxes of 128 bytes x box_rows rows, 128-byte
+ * swizzle, rows past the end read as zeros: what the wgmma tiles' TMA
+ * copies take (codegen/cuda/cuda_wgmma.c). */
 rnnc_status rt_tensor_map(CUtensorMap *m, CUdeviceptr p, uint64_t rows, uint64_t cols,
-                          unsigned box_rows);
+                          unsigned es, unsigned box_rows);
 /* Blocks of f (with `threads` per block and `smem` bytes) that can be
  * resident at once on the whole device of the current context. */
 rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem, int *blocks);

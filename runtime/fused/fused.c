@@ -93,7 +93,10 @@ static rnnc_status trial(rt_fused *m, int k, const ir_schedule *sched, cg_cuda_p
     rnnc_status st = cg_cuda_generate(sched, &cfg, &src, plan);
     free(src);
     if (st == RNNC_OK) {
-        m->arena_wts[k] = plan->wts_floats + 4;
+        /* a pseudo-layer's weights past the last's, 16 bytes on (4 floats,
+         * 8 of a half model's 16-bit values): the wgmma tiles' TMA boxes
+         * start on 16-byte boundaries */
+        m->arena_wts[k] = plan->wts_floats + (rt_dtype_is_half(m->spec.dtype) ? 8 : 4);
         m->arena_fold[k] = plan->fold_floats + 4;
     }
     return st;

@@ -176,11 +176,12 @@ static rnnc_status launch_tma(CUfunction f, const cg_cuda_launch *l, const unsig
                               size_t TB, CUdeviceptr wts, int pdl)
 {
     CUtensorMap mx, mw, ml;
-    rnnc_status e = rt_tensor_map(&mx, *(CUdeviceptr *)args[0], TB, l->tma_k, 128);
+    unsigned es = l->tma_es;
+    rnnc_status e = rt_tensor_map(&mx, *(CUdeviceptr *)args[0], TB, l->tma_k, es, 128);
     if (e == RNNC_OK)
-        e = rt_tensor_map(&mw, wts + (CUdeviceptr)l->tma_w * 4, l->tma_n, l->tma_k, 128);
+        e = rt_tensor_map(&mw, wts + (CUdeviceptr)l->tma_w * es, l->tma_n, l->tma_k, es, 128);
     if (e == RNNC_OK)
-        e = rt_tensor_map(&ml, wts + (CUdeviceptr)l->tma_l * 4, l->tma_n, l->tma_k, 128);
+        e = rt_tensor_map(&ml, wts + (CUdeviceptr)l->tma_l * es, l->tma_n, l->tma_k, es, 128);
     void *all[32];
     if (n_args + 3 > sizeof all / sizeof *all)
         return RNNC_ERR_INTERNAL;
