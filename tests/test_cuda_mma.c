@@ -206,6 +206,18 @@ static void test_wgmma_tiles(void **state)
     rnnc_cell_destroy(c);
 }
 
+/* Cell c's source at I = H = n, batch B on sm_90 with the runtime's
+ * tensor maps (the wgmma tiles), in math mode `math` or dtype `dt`. */
+static char *sm90_source(const rnnc_cell *c, int64_t n, int64_t B, int math, int dt,
+                         cg_cuda_plan *plan)
+{
+    cg_cuda_config cfg = {.sizes = {n, n, n}, .batch = B, .sm = 90, .sm_count = 132,
+                          .math = math, .dtype = dt, .tma = true};
+    char *src = NULL;
+    assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, plan));
+    return src;
+}
+
 /* A half model's large GEMM tiles on sm_90: wgmma m64n128k16 of its
  * dtype, both operands from shared memory, W as the arena holds it (no
  * derived copy), the TMA's elements 2 bytes; weight slots 8 values apart
@@ -215,12 +227,8 @@ static void test_wgmma_half(void **state)
     (void)state;
     rnnc_cell *c = tu_builtin("lstm");
     for (int i = 0; i < 2; i++) {
-        int dt = i ? RNNC_BF16 : RNNC_F16;
-        cg_cuda_config cfg = {.sizes = {512, 512, 512}, .batch = 64, .sm = 90, .sm_count = 132,
-                              .dtype = dt, .tma = true};
         cg_cuda_plan plan;
-        char *src = NULL;
-        assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+        char *src = sm90_source(c, 512, 64, 0, i ? RNNC_BF16 : RNNC_F16, &plan);
         assert_non_null(strstr(src, i ? "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"
                                       : "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
         assert_true(plan.launch[0].tma && plan.launch[0].tma_es == 2);
@@ -240,32 +248,19 @@ static void test_wgmma_compile(void **state)
     (void)state;
     tu_require_nvrtc();
     rnnc_cell *c = tu_builtin("lstm");
-    for (int math = 1; math <= 2; math++) {
-        cg_cuda_config cfg = {.sizes = {512, 512, 512}, .batch = 64, .sm = 90, .sm_count = 132,
-                              .math = math, .tma = true};
-        cg_cuda_plan plan;
-        char *src = NULL;
-        assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+    /* tf32, 3xtf32, then the half models' tiles (test_wgmma_half) */
+    static const struct { int math, dt; const char *label; } k[] = {
+        {1, 0, "lstm tf32 wgmma"}, {2, 0, "lstm 3xtf32 wgmma"},
+        {0, RNNC_F16, "lstm f16 wgmma"}, {0, RNNC_BF16, "lstm bf16 wgmma"}};
+    cg_cuda_plan plan;
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char *src = sm90_source(c, 512, 64, k[i].math, k[i].dt, &plan);
         assert_non_null(strstr(src, "wgmma.mma_async"));
-        tu_compile_clean(src, math == 2 ? "lstm 3xtf32 wgmma" : "lstm tf32 wgmma", 90);
+        tu_compile_clean(src, k[i].label, 90);
         free(src);
     }
-    /* the half models' tiles (test_wgmma_half) */
-    for (int i = 0; i < 2; i++) {
-        cg_cuda_config hc = {.sizes = {512, 512, 512}, .batch = 64, .sm = 90, .sm_count = 132,
-                             .dtype = i ? RNNC_BF16 : RNNC_F16, .tma = true};
-        cg_cuda_plan hp;
-        char *hs = NULL;
-        assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &hc, &hs, &hp));
-        tu_compile_clean(hs, i ? "lstm bf16 wgmma" : "lstm f16 wgmma", 90);
-        free(hs);
-    }
     /* the wgmma step (test_wgstep) */
-    cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 256, .sm = 90, .sm_count = 132,
-                          .math = 1, .tma = true};
-    cg_cuda_plan plan;
-    char *src = NULL;
-    assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
+    char *src = sm90_source(c, 1024, 256, 1, 0, &plan);
     assert_non_null(strstr(src, "m64n32k8"));
     tu_compile_clean(src, "lstm tf32 B=256 wgmma step", 90);
     free(src);
