@@ -9,11 +9,6 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cu_ctx *c, int32_t v)
-{
-    return c->k[v] < 1 ? 1 : c->k[v];
-}
-
 static int ilog2(int v)
 {
     int l = 0;
@@ -64,7 +59,7 @@ static void emit_put(const cu_ctx *c, int32_t lin, int KS, cu_text *t)
 {
     int n = c->RR * c->BB, lk = ilog2(KS), ln = ilog2(n);
     int levels = lk < ln ? lk : ln, per = n >> levels, low = lk - levels;
-    int NTR = slices(c, lin) * c->UT / c->RR, NTB = c->BTP / c->BB;
+    int NTR = cu_slices(c, lin) * c->UT / c->RR, NTB = c->BTP / c->BB;
     char a[32];
     cu_printf(t, "        if (tr0 < %d && (ks & %d) == 0) {\n"
                  "            const int v0_ = (ks >> %d) * %d; (void)v0_;\n",
@@ -111,7 +106,7 @@ static void emit_kstep(const cu_ctx *c, int32_t lin, bool kept, cu_text *t)
  * 1.703). */
 static void emit_butterflies(const cu_ctx *c, int32_t lin, int KS, cu_text *t)
 {
-    int NTR = slices(c, lin) * c->UT / c->RR, NTB = c->BTP / c->BB;
+    int NTR = cu_slices(c, lin) * c->UT / c->RR, NTB = c->BTP / c->BB;
     for (int i = 0; i < c->RR; i++)
         for (int j = 0; j < c->BB && KS > 1; j++)
             cu_printf(t,
@@ -130,7 +125,7 @@ rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                 rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
     long long K4 = (c->cols[c->f->nodes[lin].a[0]] + 3) / 4 * 4, KC = c->kc[lin];
-    int R = slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
+    int R = cu_slices(c, lin) * c->UT, NTR = R / c->RR, NTB = c->BTP / c->BB, KS = c->ks[lin];
     bool chunked = KC < K4;
     rnnc_status st;
     char d[256];

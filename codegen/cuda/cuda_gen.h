@@ -142,6 +142,19 @@ static inline int64_t cu_kdim(const cu_ctx *c, int32_t lin)
     return c->cols[c->f->nodes[lin].a[0]];
 }
 
+/* Slices (chunks: an LSTM's four gates) of node v's columns, at least one. */
+static inline int32_t cu_slices(const cu_ctx *c, int32_t v)
+{
+    return c->k[v] < 1 ? 1 : c->k[v];
+}
+
+/* Rows of a block's slice of step linear lin's matrix: UT units of each
+ * slice. */
+static inline int32_t cu_slice_rows(const cu_ctx *c, int32_t lin)
+{
+    return cu_slices(c, lin) * c->UT;
+}
+
 /* Step linear lin stages its x by bulk copies (cuda_bulk.c). */
 static inline bool cu_bulk_staged(const cu_ctx *c, int32_t lin)
 {

@@ -30,11 +30,6 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cu_ctx *c, int32_t v)
-{
-    return c->k[v] < 1 ? 1 : c->k[v];
-}
-
 /* 32-bit words: a 16-bit value and a 16-bit tag (a half model on tensor cores). */
 static bool words16(const cu_ctx *c)
 {
@@ -180,7 +175,7 @@ void cu_emit_ll_publish(const cu_ctx *c, cu_text *t)
         if (c->xb[sv] < 0)
             continue;
         long long C = (long long)c->cols[sv];
-        for (int sl = 0; sl < slices(c, sv); sl++) {
+        for (int sl = 0; sl < cu_slices(c, sv); sl++) {
             char w[256], idx[128];
             snprintf(idx, sizeof idx, "(size_t)gb * %lld + %lld + gu", C, (long long)sl * c->H);
             word_at(c, sv, "0", idx, w, sizeof w);

@@ -54,11 +54,6 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-static int rows(const cu_ctx *c, int32_t lin)
-{
-    return (c->k[lin] < 1 ? 1 : c->k[lin]) * c->UT;
-}
-
 /* Floats a row of a partial slice takes: 8 mod 32, so the float2 stores
  * of a half warp (4 rows g, 8 columns 2q) hit distinct banks. */
 static int partial_pitch(int ntn)
@@ -178,7 +173,7 @@ static bool preferred(const cu_ctx *c, int32_t lin, int64_t chunk, const mma_war
 static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs_floats,
                          mma_warps *best)
 {
-    mma_warps w = {.mt = (int)cdiv(rows(c, lin), 16), .ntn = (int)cdiv(c->BTP, 8),
+    mma_warps w = {.mt = (int)cdiv(cu_slice_rows(c, lin), 16), .ntn = (int)cdiv(c->BTP, 8),
                    .kw = c->half ? 16 : 8};
     bool found = false;
     w.pp = partial_pitch(w.ntn);
@@ -301,7 +296,7 @@ static void emit_warp_head(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_
               "        for (int j = 0; j < %d; ++j)\n"
               "            lb_[j] = %s + (size_t)min((nt_ + 2 * j + (ln_ >> 4)) * 8 + (ln_ & 7), BTP - 1) * %d",
               w->g, w->g, w->gn, w->wm, w->gn, w->wn, ty, w->wm, (w->wn + 1) / 2, w->wm, wbase,
-              rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase,
+              cu_slice_rows(c, lin) - 1, c->kp[lin], half_k, (w->wn + 1) / 2, xbase,
               cu_bulk_staged(c, lin) ? c->kc[lin] : c->xkp[lin]);
     /* bulk staging: rows of kc floats, the lane's 16-byte group permuted
      * by its row at each k-step (cuda_bulk.c) */
@@ -379,7 +374,7 @@ static void emit_results(const cu_ctx *c, int32_t lin, const mma_warps *w, cu_te
               "                    for (int e_ = 0; e_ < 2; ++e_)\n"
               "                        if (r_ + 8 * h_ < %d && n_ + e_ < BTP)\n"
               "                            sm_[SM_L%d + (r_ + 8 * h_) * (BTP + 1) + n_ + e_] = ",
-              w->wm, w->wn, rows(c, lin), (int)lin);
+              w->wm, w->wn, cu_slice_rows(c, lin), (int)lin);
     emit_acc(w, "2 * h_ + e_", t);
     cu_printf(t, ";\n            }\n        }\n");
 }
@@ -425,7 +420,7 @@ static void emit_split_results(const cu_ctx *c, int32_t lin, const mma_warps *w,
               "                s_ += sm_[s * %lld + r_ * %d + n_];\n"
               "            sm_[SM_L%d + r_ * (BTP + 1) + n_] = s_;\n"
               "        }\n",
-              rows(c, lin), (int)lin, w->ks - 1, ps, w->pp, (int)lin);
+              cu_slice_rows(c, lin), (int)lin, w->ks - 1, ps, w->pp, (int)lin);
 }
 
 /* The TF32 mode rounds the step's weight slices in shared memory once,
@@ -441,7 +436,7 @@ void cu_emit_mma_round(const cu_ctx *c, cu_text *t)
             cu_printf(t,
                       "    for (int i = tid; i < %lld; i += NT) /* the weights to TF32 */\n"
                       "        sm_[SM_W%d + i] = __uint_as_float(rnnc_tf32(sm_[SM_W%d + i]));\n",
-                      (long long)rows(c, i) * c->kp[i], (int)i, (int)i);
+                      (long long)cu_slice_rows(c, i) * c->kp[i], (int)i, (int)i);
     /* the wgmma step reads the slice through the async proxy */
     if (c->wgstep)
         cu_printf(t, "    asm volatile(\"fence.proxy.async.shared::cta;\" : : : \"memory\");\n");

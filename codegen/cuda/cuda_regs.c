@@ -19,14 +19,9 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cu_ctx *c, int32_t v)
-{
-    return c->k[v] < 1 ? 1 : c->k[v];
-}
-
 bool cu_in_regs(const cu_ctx *c, int32_t v)
 {
-    return c->pf && slices(c, v) <= 32;
+    return c->pf && cu_slices(c, v) <= 32;
 }
 
 static bool is_elem(const cu_ctx *c, int32_t v)
@@ -65,7 +60,7 @@ void cu_mark_live(cu_ctx *c)
     for (int32_t i = f->n - 1; i >= 0; i--) {
         if (!is_elem(c, i))
             continue;
-        for (int sl = 0; sl < slices(c, i); sl++) {
+        for (int sl = 0; sl < cu_slices(c, i); sl++) {
             int32_t o[3];
             int os[3];
             if (!cu_slice_live(c, i, sl) || cu_slice_operands(c, i, sl, o, os) != RNNC_OK)
@@ -149,7 +144,7 @@ void cu_place_regs(cu_ctx *c)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_ELEM || c->phase[i] < 0 || c->phase[i] > last)
             continue;
-        for (int sl = 0; sl < slices(c, i); sl++) {
+        for (int sl = 0; sl < cu_slices(c, i); sl++) {
             int32_t o[3];
             int os[3];
             if (!cu_slice_live(c, i, sl) || cu_slice_operands(c, i, sl, o, os) != RNNC_OK)
@@ -161,12 +156,12 @@ void cu_place_regs(cu_ctx *c)
     }
     for (int s = 0; s < f->n_states; s++) {
         int32_t nx = f->states[s].next, sv = f->states[s].node;
-        for (int sl = 0; sl < slices(c, nx); sl++) {
+        for (int sl = 0; sl < cu_slices(c, nx); sl++) {
             mark_operand(c, nx, sl, last);
             mark_read(c, sv, c->k[sv] < 1 ? 0 : sl);
         }
     }
-    for (int sl = 0; sl < slices(c, f->output); sl++)
+    for (int sl = 0; sl < cu_slices(c, f->output); sl++)
         mark_operand(c, f->output, sl, last);
     if (c->EPT <= 4 && cache_fits(c))
         return;
@@ -366,7 +361,7 @@ static void emit_slice_copy(const cu_ctx *c, int32_t i, long long cols, int ld, 
 {
     int32_t w = c->f->nodes[i].a[1];
     long long K = (long long)c->cols[c->f->nodes[i].a[0]];
-    long long R = (long long)slices(c, i) * c->UT;
+    long long R = (long long)cu_slices(c, i) * c->UT;
     int q = ld / 4;
     char at[160];
     /* the wgmma step reads its slice column block by column block
@@ -408,7 +403,7 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
         }
         int32_t w = c->f->nodes[i].a[1];
         long long K = (long long)c->cols[c->f->nodes[i].a[0]];
-        long long R = (long long)slices(c, i) * c->UT;
+        long long R = (long long)cu_slices(c, i) * c->UT;
         if (c->half) {
             emit_weights_half(c, i, w, K, R, t);
             continue;
@@ -503,7 +498,7 @@ void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
         return;
     int32_t w = c->f->nodes[lin].a[1];
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
+    int NTR = cu_slices(c, lin) * c->UT / c->RR;
     for (int i = 0; i < c->RR; i++)
         cu_printf(t,
                   "        const %s *__restrict__ wg%d = wts + %lld + (size_t)(((tr + %d) / UT) "
@@ -515,7 +510,7 @@ void cu_emit_wrows(const cu_ctx *c, int32_t lin, cu_text *t)
 static void emit_wload_half(const cu_ctx *c, int32_t lin, int i, cu_text *t)
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
+    int NTR = cu_slices(c, lin) * c->UT / c->RR;
     if (!c->stream)
         cu_printf(t, "            const float4 w%d = rnnc_h4(*(const uint2 *)&smh_[2 * SM_W%d + (tr + %d) * %d + kk]);\n",
                   i, (int)lin, i * NTR, c->kp[lin]);
@@ -532,7 +527,7 @@ static void emit_wload_half(const cu_ctx *c, int32_t lin, int i, cu_text *t)
 void cu_emit_wload(const cu_ctx *c, int32_t lin, int i, bool kept, cu_text *t)
 {
     long long K = (long long)c->cols[c->f->nodes[lin].a[0]];
-    int NTR = slices(c, lin) * c->UT / c->RR;
+    int NTR = cu_slices(c, lin) * c->UT / c->RR;
     if (kept || (!c->half && !c->stream)) {
         cu_printf(t, "            const float4 w%d = *(const float4 *)&sm_[SM_W%d + (tr + %d) * %d + kk];\n",
                   i, (int)lin, i * NTR, kept ? cu_kr_stride(c, lin) : c->kp[lin]);

@@ -17,11 +17,6 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-static int32_t slices(const cu_ctx *c, int32_t v)
-{
-    return c->k[v] < 1 ? 1 : c->k[v];
-}
-
 static bool is_reduce(const ir_node *n)
 {
     return (ir_ops[n->op].flags & IR_F_REDUCE) != 0;
@@ -171,7 +166,7 @@ static void emit_combine(const cu_ctx *c, int32_t r, cu_text *t)
               "__shfl_xor_sync(0xffffffffu, m, o), qb = __shfl_xor_sync(0xffffffffu, q, o);\n"
               "            rnnc_chan(n, m, q, nb, mb, qb);\n"
               "        }\n",
-              slices(c, xv), (long long)c->pt[r], (long long)c->pt[r]);
+              cu_slices(c, xv), (long long)c->pt[r], (long long)c->pt[r]);
     if (n->op == IR_LAYERNORM)
         cu_printf(t, "        if (l == 0) { sm_[SM_S%d + 2 * b] = m; sm_[SM_S%d + 2 * b + 1] = rsqrtf(q / n + %s); }\n",
                   (int)r, (int)r, cu_float_lit(n->f, eps, sizeof eps));
@@ -204,7 +199,7 @@ static void emit_partials(const cu_ctx *c, int32_t r, cu_text *t)
               "        if (l == 0) {\n"
               "            __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2, m);\n"
               "            __stcg(part + %lld + ((size_t)gb * NUB + ub) * 2 + 1, q);\n        }\n    }\n",
-              slices(c, xv), val, val, (long long)c->pt[r], (long long)c->pt[r]);
+              cu_slices(c, xv), val, val, (long long)c->pt[r], (long long)c->pt[r]);
 }
 
 
@@ -252,7 +247,7 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->phase[i] != p || !distributed(c, i))
             continue;
-        for (int sl = 0; sl < slices(c, i); sl++) {
+        for (int sl = 0; sl < cu_slices(c, i); sl++) {
             if (!opnd(c, i, sl, p, v, sizeof v))
                 return RNNC_ERR_UNSUPPORTED;
             if ((c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM)
@@ -270,7 +265,7 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
     char cur[1024];
     for (int s = 0; s < f->n_states; s++) {
         int32_t nx = f->states[s].next, sv = f->states[s].node;
-        for (int sl = 0; sl < slices(c, nx); sl++) {
+        for (int sl = 0; sl < cu_slices(c, nx); sl++) {
             /* a row past its end keeps its state */
             if (!opnd(c, nx, sl, p, v, sizeof v) ||
                 !cu_elem_expr(c, sv, c->k[sv] < 1 ? 0 : sl, p, cur, sizeof cur))
@@ -287,7 +282,7 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
         /* the fp32 copy: for the elements (not in registers) and the linears
          * (unless they read a tagged or 16-bit copy) */
         bool whole = !reg || (!ll && (c->need[sv] & CU_NEED_WHOLE));
-        for (int sl = 0; sl < slices(c, nx); sl++) {
+        for (int sl = 0; sl < cu_slices(c, nx); sl++) {
             long long at = (long long)c->plan->state[s].offset, C = (long long)c->cols[nx],
                       so = (long long)(sl * c->H);
             if (ll)
@@ -306,7 +301,7 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
             }
         }
     }
-    for (int sl = 0; sl < slices(c, f->output); sl++) {
+    for (int sl = 0; sl < cu_slices(c, f->output); sl++) {
         if (!opnd(c, f->output, sl, p, v, sizeof v))
             return RNNC_ERR_UNSUPPORTED;
         cu_printf(t, c->half ? "        y[ROW(gb) * YLD + %lld + gu] = rnnc_f2h(act_ ? (%s) : 0.f);\n"
@@ -331,7 +326,7 @@ static rnnc_status emit_elems(const cu_ctx *c, int p, bool last, cu_text *t)
         if (c->role[i] != CU_STEP_ELEM || c->phase[i] != p)
             continue;
         bool named = false;
-        for (int sl = 0; sl < slices(c, i); sl++) {
+        for (int sl = 0; sl < cu_slices(c, i); sl++) {
             if (!cu_slice_live(c, i, sl))
                 continue;
             rnnc_status st = slice_expr(c, i, sl, p, v, sizeof v);

@@ -22,11 +22,6 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-static int32_t slices(const cu_ctx *c, int32_t v)
-{
-    return c->k[v] < 1 ? 1 : c->k[v];
-}
-
 /* Lane layout of every step linear for NT threads; false if one does not
  * fit.  x is staged kc columns at a time (kc = 0: all of K). */
 static bool lay_linears(cu_ctx *c, int64_t kc)
@@ -35,7 +30,7 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
             continue;
-        int64_t R = (int64_t)slices(c, i) * c->UT;
+        int64_t R = (int64_t)cu_slices(c, i) * c->UT;
         int64_t cells = (R / c->RR) * (c->BTP / c->BB);
         if (cells > c->NT) {
             if (c->cfg.threads || cells > 1024)
@@ -56,7 +51,7 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
             continue;
-        int64_t R = (int64_t)slices(c, i) * c->UT;
+        int64_t R = (int64_t)cu_slices(c, i) * c->UT;
         int64_t cells = (R / c->RR) * (c->BTP / c->BB);
         int ks = 1;
         while (ks * 2 <= 32 && (int64_t)ks * 2 * cells <= c->NT)
@@ -91,7 +86,7 @@ static int64_t lay_smem(cu_ctx *c)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
             continue;
-        int64_t R = (int64_t)slices(c, i) * c->UT;
+        int64_t R = (int64_t)cu_slices(c, i) * c->UT;
         c->wsm[i] = at;
         /* a half model's slice is 16-bit: half the floats; streamed, the
          * leading columns kept on chip (c->kr) */
@@ -110,7 +105,7 @@ static int64_t lay_smem(cu_ctx *c)
     for (int32_t i = 0; i < f->n; i++) {
         if (c->need[i] & CU_NEED_XP) {
             c->xp[i] = at;
-            at = up(at + (int64_t)slices(c, i) * c->UT * c->BTP, 4);
+            at = up(at + (int64_t)cu_slices(c, i) * c->UT * c->BTP, 4);
         }
         if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE)) {
             c->sm[i] = at;
@@ -140,7 +135,7 @@ static void keep_columns(cu_ctx *c, int64_t limit)
         if (c->role[i] != CU_STEP_LINEAR)
             continue;
         int64_t K4 = up(c->cols[c->f->nodes[i].a[0]], 4), step = 4 * (int64_t)c->ks[i];
-        int64_t R = (int64_t)slices(c, i) * c->UT;
+        int64_t R = (int64_t)cu_slices(c, i) * c->UT;
         int64_t free_floats = (limit - lay_smem(c)) / 4 - 4;
         if (c->kc[i] < K4 || free_floats <= 0)
             continue;
@@ -211,7 +206,7 @@ static int64_t max_cells(const cu_ctx *c)
     for (int32_t i = 0; i < c->f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
             continue;
-        int64_t cells = ((int64_t)slices(c, i) * c->UT / c->RR) * (c->BTP / c->BB);
+        int64_t cells = ((int64_t)cu_slices(c, i) * c->UT / c->RR) * (c->BTP / c->BB);
         m = cells > m ? cells : m;
     }
     return m;
@@ -220,7 +215,7 @@ static int64_t max_cells(const cu_ctx *c)
 static bool rows_divide(const cu_ctx *c, int rr)
 {
     for (int32_t i = 0; i < c->f->n; i++)
-        if (c->role[i] == CU_STEP_LINEAR && ((int64_t)slices(c, i) * c->UT) % rr)
+        if (c->role[i] == CU_STEP_LINEAR && ((int64_t)cu_slices(c, i) * c->UT) % rr)
             return false;
     return true;
 }

@@ -31,13 +31,6 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-/* Rows of the block's slice of W: UT units of each of the linear's
- * slices (gates). */
-static int64_t slice_rows(const cu_ctx *c, int32_t lin)
-{
-    return (int64_t)(c->k[lin] < 1 ? 1 : c->k[lin]) * c->UT;
-}
-
 /* The shape the warpgroups need: whole 64-row groups of batch rows, one
  * a warpgroup, and 8 to 128 weight rows (wgmma's N; R / 2 accumulators a
  * thread). */
@@ -53,14 +46,14 @@ bool cu_wgstep_fits(const cu_ctx *c)
     if (!c->bulk || !c->cfg.tma || c->cfg.sm != 90 || !cu_tf32_rounded(c))
         return false;
     int32_t lin = c->bulk_lin;
-    return c->kc[lin] == 32 && shape_ok(c, slice_rows(c, lin), cu_kdim(c, lin));
+    return c->kc[lin] == 32 && shape_ok(c, cu_slice_rows(c, lin), cu_kdim(c, lin));
 }
 
 /* Where 16-byte group k4 (of K / 4) of slice row r lies, in floats from
  * SM_W: cuda_regs.c's weight copy writes there. */
 void cu_wgstep_weight_at(const cu_ctx *c, int32_t lin, char *buf, size_t n)
 {
-    long long R = (long long)slice_rows(c, lin);
+    long long R = (long long)cu_slice_rows(c, lin);
     snprintf(buf, n, "SM_W%d + ((k4 >> 3) * %lld + r) * 32 + (((k4 & 7) ^ (r & 7)) << 2)",
              (int)lin, R);
 }
@@ -70,7 +63,7 @@ void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t)
 {
     if (!c->wgstep)
         return;
-    int R = (int)slice_rows(c, c->bulk_lin), nd = R / 2;
+    int R = (int)cu_slice_rows(c, c->bulk_lin), nd = R / 2;
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_wgs(float *d, unsigned long long da, "
               "unsigned long long db)\n{\n"
@@ -113,7 +106,7 @@ static void emit_chunk(int32_t lin, long long R, cu_text *t)
 rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                   rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
 {
-    long long R = (long long)slice_rows(c, lin);
+    long long R = (long long)cu_slice_rows(c, lin);
     char d[256];
     rnnc_status st;
     cu_printf(t,

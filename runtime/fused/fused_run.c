@@ -180,8 +180,12 @@ static rnnc_status launch_tma(CUfunction f, const cg_cuda_launch *l, const unsig
     rnnc_status e = rt_tensor_map(&mx, *(CUdeviceptr *)args[0], TB, l->tma_k, es, 128);
     if (e == RNNC_OK)
         e = rt_tensor_map(&mw, wts + (CUdeviceptr)l->tma_w * es, l->tma_n, l->tma_k, es, 128);
-    if (e == RNNC_OK)
+    /* the second weight map is another copy only in 3xtf32 (W's low
+     * part); tf32 and half models read one copy through both */
+    if (e == RNNC_OK && l->tma_l != l->tma_w)
         e = rt_tensor_map(&ml, wts + (CUdeviceptr)l->tma_l * es, l->tma_n, l->tma_k, es, 128);
+    else if (e == RNNC_OK)
+        ml = mw;
     void *all[32];
     if (n_args + 3 > sizeof all / sizeof *all)
         return RNNC_ERR_INTERNAL;
