@@ -78,6 +78,9 @@ typedef struct cg_cuda_config {
                           models keep the weight arena, x and y in 16 bits (the arena's
                           offsets count elements) and compute in fp32: states, hoisted
                           values, exchange and folds stay fp32 (cuda_half.c) */
+    int cluster;       /* 1: no thread-block clusters (the TF32 wgmma step's K split over
+                          clusters of two, cuda_ksplit.c, is not taken); 0: the
+                          generator's choice */
 } cg_cuda_config;
 
 /* How a hoisted GEMM's rows split between its large tiles and a tail
@@ -109,6 +112,8 @@ typedef struct cg_cuda_launch {
     unsigned threads;
     unsigned smem;
     bool cooperative;
+    unsigned cluster;        /* the kernel's compiled-in cluster size (__cluster_dims__), 0: none;
+                                such a launch is checked for residency cluster by cluster */
     unsigned min_rows, max_rows; /* runs only when min_rows <= T*B < max_rows (0: no bound):
                                     a hoisted GEMM's tiles for long and for short sequences */
     cg_cuda_split split;         /* a large-tile GEMM's split of its rows (wave 0: none) */

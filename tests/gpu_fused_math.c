@@ -154,10 +154,13 @@ static void each_cell(rnnc_math math, double tol)
     mcase chunked = {"lstm", 10, 64, 1024, 1024, 1, math};
     run_case(&chunked, &rng, tol);
     /* B = 256: h in 32-column chunks, on sm_90 bulk copies from the state's
-     * chunk-major copy into three buffers (cuda_bulk.c) */
+     * chunk-major copy into three buffers (cuda_bulk.c); in TF32 the LSTMs'
+     * step splits K over clusters of two (cuda_ksplit.c) */
     mcase bulk = {"lstm", 6, 256, 64, 1024, 1, math}, bulk_gru = {"gru", 6, 256, 64, 1024, 1, math};
+    mcase bulk_peep = {"peephole_lstm", 6, 256, 64, 1024, 1, math};
     run_case(&bulk, &rng, tol);
     run_case(&bulk_gru, &rng, tol);
+    run_case(&bulk_peep, &rng, tol);
     /* two layers at the benchmark's T * B, so that on sm_90 the wgmma GEMM
      * tiles (cuda_wgmma.c) take both layers' hoisted GEMMs (the upper one
      * reads the lower one's output in the wavefront's chunks), built in

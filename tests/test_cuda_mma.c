@@ -212,7 +212,8 @@ static char *sm90_source(const rnnc_cell *c, int64_t n, int64_t B, int math, int
                          cg_cuda_plan *plan)
 {
     cg_cuda_config cfg = {.sizes = {n, n, n}, .batch = B, .sm = 90, .sm_count = 132,
-                          .math = math, .dtype = dt, .tma = true};
+                          .math = math, .dtype = dt, .tma = true, .cluster = B < 0};
+    cfg.batch = B < 0 ? -B : B;
     char *src = NULL;
     assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, plan));
     return src;
@@ -259,8 +260,13 @@ static void test_wgmma_compile(void **state)
         tu_compile_clean(src, k[i].label, 90);
         free(src);
     }
-    /* the wgmma step (test_wgstep) */
+    /* the wgmma step split along K over clusters (test_ksplit), and
+     * without clusters (test_wgstep; a negative batch asks for none) */
     char *src = sm90_source(c, 1024, 256, 1, 0, &plan);
+    assert_non_null(strstr(src, "__cluster_dims__(2, 1, 1)"));
+    tu_compile_clean(src, "lstm tf32 B=256 wgmma step, K split", 90);
+    free(src);
+    src = sm90_source(c, 1024, -256, 1, 0, &plan);
     assert_non_null(strstr(src, "m64n32k8"));
     tu_compile_clean(src, "lstm tf32 B=256 wgmma step", 90);
     free(src);
@@ -269,8 +275,9 @@ static void test_wgmma_compile(void **state)
 
 /* The TF32 step's bulk-staged linear on wgmma (cuda_wgstep.c): LSTM I = H
  * = 1024, B = 256 on sm_90 with the runtime's tensor maps (32 rows of W_hh
- * a block, 4 warpgroups of 64 batch rows, h in 32-column chunks); not for
- * 3xtf32 (split operands), sm_80, or the training path (no cfg.tma). */
+ * a block, 4 warpgroups of 64 batch rows, h in 32-column chunks) where
+ * clusters are not wanted (cfg.cluster 1; else test_ksplit's split); not
+ * for 3xtf32 (split operands), sm_80, or the training path (no cfg.tma). */
 static void test_wgstep(void **state)
 {
     (void)state;
@@ -279,7 +286,8 @@ static void test_wgstep(void **state)
         int math = i == 1 ? 2 : 1, sm = i == 2 ? 80 : 90;
         bool tma = i != 3, want = i == 0;
         cg_cuda_config cfg = {.sizes = {1024, 1024, 1024}, .batch = 256, .sm = sm,
-                              .sm_count = sm == 80 ? 108 : 132, .math = math, .tma = tma};
+                              .sm_count = sm == 80 ? 108 : 132, .math = math, .tma = tma,
+                              .cluster = 1};
         cg_cuda_plan plan;
         char *src = NULL;
         assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, &plan));
@@ -295,6 +303,36 @@ static void test_wgstep(void **state)
         free(src);
     }
     rnnc_cell_destroy(c);
+}
+
+/* The wgmma step split along K over clusters of two (cuda_ksplit.c): at
+ * I = H = 1024, B = 256 (TF32, sm_90) a cluster's 64 rows of W_hh, each
+ * block half of K and half of h's chunks, two warpgroups on m64n128k8, the
+ * partner's partial sums by one bulk copy; the launch asks for clusters of
+ * two.  Not where the slice has other than 32 rows (the GRU's 48), nor at
+ * B = 64 (one warpgroup's batch rows a block). */
+static void test_ksplit(void **state)
+{
+    (void)state;
+    static const struct { const char *cell; int64_t B; bool want; } k[] = {
+        {"lstm", 256, true}, {"gru", 256, false}, {"lstm", 64, false}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        rnnc_cell *c = tu_builtin(k[i].cell);
+        cg_cuda_plan plan;
+        char *src = sm90_source(c, 1024, k[i].B, 1, 0, &plan);
+        assert_int_equal(strstr(plan.tuning, " ksplit") != NULL, k[i].want);
+        const cg_cuda_launch *step = &plan.launch[plan.n_launch - 1];
+        assert_string_equal(step->name, "rnnc_step");
+        assert_int_equal(step->cluster, k[i].want ? 2 : 0);
+        if (k[i].want) {
+            assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32"));
+            assert_non_null(strstr(src, "#define NCHB 16\n"));
+            assert_non_null(strstr(src, "cp.async.bulk.shared::cluster.shared::cta"));
+            assert_non_null(strstr(src, "cr_ * 512 + k4 * 4"));
+        }
+        free(src);
+        rnnc_cell_destroy(c);
+    }
 }
 
 /* The weight copies: w's low TF32 part is exact (w minus its top 19 bits),
@@ -327,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_wgmma_tiles),
         cmocka_unit_test(test_wgmma_compile),
         cmocka_unit_test(test_wgstep),
+        cmocka_unit_test(test_ksplit),
         cmocka_unit_test(test_wgmma_half),
         cmocka_unit_test(test_weight_copies),
     };

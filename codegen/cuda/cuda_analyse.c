@@ -457,6 +457,7 @@ static rnnc_status place_step_launch(cu_ctx *c)
     l->threads = (unsigned)c->NT;
     l->smem = (unsigned)(c->smem_floats * 4);
     l->cooperative = true;
+    l->cluster = c->ksplit ? 2 : 0;
     return RNNC_OK;
 }
 

@@ -92,11 +92,13 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
               "(gb, cc) */\n"
               "#define NSB %d\n#define KCB %lld\n#define NCHB %lld\n#define CHF %lld\n"
               "#define SM_MB %lld\n"
-              "#define BSRC(cp, ch) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)(ch) * B + b0) * KCB)\n"
+              "#define BSRC(cp, ch) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)(%s) * B + b0) * KCB)\n"
               "#define BPUT(cp, gb, cc) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)((cc) / KCB) * B + "
               "(gb)) * KCB + (BSW(gb, ((cc) %% KCB) >> 2) << 2) + ((cc) & 3))\n",
-              K / KC, KC, c->bulk_ns, c->bulk_ns, KC, K / KC, (long long)c->BTP * KC,
-              (long long)c->bulk_mb, (long long)c->xb[sv], K, (long long)c->xb[sv], K);
+              K / KC, KC, c->bulk_ns, c->bulk_ns, KC, K / KC / (c->ksplit ? 2 : 1),
+              (long long)c->BTP * KC, (long long)c->bulk_mb, (long long)c->xb[sv], K,
+              /* a K split's block copies its half of the chunks (cuda_ksplit.c) */
+              c->ksplit ? "(ch) + NCHB * cr_" : "ch", (long long)c->xb[sv], K);
     /* where the 16-byte group g of row r lies: ldmatrix reads one group of
      * 8 consecutive rows, so the tensor cores XOR it with the row's low
      * bits; the FFMA lanes of a quarter warp read KS consecutive groups of
@@ -153,9 +155,14 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
               "    (void)bn_; (void)ph_; (void)eph_;\n"
               "    if (tid == 0) {\n"
               "        for (int s_ = 0; s_ < NSB; ++s_) rnnc_mb_init(mb_ + s_, 1);\n"
-              "        for (int s_ = 0; s_ < NSB; ++s_) rnnc_mb_init(mb_ + NSB + s_, NT / 32);\n"
+              "        for (int s_ = 0; s_ < NSB; ++s_) rnnc_mb_init(mb_ + NSB + s_, %s);\n"
+              "%s"
               "        asm volatile(\"fence.mbarrier_init.release.cluster;\" : : : \"memory\");\n"
-              "    }\n");
+              "    }\n",
+              /* a K split's warps that multiply free the buffers; its
+               * third mbarrier takes the partner's partial sums */
+              c->ksplit ? "KSNW * 4" : "NT / 32",
+              c->ksplit ? "        rnnc_mb_init(mb_ + 2 * NSB, 1);\n" : "");
 }
 
 /* Opens the chunk loop: after step 0 the first copies start (the barrier
@@ -203,6 +210,18 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
  * 1024, B = 256 5.21 -> 5.01 ms, FFMA 12.92 -> 12.55, the GRUs level. */
 void cu_emit_bulk_chunk_end(cu_text *t, const char *ch)
 {
+    cu_printf(t, "        if (t == 0) {\n"
+                 "            __syncthreads();\n"
+                 "        } else {\n");
+    cu_emit_bulk_release(t, ch);
+    cu_printf(t, "        }\n");
+}
+
+/* The warp's arrival on chunk ch's free mbarrier, and thread 0's refill of
+ * its buffer once every warp arrived: the end of a chunk in a step whose
+ * buffers the copies fill. */
+void cu_emit_bulk_release(cu_text *t, const char *ch)
+{
     char buf[64];
     /* the buffer's offset: xo_ where ch is the loop's own chunk */
     if (strcmp(ch, "ch_") == 0)
@@ -210,9 +229,6 @@ void cu_emit_bulk_chunk_end(cu_text *t, const char *ch)
     else
         snprintf(buf, sizeof buf, "%s %% NSB * CHF", ch);
     cu_printf(t,
-              "        if (t == 0) {\n"
-              "            __syncthreads();\n"
-              "        } else {\n"
               "            __syncwarp();\n"
               "            if ((tid & 31) == 0) rnnc_mb_arrive(mb_ + NSB + %s %% NSB);\n"
               "            if (tid == 0) {\n"
@@ -221,8 +237,7 @@ void cu_emit_bulk_chunk_end(cu_text *t, const char *ch)
               "                    rnnc_bulk_get(sm_ + %s, BSRC(t & 1, %s + NSB), bn_, mb_ + %s %% NSB);\n"
               "                }\n"
               "                eph_ ^= 1u << (%s %% NSB);\n"
-              "            }\n"
-              "        }\n",
+              "            }\n",
               ch, ch, ch, ch, buf, ch, ch, ch);
 }
 

@@ -113,9 +113,15 @@ bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
         cu_view_slice(c, v, sl, &o, &os);
         return cu_elem_expr(c, o, os, cur_phase, buf, n);
     }
-    case CU_STEP_LINEAR:
-        snprintf(buf, n, "sm_[SM_L%d + (%d * UT + u) * (BTP + 1) + b]", (int)v, sl);
+    case CU_STEP_LINEAR: {
+        char r[32];
+        snprintf(r, sizeof r, "%d * UT + u", sl);
+        if (c->ksplit)
+            cu_ksplit_result(c, v, r, buf, n);
+        else
+            snprintf(buf, n, "sm_[SM_L%d + (%s) * (BTP + 1) + b]", (int)v, r);
         return true;
+    }
     case CU_STEP_ELEM:
         if (c->phase[v] == cur_phase)
             snprintf(buf, n, "v%d_%d", (int)v, sl);

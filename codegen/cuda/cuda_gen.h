@@ -121,6 +121,9 @@ typedef struct cu_ctx {
     /* The bulk-staged linear runs on wgmma, its W slice chunk-major
      * (cuda_wgstep.c). */
     bool wgstep;
+    /* The wgmma step's linear split along K over clusters of two blocks
+     * (cuda_ksplit.c). */
+    bool ksplit;
     /* F16 or BF16 model: x, y and the weights are 16-bit (cuda_half.c). */
     bool half;
     int64_t smem_floats, xs_floats;
@@ -304,6 +307,7 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_init(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_emit_bulk_chunk_end(cu_text *t, const char *ch);
+void cu_emit_bulk_release(cu_text *t, const char *ch);
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t);
 /* c->h16: the source of row gb, column cc of state x's 16-bit copy read
  * at step t. */
@@ -357,6 +361,18 @@ void cu_wgstep_weight_at(const cu_ctx *c, int32_t lin, char *buf, size_t n);
 void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t);
 rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                   rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
+/* Its split along K over a cluster of two (cuda_ksplit.c): whether it
+ * fits, the device helpers, the kernel head's names, the weight copy, the
+ * state's copy before step 0, the linear, the element phase's read of row
+ * r of its result, and the wait before the kernel's end. */
+bool cu_ksplit_fits(const cu_ctx *c);
+void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t);
+void cu_emit_ksplit_head(const cu_ctx *c, cu_text *t);
+void cu_emit_ksplit_weights(const cu_ctx *c, int32_t lin, cu_text *t);
+void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t);
+rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t);
+void cu_ksplit_result(const cu_ctx *c, int32_t lin, const char *r, char *buf, size_t n);
+void cu_emit_ksplit_end(const cu_ctx *c, cu_text *t);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* The same on the FFMA pipes (cuda_ffma.c). */

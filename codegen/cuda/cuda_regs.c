@@ -364,6 +364,10 @@ static void emit_slice_copy(const cu_ctx *c, int32_t i, long long cols, int ld, 
     long long R = (long long)cu_slices(c, i) * c->UT;
     int q = ld / 4;
     char at[160];
+    if (c->ksplit && i == c->bulk_lin) {
+        cu_emit_ksplit_weights(c, i, t);
+        return;
+    }
     /* the wgmma step reads its slice column block by column block
      * (cuda_wgstep.c) */
     if (c->wgstep && i == c->bulk_lin)

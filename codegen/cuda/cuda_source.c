@@ -171,6 +171,7 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
     cu_emit_mma_helpers(c, t);
     cu_emit_wgmma_helpers(c, t);
     cu_emit_wgstep_helpers(c, t);
+    cu_emit_ksplit_helpers(c, t);
     cu_emit_cp_helpers(c, t);
     emit_pdl_helper(c, t);
     rnnc_status st = cu_emit_hoist(c, t);

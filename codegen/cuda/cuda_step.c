@@ -181,7 +181,9 @@ static void emit_partials(const cu_ctx *c, int32_t r, cu_text *t)
 {
     int32_t xv = c->f->nodes[r].a[0];
     char val[160];
-    if (c->role[xv] == CU_STEP_LINEAR)
+    if (c->role[xv] == CU_STEP_LINEAR && c->ksplit)
+        cu_ksplit_result(c, xv, "sl * UT + u", val, sizeof val);
+    else if (c->role[xv] == CU_STEP_LINEAR)
         snprintf(val, sizeof val, "sm_[SM_L%d + (sl * UT + u) * (BTP + 1) + b]", (int)xv);
     else
         snprintf(val, sizeof val, "sm_[SM_V%d + sl * E + b * UT + u]", (int)xv);
@@ -429,16 +431,18 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
         cu_emit_ll_prelude(c, t);
     cu_emit_bulk_helpers(c, t);
     cu_printf(t,
-              "extern \"C\" __global__ void __launch_bounds__(NT, 1) rnnc_step(%s)\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(NT, 1) %srnnc_step(%s)\n{\n"
               "    extern __shared__ %sfloat4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "    const int tid = threadIdx.x, ub = blockIdx.x %% NUB, bb = blockIdx.x / NUB;\n"
               "    const int u0 = ub * UT, b0 = bb * BT;\n"
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
-              "(void)TB; (void)ub; (void)len; (void)rev;\n", cu_args(c),
+              "(void)TB; (void)ub; (void)len; (void)rev;\n",
+              c->ksplit ? "__cluster_dims__(2, 1, 1) " : "", cu_args(c),
               /* wgmma's 128-byte swizzle atoms are 1024-byte aligned */
               c->wgstep ? "__align__(1024) " : "");
+    cu_emit_ksplit_head(c, t);
     cu_emit_state_io(c, t);
     if (c->half)
         cu_printf(t, "    rnnc_h *const smh_ = (rnnc_h *)smem4_; /* the 16-bit weight slices */\n"
@@ -461,19 +465,20 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
               "    __syncthreads();\n",
               c->cfg.sm >= 80 ? "    asm volatile(\"cp.async.wait_all;\" : : : \"memory\"); /* the weights */\n" : "");
     cu_emit_mma_round(c, t);
-    cu_printf(t,
-              "%s"
-              "    for (int t = 0; t < tend_; ++t) {\n"
-              "    const float *const cur = st + (size_t)(t & 1) * STF;\n"
-              "    float *const nxt = st + (size_t)((t + 1) & 1) * STF;\n"
-              "    (void)cur; (void)nxt;\n",
-              c->ll ? "" : "    unsigned epoch = 0;\n");
+    if (!c->ll)
+        cu_printf(t, "    unsigned epoch = 0;\n");
+    cu_emit_ksplit_prologue(c, t);
+    cu_printf(t, "    for (int t = 0; t < tend_; ++t) {\n"
+                 "    const float *const cur = st + (size_t)(t & 1) * STF;\n"
+                 "    float *const nxt = st + (size_t)((t + 1) & 1) * STF;\n"
+                 "    (void)cur; (void)nxt;\n");
     for (int s = 0; s < c->f->n_states; s++)
         cu_printf(t, "    const float *const s%d_ = t == 0 ? si%d_ : cur + %lld; (void)s%d_;\n", s,
                   s, (long long)c->plan->state[s].offset, s);
     if ((st = emit_steps(c, t)))
         return st;
     cu_printf(t, "    }\n");
+    cu_emit_ksplit_end(c, t);
     /* The counters clean up after themselves, so no memset runs before
      * the next launch (one node less in a captured graph): the last block
      * to finish (a count in word gridDim.x) zeroes the groups' counters

@@ -114,7 +114,8 @@ static int64_t lay_smem(cu_ctx *c)
     }
     if (c->bulk) {
         c->bulk_mb = at; /* 8-byte mbarriers, two a buffer (full, free) */
-        at = up(at + 4 * (int64_t)c->bulk_ns, 4);
+        /* a K split's third mbarrier: the partner's partial sums */
+        at = up(at + 4 * (int64_t)c->bulk_ns + (c->ksplit ? 2 : 0), 4);
     }
     c->smem_floats = at;
     return at * 4;
@@ -177,6 +178,12 @@ static void choose_wgstep(cu_ctx *c, int64_t limit)
         c->wgstep = false;
         c->kp[lin] = kp;
         lay_smem(c);
+        return;
+    }
+    c->ksplit = cu_ksplit_fits(c);
+    if (c->ksplit && lay_smem(c) > limit) {
+        c->ksplit = false;
+        lay_smem(c);
     }
 }
 
@@ -186,6 +193,7 @@ static void choose_bulk(cu_ctx *c, int64_t limit)
 {
     c->bulk = false;
     c->wgstep = false;
+    c->ksplit = false;
     c->bulk_lin = cu_bulk_linear(c);
     if (c->bulk_lin < 0)
         return;
@@ -404,6 +412,6 @@ rnnc_status cu_choose_tiles(cu_ctx *c)
     snprintf(c->plan->tuning, sizeof c->plan->tuning,
              "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s kc=%d%s", c->UT, c->BT, c->NT, c->RR,
              c->BB, c->NUB * c->NBB, c->stream ? " stream" : "", kc,
-             c->wgstep ? " wgmma" : c->mma ? " mma" : "");
+             c->ksplit ? " wgmma ksplit" : c->wgstep ? " wgmma" : c->mma ? " mma" : "");
     return RNNC_OK;
 }

@@ -63,7 +63,8 @@ void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t)
 {
     if (!c->wgstep)
         return;
-    int R = (int)cu_slice_rows(c, c->bulk_lin), nd = R / 2;
+    /* N: the slice's rows, or a K split's 128 batch rows a warpgroup */
+    int R = c->ksplit ? 128 : (int)cu_slice_rows(c, c->bulk_lin), nd = R / 2;
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_wgs(float *d, unsigned long long da, "
               "unsigned long long db)\n{\n"
@@ -109,6 +110,8 @@ rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
     long long R = (long long)cu_slice_rows(c, lin);
     char d[256];
     rnnc_status st;
+    if (c->ksplit)
+        return cu_emit_ksplit_linear(c, lin, t);
     cu_printf(t,
               "    /* %s: wgmma m64n%lldk8 (cuda_wgstep.c), warpgroup wg_ on batch rows 64 wg_ .. "
               "64 wg_ + 63 */\n"

@@ -314,21 +314,47 @@ static rnnc_status allow_smem(CUfunction f, unsigned smem)
     return s;
 }
 
+/* Clusters of f that can be resident at once (its cluster size compiled in). */
+static rnnc_status max_clusters(CUfunction f, const unsigned block[3], unsigned smem,
+                                unsigned cluster, int *n)
+{
+    CUlaunchConfig cfg = {.gridDimX = cluster, .gridDimY = 1, .gridDimZ = 1, .blockDimX = block[0],
+                          .blockDimY = block[1], .blockDimZ = block[2], .sharedMemBytes = smem};
+    *n = 0;
+    return rt_cuda_check(g_api.OccupancyMaxActiveClusters(n, f, &cfg),
+                         "cuOccupancyMaxActiveClusters");
+}
+
 static rnnc_status check_coresident(CUfunction f, const unsigned grid[3],
-                                    const unsigned block[3], unsigned smem)
+                                    const unsigned block[3], unsigned smem, unsigned cluster)
 {
     unsigned long long want = (unsigned long long)grid[0] * grid[1] * grid[2];
     unsigned threads = block[0] * block[1] * block[2];
     int can = 0;
-    rnnc_status s = rt_max_resident_blocks(f, threads, smem, &can);
+    rnnc_status s = cluster > 1 ? max_clusters(f, block, smem, cluster, &can)
+                                : rt_max_resident_blocks(f, threads, smem, &can);
     if (s != RNNC_OK)
         return s;
-    if (want > (unsigned long long)can)
+    if (cluster > 1 && want > (unsigned long long)can * cluster)
+        return err_fail(RNNC_ERR_UNSUPPORTED,
+                        "persistent launch of %llu blocks in clusters of %u (%u threads, %u "
+                        "bytes shared memory each) but only %d clusters can be resident on "
+                        "this device", want, cluster, threads, smem, can);
+    if (cluster <= 1 && want > (unsigned long long)can)
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "cooperative launch of %llu blocks (%u threads, %u bytes shared "
                         "memory each) but only %d can be resident on this device",
                         want, threads, smem, can);
     return RNNC_OK;
+}
+
+bool rt_launch_fits(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem,
+                    int flags)
+{
+    rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
+    if (st == RNNC_OK)
+        st = allow_smem(f, smem);
+    return st == RNNC_OK && check_coresident(f, grid, block, smem, (unsigned)flags >> 8) == RNNC_OK;
 }
 
 /* A launch with attributes (cooperative, programmatic serialisation). */
@@ -385,13 +411,16 @@ rnnc_status rt_tensor_map(CUtensorMap *m, CUdeviceptr p, uint64_t rows, uint64_t
 rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned block[3],
                          unsigned smem, CUstream s, void **args, int flags)
 {
+    unsigned cluster = (unsigned)flags >> 8;
     rnnc_status st = g_loaded ? RNNC_OK : rt_cuda_load();
     if (st == RNNC_OK)
         st = allow_smem(f, smem);
     if (st == RNNC_OK && (flags & (RT_LAUNCH_COOPERATIVE | RT_LAUNCH_RESIDENT)))
-        st = check_coresident(f, grid, block, smem);
+        st = check_coresident(f, grid, block, smem, cluster);
     if (st != RNNC_OK)
         return st;
+    if (cluster > 1)
+        flags &= ~RT_LAUNCH_COOPERATIVE; /* checked above, launched as an ordinary grid */
     if (flags & RT_LAUNCH_PDL)
         return launch_attrs(f, grid, block, smem, s, args, flags);
     if (flags & RT_LAUNCH_COOPERATIVE)

@@ -47,7 +47,8 @@ bool rt_cuda_available(void); /* driver loaded, cuInit ok, >= 1 device */
     X(MemcpyDtoHAsync) X(MemcpyDtoDAsync) X(MemsetD8Async) X(MemsetD32Async)                   \
     X(ModuleLoadData) X(ModuleLoadDataEx) X(ModuleUnload) X(ModuleGetFunction)                 \
     X(ModuleGetGlobal) X(FuncSetAttribute) X(FuncGetAttribute) X(LaunchKernel) X(LaunchKernelEx) \
-    X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor) X(EventCreate)     \
+    X(LaunchCooperativeKernel) X(OccupancyMaxActiveBlocksPerMultiprocessor)                    \
+    X(OccupancyMaxActiveClusters) X(EventCreate)                                              \
     X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(StreamCreate)     \
     X(StreamCreateWithPriority) X(CtxGetStreamPriorityRange) X(StreamWaitEvent)                \
     X(StreamDestroy) X(StreamSynchronize) X(GetErrorString) X(PointerGetAttribute)
@@ -110,8 +111,14 @@ rnnc_status rt_launch(CUfunction f, const unsigned grid[3], const unsigned block
  * start while the kernel before it in s still runs (programmatic dependent
  * launch, sm_90 on): f must run griddepcontrol.wait before it touches
  * anything earlier work in the stream writes, and it lets its own
- * dependents start with griddepcontrol.launch_dependents. */
+ * dependents start with griddepcontrol.launch_dependents.
+ * RT_LAUNCH_CLUSTER(n), n > 1: f has a compiled-in cluster of n blocks
+ * (__cluster_dims__); a cooperative or resident launch of it is checked
+ * cluster by cluster (cuOccupancyMaxActiveClusters) and then launched as
+ * an ordinary one (the driver's cooperative launch does not take
+ * clusters). */
 enum { RT_LAUNCH_COOPERATIVE = 1, RT_LAUNCH_RESIDENT = 2, RT_LAUNCH_PDL = 4 };
+#define RT_LAUNCH_CLUSTER(n) ((int)(n) << 8)
 rnnc_status rt_launch_ex(CUfunction f, const unsigned grid[3], const unsigned block[3],
                          unsigned smem, CUstream s, void **args, int flags);
 /* A tensor map over rows x cols elements of es bytes (4: fp32, 2: 16-bit)
@@ -123,6 +130,10 @@ rnnc_status rt_tensor_map(CUtensorMap *m, CUdeviceptr p, uint64_t rows, uint64_t
 /* Blocks of f (with `threads` per block and `smem` bytes) that can be
  * resident at once on the whole device of the current context. */
 rnnc_status rt_max_resident_blocks(CUfunction f, unsigned threads, unsigned smem, int *blocks);
+/* Whether a grid of f (flags as rt_launch_ex's, with its cluster) can be
+ * resident all at once; false with the reason recorded when it cannot. */
+bool rt_launch_fits(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned smem,
+                    int flags);
 
 /* Median elapsed ms of `iters` calls of fn(ctx, s) after `warmup`, timed
  * with events on s (for autotuning and time_forward). */

@@ -48,6 +48,7 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     const char *tma = getenv("RNNC_FUSED_TMA");
     cfg->tma = !(tma && strcmp(tma, "0") == 0);
     cfg->dtype = (int)m->spec.dtype;
+    cfg->cluster = m->share == 1 ? m->cluster : 1;
     if (tuned)
         rt_fused_tuning_apply(m->tuning, cfg);
 }
@@ -128,6 +129,9 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
      * shares of the SMs: a kernel started early would hold SMs the other
      * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
     m->pdl = sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0");
+    /* 0: the generator's choice; 1: no clusters (measurements) */
+    const char *cl = getenv("RNNC_FUSED_CLUSTER");
+    m->cluster = cl ? atoi(cl) : 0;
     m->arena = ir_arena_create();
     if (!m->arena)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");

@@ -104,6 +104,9 @@ struct rt_fused {
     int share;
     /* launch with programmatic dependent launch (fused_run.c; decided at init) */
     bool pdl;
+    /* blocks per thread-block cluster in the step kernel (cg_cuda_config.cluster;
+     * RNNC_FUSED_CLUSTER; 1 once a clustered grid was found not to fit) */
+    int cluster;
     /* 0: the second step stream; 1, 2: GEMM streams; 3: the wavefront's
      * first step stream (fused_model.c make_streams: priorities) */
     CUstream aux[4];

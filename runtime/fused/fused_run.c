@@ -7,6 +7,7 @@
  * where it can: fused_model.c).  Host pointers are staged through device
  * scratch.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,41 @@ static rnnc_status load_kind(rt_fused *m, int k)
     if (st == RNNC_OK)
         *loaded = true;
     return st;
+}
+
+/* Whether every clustered step kernel of kind k can have all its clusters
+ * resident, beside the other kernel where two run at once (share): how
+ * a GPC's SMs split into clusters is the device's, not the tiling's. */
+static bool clusters_fit(const rt_fused *m, int k)
+{
+    const cg_cuda_plan *pl = k ? &m->up.plan : &m->plan;
+    const rt_kernel *kern = k ? &m->up.kern : &m->kern;
+    for (int i = 0; i < pl->n_launch; i++) {
+        const cg_cuda_launch *l = &pl->launch[i];
+        unsigned grid[3] = {l->grid * (unsigned)m->share, 1, 1}, block[3] = {l->threads, 1, 1};
+        if (l->cooperative && l->cluster > 1 &&
+            !rt_launch_fits(kern->fn[i], grid, block, l->smem, RT_LAUNCH_CLUSTER(l->cluster)))
+            return false;
+    }
+    return true;
+}
+
+/* The kernel sets of the batch size, loaded; made again without clusters
+ * when a clustered grid does not fit this device. */
+static rnnc_status load_kinds(rt_fused *m, int64_t batch)
+{
+    rnnc_status st = rt_fused_prepare(m, batch);
+    for (int k = 0; st == RNNC_OK && k < (m->spec.layers > 1 ? 2 : 1); k++)
+        st = load_kind(m, k);
+    if (st != RNNC_OK || m->cluster == 1 ||
+        (clusters_fit(m, 0) && (m->spec.layers == 1 || clusters_fit(m, 1))))
+        return st;
+    if (cm_log_enabled("info"))
+        fprintf(stderr, "rnnc: fused %s B=%lld: %s; the step kernel is made again without "
+                        "clusters\n", m->spec.fn[0]->name, (long long)batch, rnnc_last_error());
+    m->cluster = 1;
+    m->batch = 0; /* generate again */
+    return load_kinds(m, batch);
 }
 
 size_t rt_fused_bar_bytes(const cg_cuda_plan *p)
@@ -238,7 +274,8 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
         /* a kernel sized for a share of the SMs may run beside another */
         if (e == RNNC_OK)
             e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args,
-                             m->share > 1 ? RT_LAUNCH_RESIDENT : RT_LAUNCH_COOPERATIVE | pdl);
+                             (m->share > 1 ? RT_LAUNCH_RESIDENT : RT_LAUNCH_COOPERATIVE | pdl) |
+                                 RT_LAUNCH_CLUSTER(l->cluster));
     }
     return e;
 }
@@ -281,8 +318,7 @@ rnnc_status rt_fused_forward(void *state, const rnnc_forward_args *a)
         m->train->forget(m->grad);
     rnnc_status st = check_call(m, a);
     CUstream s = a ? (CUstream)a->stream : NULL;
-    if (st || (st = rt_cuda_context(m->spec.device)) || (st = rt_fused_prepare(m, a->batch)) ||
-        (st = load_kind(m, 0)) || (m->spec.layers > 1 && (st = load_kind(m, 1))) ||
+    if (st || (st = rt_cuda_context(m->spec.device)) || (st = load_kinds(m, a->batch)) ||
         (st = ensure_scratch(m, a)))
         return st;
     size_t TB = (size_t)a->seq_len * (size_t)a->batch;

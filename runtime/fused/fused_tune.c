@@ -343,6 +343,7 @@ static rt_fused *timing_clone(const rt_fused *m, rt_fused_tuning t)
     c->sm_count = m->sm_count;
     c->share = m->share;
     c->pdl = m->pdl;
+    c->cluster = m->cluster;
     c->bound = m->bound;
     c->cell_hash = m->cell_hash;
     c->plan = m->plan;

@@ -39,7 +39,9 @@ rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdevic
                                 : l->grid,
                             l->grid_y ? l->grid_y : 1, 1};
         unsigned block[3] = {l->threads, 1, 1};
-        e = rt_launch(set->kern.fn[i], grid, block, l->smem, s, args, l->cooperative);
+        e = rt_launch_ex(set->kern.fn[i], grid, block, l->smem, s, args,
+                         l->cooperative ? RT_LAUNCH_COOPERATIVE | RT_LAUNCH_CLUSTER(l->cluster)
+                                        : 0);
     }
     return e;
 }

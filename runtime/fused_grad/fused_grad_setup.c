@@ -56,6 +56,7 @@ static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
     cfg->batch_first = false; /* the training path keeps everything [T, B, *] */
     cfg->tma = false;         /* its launcher passes no tensor maps */
     cfg->y_ld = 0;
+    cfg->cluster = 1; /* the training kernels' steps keep one block's K whole */
 }
 
 /* The split and one generation of each cell at B = 1. */

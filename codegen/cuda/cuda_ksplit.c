@@ -1,0 +1,226 @@
+/*
+ * cuda_ksplit.c: the wgmma step's linear split along K across a cluster of
+ * two blocks (sm_90a).
+ * Requires: cuda_wgstep.c's step chosen (bulk staging of h in chunks of 32
+ * floats, TF32 operands rounded before), a block slice of R = 32 rows and
+ * 256 batch rows (512 threads), an even number of blocks over the units
+ * (blocks ub and ub ^ 1 form a cluster, rank ub & 1), three chunk
+ * buffers.  Keeps the element phase as it is: it reads the linear's result
+ * through cu_lin_result.
+ *
+ * Why.  At B = 256, I = H = 1024 each of 128 blocks holds 32 rows of W_hh
+ * over all of K (128 KB) and streams all of h through it every step: 128 MB
+ * a step out of L2, and products on wgmma m64n32k8, whose narrow N keeps
+ * them near 276 multiply-adds a cycle an SM.  A cluster of two holds 64
+ * rows over half of K a block (again 128 KB): each block streams half of h
+ * and multiplies with the weights as A (m64) against 128 batch rows as B,
+ * near 930 a cycle.  On the H100 a probe of the step
+ * (bench/ksplit_probe.cu, bench/results/h100/ksplit-probe/) took 17.2 us a
+ * step in the generated layout and 11.7 split, of which 1.7 the exchange
+ * below.
+ *
+ * The step.  Warpgroups 0 .. KSNW - 1 multiply (chunk ch of the block's
+ * half over its 64-row column block of the slice, 4 k-steps); the others
+ * wait.  The 64 x BTP partial sums go over the chunk buffers (KSP: rows of
+ * BTP floats whose groups of four are XORed with the row's low bits, so
+ * the accumulators' stores and the element phase's loads are free of bank
+ * conflicts); after a cluster barrier thread 0 sends the partner's 32 rows
+ * into its shared memory (SM_KR) with one bulk copy that completes on the
+ * partner's third mbarrier, and every thread waits for its own.  The
+ * partials' owner reads row r as its own partial plus the partner's.
+ * Step 0 stages from the chunk-major copy too: before it the blocks of a
+ * batch group write the caller's state there (a group barrier), so the
+ * chunk loop never needs every warp of the block.
+ */
+#include <stdio.h>
+
+#include "codegen/cuda/cuda_gen.h"
+
+bool cu_ksplit_fits(const cu_ctx *c)
+{
+    if (!c->wgstep || c->cfg.cluster == 1 || c->bulk_ns != 3 || c->NUB % 2)
+        return false;
+    int32_t lin = c->bulk_lin;
+    int64_t R = cu_slice_rows(c, lin), K = cu_kdim(c, lin);
+    /* wgmma's A is the cluster's 64 rows; the partials and the partner's
+     * rows fill the three buffers exactly */
+    return R == 32 && c->BT == 256 && c->BTP == 256 && c->NT == 512 && K % 64 == 0 &&
+           3 * R * c->BTP <= c->xs_floats;
+}
+
+void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t)
+{
+    if (!c->ksplit)
+        return;
+    int32_t lin = c->bulk_lin;
+    long long R = (long long)cu_slice_rows(c, lin);
+    cu_printf(t,
+              "/* the K split (cuda_ksplit.c): KSNW warpgroups multiply; partial sum (r, b) of "
+              "the cluster's rows; the partner's rows for this block at SM_KR */\n"
+              "#define KSNW %d\n"
+              "#define KSP(r, b) ((r) * BTP + ((b) ^ (((r) & 7) << 2)))\n"
+              "#define SM_KR %lld\n"
+              "__device__ __forceinline__ void rnnc_cluster_sync(void)\n{\n"
+              "    asm volatile(\"barrier.cluster.arrive.release.aligned;\\n"
+              "barrier.cluster.wait.acquire.aligned;\" : : : \"memory\");\n}\n"
+              "/* the partner's address of p (distributed shared memory) */\n"
+              "__device__ __forceinline__ unsigned rnnc_mapa(const void *p, unsigned rank)\n{\n"
+              "    unsigned r;\n"
+              "    asm volatile(\"mapa.shared::cluster.u32 %%0, %%1, %%2;\" : \"=r\"(r) : "
+              "\"r\"((unsigned)__cvta_generic_to_shared(p)), \"r\"(rank));\n"
+              "    return r;\n}\n"
+              "/* bytes of this block's shared memory into the partner's, completing on its "
+              "mbarrier mb */\n"
+              "__device__ __forceinline__ void rnnc_bulk_put(const float *src, const float *dst, "
+              "unsigned bytes, unsigned long long *mb, unsigned rank)\n{\n"
+              "    asm volatile(\"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::"
+              "bytes [%%0], [%%1], %%2, [%%3];\" : : \"r\"(rnnc_mapa(dst, rank)), "
+              "\"r\"((unsigned)__cvta_generic_to_shared(src)), \"r\"(bytes), "
+              "\"r\"(rnnc_mapa(mb, rank)) : \"memory\");\n}\n",
+              c->BTP / 128, 2 * R * c->BTP);
+}
+
+/* In the kernel's head: the block's rank, the parity of the partials'
+ * mbarrier. */
+void cu_emit_ksplit_head(const cu_ctx *c, cu_text *t)
+{
+    if (c->ksplit)
+        cu_printf(t, "    const int cr_ = ub & 1; /* rank in the cluster: the half of K multiplied */\n"
+                     "    unsigned xph_ = 0u;\n");
+}
+
+/* The cluster's 2R rows over this block's half of K, chunk-major and
+ * swizzled as cuda_wgstep.c keeps its slice (row r: half r / R, the units
+ * of block (ub & ~1) + r / R). */
+void cu_emit_ksplit_weights(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    int32_t w = c->f->nodes[lin].a[1];
+    long long R = (long long)cu_slice_rows(c, lin), K = (long long)cu_kdim(c, lin), q = K / 8;
+    cu_printf(t,
+              "    for (int i = tid; i < %lld; i += NT) {\n"
+              "        const int r = i / %lld, k4 = i %% %lld, rr = r %% %lld, s = rr / UT;\n"
+              "        const int gu = ((ub & ~1) + r / %lld) * UT + rr %% UT;\n"
+              "        const bool ok = gu < H;\n"
+              "        rnnc_cp16(&sm_[SM_W%d + ((k4 >> 3) * %lld + r) * 32 + (((k4 & 7) ^ (r & 7)) << 2)], "
+              "ok ? wts + %lld + (size_t)(s * H + gu) * %lld + cr_ * %lld + k4 * 4 : wts, ok);\n"
+              "    }\n",
+              2 * R * q, q, q, R, R, (int)lin, 2 * R, (long long)c->off[w], K, K / 2);
+}
+
+/* Before step 0: the caller's state into chunk-major copy 0, its columns
+ * spread over the batch group's blocks, then the group's barrier and the
+ * cluster's (the partner's mbarriers are initialised). */
+void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t)
+{
+    if (!c->ksplit)
+        return;
+    long long K = (long long)cu_kdim(c, c->bulk_lin), per = (K + c->NUB - 1) / c->NUB;
+    cu_printf(t,
+              "    for (int i = tid; i < BT * %lld; i += NT) {\n"
+              "        const int b = i / %lld, cc = ub * %lld + i %% %lld, gb = b0 + b;\n"
+              "        if (gb < B && cc < %lld)\n"
+              "            __stcg(BPUT(0, gb, cc), __uint_as_float(rnnc_tf32(__ldcg(si%d_ + (size_t)gb * "
+              "%lld + cc))));\n"
+              "    }\n"
+              "    __syncthreads();\n"
+              "    ++epoch;\n"
+              "    if (tid == 0) rnnc_arrive(bar + bb);\n"
+              "    if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n"
+              "    rnnc_cluster_sync();\n",
+              per, per, per, per, K, c->bulk_state, K);
+}
+
+/* The chunk loop of the warpgroups that multiply. */
+static void emit_loop(int32_t lin, long long R2, cu_text *t)
+{
+    cu_printf(t,
+              "        if (wg_ < KSNW) {\n"
+              "            if (tid == 0) {\n"
+              "                asm volatile(\"fence.proxy.async.shared::cta;\\nfence.proxy.async.global;\" "
+              ": : : \"memory\");\n"
+              "                for (int s_ = 0; s_ < min(NSB, NCHB); ++s_)\n"
+              "                    rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_);\n"
+              "            }\n"
+              "            for (int ch_ = 0; ch_ < NCHB; ++ch_) {\n"
+              "                rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
+              "                ph_ ^= 1u << (ch_ %% NSB);\n"
+              "                const float *a_ = sm_ + SM_W%d + ch_ * %lld, *b_ = sm_ + ch_ %% NSB * CHF + "
+              "wg_ * 128 * KCB;\n"
+              "                asm volatile(\"wgmma.fence.sync.aligned;\" : : : \"memory\");\n"
+              "#pragma unroll\n"
+              "                for (int ks = 0; ks < 4; ++ks) rnnc_wgs(d_, rnnc_wdesc(a_ + ks * 8), "
+              "rnnc_wdesc(b_ + ks * 8));\n"
+              "                asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
+              "                asm volatile(\"wgmma.wait_group.sync.aligned 1;\" : : : \"memory\");\n"
+              "                if (ch_ > 0) {\n"
+              "                    const int cq_ = ch_ - 1;\n",
+              (int)lin, R2 * 32);
+    cu_emit_bulk_release(t, "cq_");
+    cu_printf(t,
+              "                }\n"
+              "            }\n"
+              "            asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n"
+              "            const int cq_ = NCHB - 1;\n");
+    cu_emit_bulk_release(t, "cq_");
+    cu_printf(t, "        }\n");
+}
+
+rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    long long R = (long long)cu_slice_rows(c, lin);
+    char d[256];
+    cu_printf(t,
+              "    /* %s: K split over the cluster (cuda_ksplit.c), wgmma m64n128k8: the "
+              "cluster's %lld rows against batch rows 128 wg_ .. 128 wg_ + 127 over this "
+              "block's half of K */\n"
+              "    {\n"
+              "        const int wg_ = tid >> 7, w4_ = (tid >> 5) & 3, g_ = (tid & 31) >> 2, q_ = tid & 3;\n"
+              "        float d_[64];\n"
+              "#pragma unroll\n"
+              "        for (int i = 0; i < 64; ++i) d_[i] = 0.f;\n",
+              cu_describe(c, lin, d, sizeof d), 2 * R);
+    emit_loop(lin, 2 * R, t);
+    /* every warpgroup is past the buffers: the partials go over them, then
+     * the partner's rows to it */
+    cu_printf(t,
+              "        __syncthreads();\n"
+              "        if (wg_ < KSNW) {\n"
+              "#pragma unroll\n"
+              "            for (int j = 0; j < 16; ++j)\n"
+              "#pragma unroll\n"
+              "                for (int e_ = 0; e_ < 4; ++e_)\n"
+              "                    sm_[SM_L%d + KSP(16 * w4_ + g_ + 8 * (e_ >> 1), wg_ * 128 + 8 * j + "
+              "2 * q_ + (e_ & 1))] = d_[4 * j + e_];\n"
+              "        }\n"
+              "        __syncthreads();\n"
+              "        if (tid == 0)\n"
+              "            asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %%1;\" : : "
+              "\"r\"((unsigned)__cvta_generic_to_shared(mb_ + 2 * NSB)), \"r\"(%lldu) : \"memory\");\n"
+              "        rnnc_cluster_sync(); /* both blocks' partials are written, their buffers free */\n"
+              "        if (tid == 0) {\n"
+              "            asm volatile(\"fence.proxy.async.shared::cta;\" : : : \"memory\");\n"
+              "            rnnc_bulk_put(sm_ + SM_L%d + KSP(%lld * (cr_ ^ 1), 0), sm_ + SM_KR, %lldu, "
+              "mb_ + 2 * NSB, cr_ ^ 1);\n"
+              "        }\n"
+              "        rnnc_mb_wait(mb_ + 2 * NSB, xph_);\n"
+              "        xph_ ^= 1u;\n"
+              "    }\n",
+              (int)lin, R * c->BTP * 4, (int)lin, R, R * c->BTP * 4);
+    return RNNC_OK;
+}
+
+/* Row r of the block's rows (r an expression), batch row b: its partial
+ * sum and the partner's. */
+void cu_ksplit_result(const cu_ctx *c, int32_t lin, const char *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "(sm_[SM_L%d + KSP(%lld * cr_ + %s, b)] + sm_[SM_KR + KSP(%s, b)])", (int)lin,
+             (long long)cu_slice_rows(c, lin), r, r);
+}
+
+/* Before the kernel ends: the partner may still be copying into, or out
+ * of, this block's shared memory. */
+void cu_emit_ksplit_end(const cu_ctx *c, cu_text *t)
+{
+    if (c->ksplit)
+        cu_printf(t, "    rnnc_cluster_sync();\n");
+}
