@@ -281,15 +281,16 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
     for (int s = 0; s < f->n_states; s++) {
         int32_t nx = f->states[s].next, sv = f->states[s].node;
         bool reg = cu_in_regs(c, sv), ll = (c->ll || c->h16) && c->xb[sv] >= 0;
+        bool bulk = c->bulk && s == c->bulk_state;
         /* the fp32 copy: for the elements (not in registers) and the linears
-         * (unless they read a tagged or 16-bit copy) */
-        bool whole = !reg || (!ll && (c->need[sv] & CU_NEED_WHOLE));
+         * (unless they read a tagged, 16-bit or chunk-major copy) */
+        bool whole = !reg || (!ll && !bulk && (c->need[sv] & CU_NEED_WHOLE));
         for (int sl = 0; sl < cu_slices(c, nx); sl++) {
             long long at = (long long)c->plan->state[s].offset, C = (long long)c->cols[nx],
                       so = (long long)(sl * c->H);
             if (ll)
                 cu_emit_ll_put(c, sv, s, sl, t);
-            if (c->bulk && s == c->bulk_state)
+            if (bulk)
                 cu_emit_bulk_put(c, s, sl, t);
             if (whole)
                 cu_printf(t, "        __stcg(nxt + %lld + (size_t)gb * %lld + %lld + gu, n%d_%d);\n",
