@@ -28,10 +28,10 @@
  *     copy made when the weights are set (CG_CUDA_TF32_LO); a slice's
  *     products lo*hi + hi*lo + hi*hi summed from zero, then added to the
  *     accumulators in fp32 (the tensor cores' adds truncate).
- * A warpgroup waits for its slice's products before the next: with x's
- * fragments in registers a wgmma in flight still reads them, and ptxas
+ * A TF32 warpgroup waits for its slice's products before the next: with
+ * x's fragments in registers a wgmma in flight still reads them, and ptxas
  * does not keep them intact (one slice in flight gave wrong products in
- * the probe).
+ * the probe).  A 16-bit slice stays in flight (emit_slice_half).
  *   16-bit (F16, BF16 models): slices of 64 values (the same 128 bytes),
  *     both operands read by descriptor (m64n128k16, x's 64 rows of the
  *     warpgroup 8 KB on in the stage), nothing to round; W as the arena
@@ -231,7 +231,16 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
 }
 
 /* A 16-bit slice: both operands by descriptor, the warpgroup's 64 rows
- * of x 8 KB on in the stage; four k-steps of 16 values (32 bytes). */
+ * of x 8 KB on in the stage; four k-steps of 16 values (32 bytes).  Its
+ * products stay in flight while the warps pass the block barrier and the
+ * next slice is waited for: wait_group 1 leaves the slice before complete,
+ * whose stage the refill then takes.  H100, same tiles waiting for each
+ * slice's products: bf16 LSTM I = H = 1024 B = 256 2.28 -> 2.19-2.22 ms,
+ * f16 2.32 -> 2.23-2.24, bf16 I = H = 1024 B = 64 0.73 -> 0.69-0.71
+ * (bench/results/h100/ksplit/).  TF32's x fragments come from registers,
+ * which a wgmma in flight still reads (below); rounding x in shared
+ * memory instead, to keep a TF32 slice in flight, was slower (GEMM 1.06
+ * -> 1.16 ms at B = 256). */
 static void emit_slice_half(cu_text *t)
 {
     cu_printf(t,
@@ -243,7 +252,7 @@ static void emit_slice_half(cu_text *t)
               "        for (int ks = 0; ks < 4; ++ks) rnnc_wgh128(d_, rnnc_wdesc(s_ + wg_ * 8192 + ks * 32), "
               "rnnc_wdesc(s_ + %d + ks * 32), 1);\n"
               "        asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
-              "        asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n",
+              "        asm volatile(\"wgmma.wait_group.sync.aligned 1;\" : : : \"memory\");\n",
               WG_STAGES, WG_STAGES, WG_STAGES, WG_SLICE);
 }
 
@@ -298,14 +307,17 @@ static void emit_slices(const cu_ctx *c, cu_text *t)
         emit_slice_half(t);
     else
         emit_slice_tf32(c, t);
+    /* the stage of slice kt - 1 (16-bit: complete after wait_group 1), else kt */
     cu_printf(t,
               "        __syncthreads(); /* every warp is past the slice: its stage is free */\n"
               "        if (tid == 0 && kt + %d < KT_) {\n"
               "            ISSUE_(kt + %d)\n"
               "        }\n"
               "    }\n"
-              "#undef ISSUE_\n",
-              WG_STAGES - 1, WG_STAGES - 1);
+              "#undef ISSUE_\n"
+              "%s",
+              WG_STAGES - 1, WG_STAGES - 1,
+              c->half ? "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n" : "");
 }
 
 bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
