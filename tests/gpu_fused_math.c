@@ -35,6 +35,8 @@ typedef struct mcase {
     int64_t T, B, I, H;
     int layers;
     rnnc_math math;
+    bool bi;   /* bidirectional */
+    bool lens; /* random lengths in [1, T] (PyTorch's packed semantics) */
 } mcase;
 
 static rnnc_model *make(const mcase *mc, rnnc_backend be)
@@ -50,6 +52,7 @@ static rnnc_model *make(const mcase *mc, rnnc_backend be)
     d.input_size = mc->I;
     d.hidden_size = mc->H;
     d.num_layers = mc->layers;
+    d.bidirectional = mc->bi;
     d.math = mc->math;
     d.backend = be;
     rnnc_model *m = NULL;
@@ -78,13 +81,14 @@ static void run_case(const mcase *mc, uint64_t *rng, double tol)
     tu_set_random_weights_on(both, 2, rng, -k, k);
     int64_t hout = 0;
     assert_ok(rnnc_model_output_size(f, &hout));
-    size_t nx = (size_t)(mc->T * mc->B * mc->I), ny = (size_t)(mc->T * mc->B * hout);
+    /* y has both directions' features */
+    size_t nx = (size_t)(mc->T * mc->B * mc->I), ny = (size_t)(mc->T * mc->B * (mc->bi ? 2 : 1) * hout);
     float *x = malloc(nx * 4), *y = malloc(ny * 4), *yr = malloc(ny * 4);
     float *init[MAX_STATES] = {0}, *fin[MAX_STATES] = {0}, *finr[MAX_STATES] = {0};
     size_t nst[MAX_STATES] = {0};
     int ns = 0;
     for (int64_t n = 0; ns < MAX_STATES && rnnc_model_state_size(f, ns, &n) == RNNC_OK; ns++) {
-        nst[ns] = (size_t)(mc->layers * mc->B * n);
+        nst[ns] = (size_t)((mc->bi ? 2 : 1) * mc->layers * mc->B * n);
         init[ns] = malloc(nst[ns] * 4);
         fin[ns] = malloc(nst[ns] * 4);
         finr[ns] = malloc(nst[ns] * 4);
@@ -95,8 +99,13 @@ static void run_case(const mcase *mc, uint64_t *rng, double tol)
     tu_fill_f32(x, nx, rng, -1, 1);
     tu_poison_f32(y, ny);
     tu_poison_f32(yr, ny);
+    int64_t *len = malloc((size_t)mc->B * sizeof *len);
+    assert_non_null(len);
+    for (int64_t b = 0; b < mc->B; b++)
+        len[b] = 1 + (int64_t)tu_uniform(rng, 0, (double)mc->T);
     rnnc_forward_args a = {.seq_len = mc->T, .batch = mc->B, .x = x, .y = yr,
-                           .init = (const void *const *)init, .final = (void *const *)finr};
+                           .init = (const void *const *)init, .final = (void *const *)finr,
+                           .lengths = mc->lens ? len : NULL};
     assert_ok(rnnc_model_forward(r, &a));
     a.y = y;
     a.final = (void *const *)fin;
@@ -107,8 +116,9 @@ static void run_case(const mcase *mc, uint64_t *rng, double tol)
         double e = rel_err(fin[s], finr[s], nst[s]);
         ef = e > ef || e != e ? e : ef;
     }
-    printf("  %-15s %-6s L=%d B=%lld H=%lld  y %.2e  final %.2e\n", mc->cell,
-           rnnc_math_name(mc->math), mc->layers, (long long)mc->B, (long long)mc->H, ey, ef);
+    printf("  %-15s %-6s L=%d%s%s B=%lld H=%lld  y %.2e  final %.2e\n", mc->cell,
+           rnnc_math_name(mc->math), mc->layers, mc->bi ? " bi" : "", mc->lens ? " lengths" : "",
+           (long long)mc->B, (long long)mc->H, ey, ef);
     fflush(stdout);
     if (!(ey <= tol) || !(ef <= tol))
         fail_msg("%s %s L=%d: rel err y %.3g final %.3g > %g", mc->cell, rnnc_math_name(mc->math),
@@ -118,6 +128,7 @@ static void run_case(const mcase *mc, uint64_t *rng, double tol)
         free(fin[s]);
         free(finr[s]);
     }
+    free(len);
     free(x);
     free(y);
     free(yr);
@@ -134,16 +145,16 @@ static void each_cell(rnnc_math math, double tol)
     const char *const *names = rnnc_cell_builtin_names();
     for (int i = 0; names[i]; i++)
         for (int layers = 1; layers <= 2; layers++) {
-            mcase mc = {names[i], 100, 32, 128, 128, layers, math};
+            mcase mc = {names[i], 100, 32, 128, 128, layers, math, false, false};
             run_case(&mc, &rng, tol);
         }
     for (int layers = 1; layers <= 2; layers++) {
-        mcase cifg = {"cifg", 100, 32, 128, 128, layers, math};
+        mcase cifg = {"cifg", 100, 32, 128, 128, layers, math, false, false};
         run_case(&cifg, &rng, tol);
     }
     unsetenv("RNNC_FUSED_TILE");
     /* the benchmark width, default tiles (16 units x 16 rows, 8 warps) */
-    mcase wide = {"lstm", 20, 64, 512, 512, 1, math};
+    mcase wide = {"lstm", 20, 64, 512, 512, 1, math, false, false};
     run_case(&wide, &rng, tol);
     /* H = 1024: W_hh on chip leaves room for h in chunks of 256 columns,
      * each loaded while the tensor cores multiply the one before.  The
@@ -151,21 +162,29 @@ static void each_cell(rnnc_math math, double tol)
      * k-step's products straight into the accumulator (the tensor cores'
      * adds truncate) gave 7.7e-6 to 1.25e-5 here on the H100, summing them
      * from zero and adding that in fp32 (rnnc_mma3) 4.0e-7 */
-    mcase chunked = {"lstm", 10, 64, 1024, 1024, 1, math};
+    mcase chunked = {"lstm", 10, 64, 1024, 1024, 1, math, false, false};
     run_case(&chunked, &rng, tol);
     /* B = 256: h in 32-column chunks, on sm_90 bulk copies from the state's
      * chunk-major copy into three buffers (cuda_bulk.c); in TF32 the LSTMs'
      * step splits K over clusters of two (cuda_ksplit.c) */
-    mcase bulk = {"lstm", 6, 256, 64, 1024, 1, math}, bulk_gru = {"gru", 6, 256, 64, 1024, 1, math};
-    mcase bulk_peep = {"peephole_lstm", 6, 256, 64, 1024, 1, math};
+    mcase bulk = {"lstm", 6, 256, 64, 1024, 1, math, false, false};
+    mcase bulk_gru = {"gru", 6, 256, 64, 1024, 1, math, false, false};
+    mcase bulk_peep = {"peephole_lstm", 6, 256, 64, 1024, 1, math, false, false};
     run_case(&bulk, &rng, tol);
     run_case(&bulk_gru, &rng, tol);
     run_case(&bulk_peep, &rng, tol);
+    /* the split's group barrier before step 0, rows ending at their own
+     * lengths, the reverse direction, a second layer's K of 1024 */
+    mcase bulk_len = {"lstm", 8, 256, 64, 1024, 1, math, true, true};
+    mcase bulk_deep = {"lstm", 4, 256, 64, 1024, 2, math, false, false};
+    run_case(&bulk_len, &rng, tol);
+    run_case(&bulk_deep, &rng, tol);
     /* two layers at the benchmark's T * B, so that on sm_90 the wgmma GEMM
      * tiles (cuda_wgmma.c) take both layers' hoisted GEMMs (the upper one
      * reads the lower one's output in the wavefront's chunks), built in
      * and a .cell cell */
-    mcase deep = {"lstm", 100, 64, 512, 512, 2, math}, deep_cell = {"cifg", 100, 64, 512, 512, 2, math};
+    mcase deep = {"lstm", 100, 64, 512, 512, 2, math, false, false};
+    mcase deep_cell = {"cifg", 100, 64, 512, 512, 2, math, false, false};
     run_case(&deep, &rng, tol);
     run_case(&deep_cell, &rng, tol);
 }
@@ -227,7 +246,7 @@ static void test_graph_capture(void **state)
     assert_true(load_graph_api(&g));
     const rt_cuda_api *cu = rt_cu();
     uint64_t rng = tu_seed();
-    mcase mc = {"lstm", 1, 64, 512, 512, 1, RNNC_MATH_FFMA};
+    mcase mc = {"lstm", 1, 64, 512, 512, 1, RNNC_MATH_FFMA, false, false};
     rnnc_model *f = make(&mc, RNNC_BACKEND_FUSED), *r = make(&mc, RNNC_BACKEND_INTERP);
     rnnc_model *both[2] = {f, r};
     tu_set_random_weights_on(both, 2, &rng, -1.0 / sqrt(512.0), 1.0 / sqrt(512.0));
