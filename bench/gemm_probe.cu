@@ -22,14 +22,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                          \
-    do {                                                                               \
-        cudaError_t e_ = (x);                                                          \
-        if (e_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "probe_check.h"
 
 template <int BK, int AHEAD>
 __global__ void __launch_bounds__(256, 2)

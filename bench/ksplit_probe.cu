@@ -42,14 +42,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                          \
-    do {                                                                               \
-        cudaError_t e_ = (x);                                                          \
-        if (e_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "probe_check.h"
 
 constexpr int B = 256, H = 1024, K = 1024, KC = 32, NSB = 3, NT = 512;
 constexpr int CHF = B * KC;               /* floats of a chunk: 32 KB */
@@ -320,10 +313,10 @@ struct variant {
     int cluster;
 };
 
-static float launch(const variant &v, const float *w, float *hb, unsigned *bar, int T, int fi)
+/* A variant's launch: its cluster size as an attribute (at: its storage). */
+static cudaLaunchConfig_t config(const variant &v, cudaLaunchAttribute *at)
 {
     cudaLaunchConfig_t c = {};
-    cudaLaunchAttribute at[1];
     c.gridDim = dim3(GRID);
     c.blockDim = dim3(NT);
     c.dynamicSmemBytes = SMEM;
@@ -333,6 +326,13 @@ static float launch(const variant &v, const float *w, float *hb, unsigned *bar, 
     at[0].val.clusterDim.z = 1;
     c.attrs = at;
     c.numAttrs = 1;
+    return c;
+}
+
+static float launch(const variant &v, const float *w, float *hb, unsigned *bar, int T, int fi)
+{
+    cudaLaunchAttribute at[1];
+    const cudaLaunchConfig_t c = config(v, at);
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
@@ -404,17 +404,8 @@ int main()
     for (const variant &v : vs) {
         for (auto k : v.k) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
         if (v.cluster > 1) {
-            cudaLaunchConfig_t c = {};
             cudaLaunchAttribute at[1];
-            c.gridDim = dim3(GRID);
-            c.blockDim = dim3(NT);
-            c.dynamicSmemBytes = SMEM;
-            at[0].id = cudaLaunchAttributeClusterDimension;
-            at[0].val.clusterDim.x = v.cluster;
-            at[0].val.clusterDim.y = 1;
-            at[0].val.clusterDim.z = 1;
-            c.attrs = at;
-            c.numAttrs = 1;
+            const cudaLaunchConfig_t c = config(v, at);
             int n = 0;
             CK(cudaOccupancyMaxActiveClusters(&n, v.k[0], &c));
             printf("%s: %d clusters of %d resident at once (needs %d)\n", v.name, n, v.cluster, GRID / v.cluster);

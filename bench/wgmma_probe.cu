@@ -39,14 +39,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                          \
-    do {                                                                               \
-        cudaError_t e_ = (x);                                                          \
-        if (e_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "probe_check.h"
 
 /* wgmma with A from registers (rs) or shared memory (ss), m64 x N x k8,
  * TF32 operands, fp32 accumulators d[N / 2]; sd = 0 writes a * b, else

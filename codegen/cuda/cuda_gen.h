@@ -359,6 +359,7 @@ void cu_emit_mma_round(const cu_ctx *c, cu_text *t);
 bool cu_wgstep_fits(const cu_ctx *c);
 void cu_wgstep_weight_at(const cu_ctx *c, int32_t lin, char *buf, size_t n);
 void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t);
+void cu_emit_wgs_products(cu_text *t, const char *ind);
 rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                   rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* Its split along K over a cluster of two (cuda_ksplit.c): whether it

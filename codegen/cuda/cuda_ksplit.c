@@ -145,16 +145,12 @@ static void emit_loop(int32_t lin, long long R2, cu_text *t)
               "                rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
               "                ph_ ^= 1u << (ch_ %% NSB);\n"
               "                const float *a_ = sm_ + SM_W%d + ch_ * %lld, *b_ = sm_ + ch_ %% NSB * CHF + "
-              "wg_ * 128 * KCB;\n"
-              "                asm volatile(\"wgmma.fence.sync.aligned;\" : : : \"memory\");\n"
-              "#pragma unroll\n"
-              "                for (int ks = 0; ks < 4; ++ks) rnnc_wgs(d_, rnnc_wdesc(a_ + ks * 8), "
-              "rnnc_wdesc(b_ + ks * 8));\n"
-              "                asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
-              "                asm volatile(\"wgmma.wait_group.sync.aligned 1;\" : : : \"memory\");\n"
-              "                if (ch_ > 0) {\n"
-              "                    const int cq_ = ch_ - 1;\n",
+              "wg_ * 128 * KCB;\n",
               (int)lin, R2 * 32);
+    cu_emit_wgs_products(t, "                ");
+    cu_printf(t,
+              "                if (ch_ > 0) {\n"
+              "                    const int cq_ = ch_ - 1;\n");
     cu_emit_bulk_release(t, "cq_");
     cu_printf(t,
               "                }\n"

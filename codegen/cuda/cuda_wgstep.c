@@ -78,6 +78,21 @@ void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t)
     cu_printf(t, "\n                 : \"l\"(da), \"l\"(db));\n}\n");
 }
 
+/* The four k-steps of a chunk's products, a_ and b_ at the chunk's
+ * operands, left in flight but for the group before (indent: the
+ * emitted lines' own). */
+void cu_emit_wgs_products(cu_text *t, const char *ind)
+{
+    cu_printf(t,
+              "%sasm volatile(\"wgmma.fence.sync.aligned;\" : : : \"memory\");\n"
+              "#pragma unroll\n"
+              "%sfor (int ks = 0; ks < 4; ++ks) rnnc_wgs(d_, rnnc_wdesc(a_ + ks * 8), "
+              "rnnc_wdesc(b_ + ks * 8));\n"
+              "%sasm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
+              "%sasm volatile(\"wgmma.wait_group.sync.aligned 1;\" : : : \"memory\");\n",
+              ind, ind, ind, ind);
+}
+
 /* A chunk's products: the warpgroup's 64 rows of the buffer against the
  * slice's column block ch_, four k-steps, left in flight while the chunk
  * before is waited for and its buffer given back (the copy of chunk ch_ -
@@ -89,17 +104,13 @@ static void emit_chunk(int32_t lin, long long R, cu_text *t)
 {
     cu_printf(t,
               "        {\n"
-              "            const float *a_ = sm_ + xo_ + wg_ * 64 * KCB, *b_ = sm_ + SM_W%d + ch_ * %lld;\n"
-              "            asm volatile(\"wgmma.fence.sync.aligned;\" : : : \"memory\");\n"
-              "#pragma unroll\n"
-              "            for (int ks = 0; ks < 4; ++ks) rnnc_wgs(d_, rnnc_wdesc(a_ + ks * 8), "
-              "rnnc_wdesc(b_ + ks * 8));\n"
-              "            asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
-              "            asm volatile(\"wgmma.wait_group.sync.aligned 1;\" : : : \"memory\");\n"
+              "            const float *a_ = sm_ + xo_ + wg_ * 64 * KCB, *b_ = sm_ + SM_W%d + ch_ * %lld;\n",
+              (int)lin, R * 32);
+    cu_emit_wgs_products(t, "            ");
+    cu_printf(t,
               "        }\n"
               "        if (ch_ > 0) {\n"
-              "        const int cq_ = ch_ - 1;\n",
-              (int)lin, R * 32);
+              "        const int cq_ = ch_ - 1;\n");
     cu_emit_bulk_chunk_end(t, "cq_");
     cu_printf(t, "        }\n");
 }
