@@ -11,11 +11,11 @@
  * (bench/wgmma_probe.cu, bench/results/h100/wgmma-probe/).
  *
  * A block of 256 threads (two warpgroups of 64 rows) computes 128 x 128
- * outputs, one block an SM (129 KiB of shared memory, 3xtf32 193).  K goes
- * in slices of 32 floats through 4 stages: thread 0 puts a slice's boxes of x and W
- * in flight (cp.async.bulk.tensor, 128-byte swizzle: row r's 16-byte chunk
+ * outputs, two blocks an SM (97 KiB of shared memory each; 3xtf32 one, 193
+ * KiB).  K goes in slices of 32 floats through 3 stages (3xtf32 4): thread
+ * 0 puts a slice's boxes of x and W in flight (cp.async.bulk.tensor, 128-byte swizzle: row r's 16-byte chunk
  * c at r * 128 + ((c ^ r) & 7) * 16) counted by the stage's mbarrier;
- * after every warp is past a slice, its stage takes the slice 3 ahead.
+ * after every warp is past a slice, a stage takes the slice stages - 1 ahead.
  * x's A fragments come from ldmatrix into registers; W is wgmma's B from
  * shared memory through a descriptor (K-major, 128-byte swizzle, 1024
  * bytes from one 8-row group to the next; a k-step of 8 floats is 32
@@ -50,7 +50,20 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
-#define WG_STAGES 4
+/* Stages of a tile's K pipeline, and blocks an SM.  TF32 and 16-bit tiles
+ * take three stages (97 KB), so two blocks share an SM and one's
+ * prologue, epilogue and block barriers overlap the other's products:
+ * H100, against four stages and one block an SM in the same process, TF32
+ * LSTM I = H = 1024 B = 256 2.67-2.71 -> 2.52 ms, I = H = 512 B = 64
+ * 0.463-0.468 -> 0.451-0.458, bf16 B = 256 2.19-2.20 -> 2.15, bf16 I = H =
+ * 1024 B = 64 level (bench/results/h100/gemm-2sm/); more stages at one
+ * block an SM were slower (rejected/wgmma-stages/).  3xtf32's stages are
+ * 48 KB: four, one block an SM. */
+static int wg_stages(const cu_ctx *c)
+{
+    return c->cfg.math == 2 ? 4 : 3;
+}
+#define WG_STAGES wg_stages(c)
 #define WG_SLICE 16384 /* bytes of one 128-row box of a slice (128 bytes of K) */
 
 /* Columns of K in a slice: 128 bytes of fp32 or 16-bit values. */
@@ -241,7 +254,7 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
  * which a wgmma in flight still reads (below); rounding x in shared
  * memory instead, to keep a TF32 slice in flight, was slower (GEMM 1.06
  * -> 1.16 ms at B = 256). */
-static void emit_slice_half(cu_text *t)
+static void emit_slice_half(const cu_ctx *c, cu_text *t)
 {
     cu_printf(t,
               "    for (int kt = 0; kt < KT_; ++kt) {\n"
@@ -304,7 +317,7 @@ static void emit_slice_tf32(const cu_ctx *c, cu_text *t)
 static void emit_slices(const cu_ctx *c, cu_text *t)
 {
     if (c->half)
-        emit_slice_half(t);
+        emit_slice_half(c, t);
     else
         emit_slice_tf32(c, t);
     /* the stage of slice kt - 1 (16-bit: complete after wait_group 1), else kt */
@@ -331,7 +344,7 @@ bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
     cu_printf(t,
               "/* %s over %s: tiles of 128 x 128, slices of %s brought by the tensor memory "
               "accelerator (%d stages), wgmma m64n128k%d %s */\n"
-              "extern \"C\" __global__ void __launch_bounds__(256, 1) rnnc_gemm%d(%s, "
+              "extern \"C\" __global__ void __launch_bounds__(256, %d) rnnc_gemm%d(%s, "
               "const __grid_constant__ rnnc_tmap tx_, const __grid_constant__ rnnc_tmap tw_, "
               "const __grid_constant__ rnnc_tmap tl_)\n{\n"
               "    extern __shared__ unsigned char smraw_[];\n"
@@ -341,7 +354,7 @@ bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
               g.split.wave ? "the rows of whole waves" : "all T*B rows",
               c->half ? "64 16-bit values" : "32 floats", WG_STAGES, c->half ? 16 : 8,
               c->half ? (c->cfg.dtype == RNNC_BF16 ? "bf16" : "f16") : c->cfg.math == 2 ? "3xtf32" : "tf32",
-              (int)g.lin, cu_args(c), WG_STAGES);
+              c->cfg.math == 2 ? 1 : 2, (int)g.lin, cu_args(c), WG_STAGES);
     cu_emit_gemm_head(c, &g, t);
     emit_prologue(c, K, t);
     emit_slices(c, t);
