@@ -6,7 +6,7 @@
  * 256 batch rows (512 threads), an even number of blocks over the units
  * (blocks ub and ub ^ 1 form a cluster, rank ub & 1), three chunk
  * buffers.  Keeps the element phase as it is: it reads the linear's result
- * through cu_lin_result.
+ * through cu_ksplit_result.
  *
  * Why.  At B = 256, I = H = 1024 each of 128 blocks holds 32 rows of W_hh
  * over all of K (128 KB) and streams all of h through it every step: 128 MB
