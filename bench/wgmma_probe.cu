@@ -25,8 +25,9 @@
  * Each output is checked against a double-precision product on a sample
  * of elements: max |out - ref| / max |ref|.
  *
- * Build and run (GPU machine): nvcc -O3 -arch=sm_90a -o wgmma_probe
- * bench/wgmma_probe.cu && ./wgmma_probe.  Each line: mode, shape, tile,
+ * Build and run (GPU machine): nvcc -O3 -gencode arch=compute_90a,code=sm_90a
+ * -o wgmma_probe bench/wgmma_probe.cu -lcuda && ./wgmma_probe (-lcuda: the
+ * driver's cuTensorMapEncodeTiled).  Each line: mode, shape, tile,
  * median of 20 launches after 3 (CUDA events), TFLOP/s counted as the
  * GEMM's 2MNK, the sampled error.
  */
