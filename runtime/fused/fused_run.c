@@ -65,15 +65,16 @@ static rnnc_status load_kind(rt_fused *m, int k)
 }
 
 /* Whether every clustered step kernel of kind k can have all its clusters
- * resident, beside the other kernel where two run at once (share): how
- * a GPC's SMs split into clusters is the device's, not the tiling's. */
+ * resident: how a GPC's SMs split into clusters is the device's, not the
+ * tiling's (clustered kernels never run two at once: cfg.cluster is 1
+ * where they would). */
 static bool clusters_fit(const rt_fused *m, int k)
 {
     const cg_cuda_plan *pl = k ? &m->up.plan : &m->plan;
     const rt_kernel *kern = k ? &m->up.kern : &m->kern;
     for (int i = 0; i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
-        unsigned grid[3] = {l->grid * (unsigned)m->share, 1, 1}, block[3] = {l->threads, 1, 1};
+        unsigned grid[3] = {l->grid, 1, 1}, block[3] = {l->threads, 1, 1};
         if (l->cooperative && l->cluster > 1 &&
             !rt_launch_fits(kern->fn[i], grid, block, l->smem, RT_LAUNCH_CLUSTER(l->cluster)))
             return false;
