@@ -207,13 +207,13 @@ static void test_wgmma_tiles(void **state)
 }
 
 /* Cell c's source at I = H = n, batch B on sm_90 with the runtime's
- * tensor maps (the wgmma tiles), in math mode `math` or dtype `dt`. */
-static char *sm90_source(const rnnc_cell *c, int64_t n, int64_t B, int math, int dt,
+ * tensor maps (the wgmma tiles), in math mode `math` or dtype `dt`;
+ * cluster as cg_cuda_config's (1: none). */
+static char *sm90_source(const rnnc_cell *c, int64_t n, int64_t B, int math, int dt, int cluster,
                          cg_cuda_plan *plan)
 {
     cg_cuda_config cfg = {.sizes = {n, n, n}, .batch = B, .sm = 90, .sm_count = 132,
-                          .math = math, .dtype = dt, .tma = true, .cluster = B < 0};
-    cfg.batch = B < 0 ? -B : B;
+                          .math = math, .dtype = dt, .tma = true, .cluster = cluster};
     char *src = NULL;
     assert_ok(tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, plan));
     return src;
@@ -229,7 +229,7 @@ static void test_wgmma_half(void **state)
     rnnc_cell *c = tu_builtin("lstm");
     for (int i = 0; i < 2; i++) {
         cg_cuda_plan plan;
-        char *src = sm90_source(c, 512, 64, 0, i ? RNNC_BF16 : RNNC_F16, &plan);
+        char *src = sm90_source(c, 512, 64, 0, i ? RNNC_BF16 : RNNC_F16, 0, &plan);
         assert_non_null(strstr(src, i ? "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"
                                       : "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
         assert_true(plan.launch[0].tma && plan.launch[0].tma_es == 2);
@@ -255,18 +255,18 @@ static void test_wgmma_compile(void **state)
         {0, RNNC_F16, "lstm f16 wgmma"}, {0, RNNC_BF16, "lstm bf16 wgmma"}};
     cg_cuda_plan plan;
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-        char *src = sm90_source(c, 512, 64, k[i].math, k[i].dt, &plan);
+        char *src = sm90_source(c, 512, 64, k[i].math, k[i].dt, 0, &plan);
         assert_non_null(strstr(src, "wgmma.mma_async"));
         tu_compile_clean(src, k[i].label, 90);
         free(src);
     }
     /* the wgmma step split along K over clusters (test_ksplit), and
-     * without clusters (test_wgstep; a negative batch asks for none) */
-    char *src = sm90_source(c, 1024, 256, 1, 0, &plan);
+     * without clusters (test_wgstep) */
+    char *src = sm90_source(c, 1024, 256, 1, 0, 0, &plan);
     assert_non_null(strstr(src, "__cluster_dims__(2, 1, 1)"));
     tu_compile_clean(src, "lstm tf32 B=256 wgmma step, K split", 90);
     free(src);
-    src = sm90_source(c, 1024, -256, 1, 0, &plan);
+    src = sm90_source(c, 1024, 256, 1, 0, 1, &plan);
     assert_non_null(strstr(src, "m64n32k8"));
     tu_compile_clean(src, "lstm tf32 B=256 wgmma step", 90);
     free(src);
@@ -319,7 +319,7 @@ static void test_ksplit(void **state)
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         rnnc_cell *c = tu_builtin(k[i].cell);
         cg_cuda_plan plan;
-        char *src = sm90_source(c, 1024, k[i].B, 1, 0, &plan);
+        char *src = sm90_source(c, 1024, k[i].B, 1, 0, 0, &plan);
         assert_int_equal(strstr(plan.tuning, " ksplit") != NULL, k[i].want);
         const cg_cuda_launch *step = &plan.launch[plan.n_launch - 1];
         assert_string_equal(step->name, "rnnc_step");

@@ -27,6 +27,17 @@ static void elem_col(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
         snprintf(buf, n, "%lld + gu", (long long)(sl * c->H));
 }
 
+/* Row r (an expression) of step linear v's result, batch row b, where the
+ * element phase reads it: the linear's rows of BTP + 1 floats, or a K
+ * split's own and partner's partial sums (cuda_ksplit.c). */
+void cu_lin_result(const cu_ctx *c, int32_t v, const char *r, char *buf, size_t n)
+{
+    if (c->ksplit)
+        cu_ksplit_result(c, v, r, buf, n);
+    else
+        snprintf(buf, n, "sm_[SM_L%d + (%s) * (BTP + 1) + b]", (int)v, r);
+}
+
 /* State leaf v is read through s<k>_: its copy of this step (cuda_step.c). */
 static int state_k(const cu_ctx *c, int32_t v)
 {
@@ -116,10 +127,7 @@ bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
     case CU_STEP_LINEAR: {
         char r[32];
         snprintf(r, sizeof r, "%d * UT + u", sl);
-        if (c->ksplit)
-            cu_ksplit_result(c, v, r, buf, n);
-        else
-            snprintf(buf, n, "sm_[SM_L%d + (%s) * (BTP + 1) + b]", (int)v, r);
+        cu_lin_result(c, v, r, buf, n);
         return true;
     }
     case CU_STEP_ELEM:

@@ -259,6 +259,8 @@ void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl);
  * (locals u, b, gu, gb, row, t in scope).  Writes into buf; false with an
  * error recorded when v has no per-element value there. */
 bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n);
+/* Row r (an expression) of step linear v's result at batch row b. */
+void cu_lin_result(const cu_ctx *c, int32_t v, const char *r, char *buf, size_t n);
 /* Expression of a whole-vector value v at batch row `gb` and column `col`
  * (C expressions) for staging a linear's x. */
 bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);
@@ -362,6 +364,9 @@ void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_wgs_products(cu_text *t, const char *ind);
 rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                   rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
+/* The batch group's barrier between steps, in two halves (cuda_step.c). */
+void cu_emit_group_arrive(cu_text *t, const char *ind);
+void cu_emit_group_wait(cu_text *t, const char *ind);
 /* Its split along K over a cluster of two (cuda_ksplit.c): whether it
  * fits, the device helpers, the kernel head's names, the weight copy, the
  * state's copy before step 0, the linear, the element phase's read of row

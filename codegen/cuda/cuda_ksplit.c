@@ -121,13 +121,11 @@ void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t)
               "        if (gb < B && cc < %lld)\n"
               "            __stcg(BPUT(0, gb, cc), __uint_as_float(rnnc_tf32(__ldcg(si%d_ + (size_t)gb * "
               "%lld + cc))));\n"
-              "    }\n"
-              "    __syncthreads();\n"
-              "    ++epoch;\n"
-              "    if (tid == 0) rnnc_arrive(bar + bb);\n"
-              "    if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n"
-              "    rnnc_cluster_sync();\n",
+              "    }\n",
               per, per, per, per, K, c->bulk_state, K);
+    cu_emit_group_arrive(t, "    ");
+    cu_emit_group_wait(t, "    ");
+    cu_printf(t, "    rnnc_cluster_sync();\n");
 }
 
 /* The chunk loop of the warpgroups that multiply. */

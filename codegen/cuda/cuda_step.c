@@ -181,10 +181,8 @@ static void emit_partials(const cu_ctx *c, int32_t r, cu_text *t)
 {
     int32_t xv = c->f->nodes[r].a[0];
     char val[160];
-    if (c->role[xv] == CU_STEP_LINEAR && c->ksplit)
-        cu_ksplit_result(c, xv, "sl * UT + u", val, sizeof val);
-    else if (c->role[xv] == CU_STEP_LINEAR)
-        snprintf(val, sizeof val, "sm_[SM_L%d + (sl * UT + u) * (BTP + 1) + b]", (int)xv);
+    if (c->role[xv] == CU_STEP_LINEAR)
+        cu_lin_result(c, xv, "sl * UT + u", val, sizeof val);
     else
         snprintf(val, sizeof val, "sm_[SM_V%d + sl * E + b * UT + u]", (int)xv);
     /* a warp per batch row, lanes over the block's elements of that row */
@@ -396,17 +394,30 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
         cu_printf(t, "    }\n");
         return RNNC_OK;
     }
-    cu_printf(t, "    %s{\n        __syncthreads();\n        ++epoch;\n"
-                 "        if (tid == 0) rnnc_arrive(bar + bb);\n",
-              last ? "if (t + 1 < tend_) " : "");
+    cu_printf(t, "    %s{\n", last ? "if (t + 1 < tend_) " : "");
+    cu_emit_group_arrive(t, "        ");
     if (last) {
         cu_emit_reg_loads(c, t, false);
         cu_emit_l2_prefetch(c, t);
     }
-    /* the last warp polls: it has no prefetch loads in flight when E <= NT - 32 */
-    cu_printf(t, "        if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n"
-                 "        __syncthreads();\n    }\n");
+    cu_emit_group_wait(t, "        ");
+    cu_printf(t, "        __syncthreads();\n    }\n");
     return RNNC_OK;
+}
+
+/* The batch group's barrier in two halves, so that loads can go between
+ * them: the block's arrival once its threads' writes are done, and the
+ * wait (the last warp polls: it has no prefetch loads in flight when E <=
+ * NT - 32).  indent: the emitted lines' own. */
+void cu_emit_group_arrive(cu_text *t, const char *ind)
+{
+    cu_printf(t, "%s__syncthreads();\n%s++epoch;\n%sif (tid == 0) rnnc_arrive(bar + bb);\n", ind,
+              ind, ind);
+}
+
+void cu_emit_group_wait(cu_text *t, const char *ind)
+{
+    cu_printf(t, "%sif (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n", ind);
 }
 
 static rnnc_status emit_steps(const cu_ctx *c, cu_text *t)

@@ -250,7 +250,7 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
  * whose stage the refill then takes.  H100, same tiles waiting for each
  * slice's products: bf16 LSTM I = H = 1024 B = 256 2.28 -> 2.19-2.22 ms,
  * f16 2.32 -> 2.23-2.24, bf16 I = H = 1024 B = 64 0.73 -> 0.69-0.71
- * (bench/results/h100/ksplit/).  TF32's x fragments come from registers,
+ * (bench/results/h100/half-inflight/).  TF32's x fragments come from registers,
  * which a wgmma in flight still reads (below); rounding x in shared
  * memory instead, to keep a TF32 slice in flight, was slower (GEMM 1.06
  * -> 1.16 ms at B = 256). */

@@ -83,14 +83,19 @@ static bool clusters_fit(const rt_fused *m, int k)
 }
 
 /* The kernel sets of the batch size, loaded; made again without clusters
- * when a clustered grid does not fit this device. */
+ * when a clustered grid does not fit this device (checked once, as a set
+ * is loaded: every forward calls this). */
 static rnnc_status load_kinds(rt_fused *m, int64_t batch)
 {
     rnnc_status st = rt_fused_prepare(m, batch);
-    for (int k = 0; st == RNNC_OK && k < (m->spec.layers > 1 ? 2 : 1); k++)
+    bool fits = true;
+    for (int k = 0; st == RNNC_OK && k < (m->spec.layers > 1 ? 2 : 1); k++) {
+        bool had = k ? m->up.loaded : m->loaded;
         st = load_kind(m, k);
-    if (st != RNNC_OK || m->cluster == 1 ||
-        (clusters_fit(m, 0) && (m->spec.layers == 1 || clusters_fit(m, 1))))
+        if (st == RNNC_OK && !had && m->cluster != 1)
+            fits = fits && clusters_fit(m, k);
+    }
+    if (st != RNNC_OK || fits)
         return st;
     if (cm_log_enabled("info"))
         fprintf(stderr, "rnnc: fused %s B=%lld: %s; the step kernel is made again without "
