@@ -241,7 +241,7 @@ bool cu_emit_gemm16(const cu_ctx *c, int i, cu_text *t)
     emit_chunks(&k, t);
     emit_load(&k, K, t);
     emit_pipeline(c, &k, t);
-    if (!cu_emit_gemm_epilogue(c, g.lin, g.tm, g.tn, 2, ri, ci, t))
+    if (!cu_emit_gemm_epilogue(c, g.lin, g.tm, g.tn, 2, ri, ci, false, t))
         return false;
     cu_printf(t, "}\n");
     return true;

@@ -205,9 +205,10 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t);
 bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t);
 /* The same for a whole tile (cuda_hoist.c): accumulators c_[tm][tn] at tile
  * row ri and column ci (C expressions of i and j), columns consecutive in
- * runs of w (2 or 4), stored as vectors where whole and aligned. */
+ * runs of w (2 or 4), stored as vectors where whole and aligned; first:
+ * every value computed before the stores (the wgmma tiles). */
 bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, const char *ri,
-                           const char *ci, cu_text *t);
+                           const char *ci, bool first, cu_text *t);
 /* A tile's kernel head (rnnc_pdl, M, tid, m0, n0, the split's early
  * return) and, before the kernel, its split's row count (rnnc_rows<lin>). */
 void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t);

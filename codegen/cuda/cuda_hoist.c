@@ -286,7 +286,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "    }\n"
               "#undef STORE_\n");
     /* the FFMA tiles' columns come in fours (twos at 32 rows), mma's in pairs */
-    if (!cu_emit_gemm_epilogue(c, lin, g.tm, g.tn, mma || g.tn < 4 ? 2 : 4, ri, ci, t))
+    if (!cu_emit_gemm_epilogue(c, lin, g.tm, g.tn, mma || g.tn < 4 ? 2 : 4, ri, ci, false, t))
         return false;
     /* the tail finishes after its large tiles: the kernel after it waits for both */
     if (g.tail)
@@ -295,31 +295,108 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     return true;
 }
 
-/* The epilogue of a tile whose thread owns accumulators c_[tm][tn] at tile
- * row ri(i) and column ci(j), columns consecutive in runs of w (j = w jv +
- * e is column ci(w jv) + e).  Each run's values are computed, then stored
- * as one w-wide vector where the run is whole and aligned (a warp's scalar
+/* The first value from v on that linear lin's epilogue stores (a hoisted
+ * buffer made from it), or -1. */
+static int32_t next_output(const cu_ctx *c, int32_t lin, int32_t v)
+{
+    for (; v < c->f->n; v++)
+        if (c->role[v] == CU_HOIST_BUF && c->gemm[v] == lin)
+            return v;
+    return -1;
+}
+
+/* The loops over the thread's rows and runs of columns, indented by `in`
+ * spaces: m and col0 in scope, rows past M and runs past N_ skipped. */
+static void emit_run_loops(int in, int tm, const char *ri, int tn, int w, const char *ci,
+                           cu_text *t)
+{
+    cu_printf(t,
+              "#pragma unroll\n"
+              "%*sfor (int i = 0; i < %d; ++i) {\n"
+              "%*s    const int m = m0 + %s;\n"
+              "%*s    if (m >= M) continue;\n"
+              "#pragma unroll\n"
+              "%*s    for (int jv = 0; jv < %d; ++jv) {\n"
+              "%*s        const int j = jv * %d, col0 = n0 + %s;\n"
+              "%*s        if (col0 >= N_) continue;\n",
+              in, "", tm, in, "", ri, in, "", in, "", tn / w, in, "", w, ci, in, "");
+}
+
+/* The store of one run of w values of output v at row m from column col0:
+ * one w-wide vector where the run is whole and aligned (a warp's scalar
  * stores touched a 32-byte sector for 4 or 8 bytes of it), else one by
- * one.  The column read by a run's expressions is clamped to the last one
- * (fold[col] past N_ is out of bounds). */
-bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, const char *ri,
+ * one.  The values are run[k] (at_j: run[j + k]). */
+static void emit_run_store(const cu_ctx *c, int32_t v, int32_t lin, int w, const char *run, bool at_j,
+                           cu_text *t)
+{
+    char vals[128];
+    int n = 0;
+    for (int k = 0; k < w && n >= 0 && n < (int)sizeof vals; k++)
+        n += at_j ? snprintf(vals + n, sizeof vals - n, k ? ", %s[j + %d]" : "%s[j]", run, k)
+                  : snprintf(vals + n, sizeof vals - n, "%s%s[%d]", k ? ", " : "", run, k);
+    const char *vec = w == 4 ? "float4" : "float2";
+    cu_printf(t,
+              "                float *const p_ = hz + (size_t)%lld * TB + (size_t)m * %lld + col0;\n"
+              "                if (col0 + %d <= N_ && ((size_t)p_ & %d) == 0)\n"
+              "                    *(%s *)p_ = make_%s(%s);\n"
+              "                else\n"
+              "                    for (int e_ = 0; e_ < %d && col0 + e_ < N_; ++e_) p_[e_] = %s[%se_];\n",
+              (long long)c->off[v], (long long)c->cols[lin], w, 4 * w - 1, vec, vec, vals, w, run,
+              at_j ? "j + " : "");
+}
+
+/* The epilogue, every value first (`first`): for each output, all the
+ * thread's values are computed (columns clamped, no branches), then
+ * stored.  The loads the values read (the bias, fold[col]) then go out
+ * together, where between stores that may alias them each waited for its
+ * own round trip: the wgmma tiles' warps spent about a fifth of their
+ * samples on those waits (H100, TF32 LSTM I = H = 1024 B = 256: GEMM 850.6
+ * -> 802.0 us; bench/results/h100/epilogue/).  The FFMA tiles lost 2-3%
+ * that way (4-layer LSTM B = 64 3.88 -> 4.01 ms, B = 128 1.78 -> 1.81), so
+ * they compute each run beside its store. */
+static bool epilogue_first(const cu_ctx *c, int32_t lin, int tm, int tn, int w, const char *ri,
                            const char *ci, cu_text *t)
 {
     char e[4096], d[256];
-    const char *vec = w == 4 ? "float4" : "float2";
-    cu_printf(t,
-              "#pragma unroll\n"
-              "    for (int i = 0; i < %d; ++i) {\n"
-              "        const int m = m0 + %s;\n"
-              "        if (m >= M) continue;\n"
-              "#pragma unroll\n"
-              "        for (int jv = 0; jv < %d; ++jv) {\n"
-              "            const int j = jv * %d, col0 = n0 + %s;\n"
-              "            if (col0 >= N_) continue;\n",
-              tm, ri, tn / w, w, ci);
-    for (int32_t v = 0; v < c->f->n; v++) {
-        if (c->role[v] != CU_HOIST_BUF || c->gemm[v] != lin)
-            continue;
+    for (int32_t v = next_output(c, lin, 0); v >= 0; v = next_output(c, lin, v + 1)) {
+        if (!epi_expr(c, v, lin, e, sizeof e))
+            return false;
+        cu_printf(t,
+                  "    { /* %s */\n"
+                  "        float v_[%d][%d];\n"
+                  "#pragma unroll\n"
+                  "        for (int i = 0; i < %d; ++i)\n"
+                  "#pragma unroll\n"
+                  "            for (int jv = 0; jv < %d; ++jv)\n"
+                  "#pragma unroll\n"
+                  "                for (int e_ = 0; e_ < %d; ++e_) {\n"
+                  "                    const int j = jv * %d, col = min(n0 + %s + e_, N_ - 1);\n"
+                  "                    const float acc = c_[i][j + e_];\n"
+                  "                    (void)acc; (void)col;\n"
+                  "                    v_[i][j + e_] = %s;\n"
+                  "                }\n",
+                  cu_describe(c, v, d, sizeof d), tm, tn, tm, tn / w, w, w, ci, e);
+        emit_run_loops(8, tm, ri, tn, w, ci, t);
+        emit_run_store(c, v, lin, w, "v_[i]", true, t);
+        cu_printf(t, "            }\n        }\n    }\n");
+    }
+    return true;
+}
+
+/* The epilogue of a tile whose thread owns accumulators c_[tm][tn] at tile
+ * row ri(i) and column ci(j), columns consecutive in runs of w (j = w jv +
+ * e is column ci(w jv) + e): each run's values computed, then stored
+ * (emit_run_store); or every value first (first, epilogue_first).  The
+ * column read by a value's expression is clamped to the last one
+ * (fold[col] past N_ is out of bounds). */
+bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, const char *ri,
+                           const char *ci, bool first, cu_text *t)
+{
+    if (first)
+        return epilogue_first(c, lin, tm, tn, w, ri, ci, t);
+    char e[4096], d[256];
+    emit_run_loops(4, tm, ri, tn, w, ci, t);
+    for (int32_t v = next_output(c, lin, 0); v >= 0; v = next_output(c, lin, v + 1)) {
         if (!epi_expr(c, v, lin, e, sizeof e))
             return false;
         cu_printf(t,
@@ -331,16 +408,10 @@ bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
                   "                    const float acc = c_[i][j + e_];\n"
                   "                    (void)acc; (void)col;\n"
                   "                    v_[e_] = %s;\n"
-                  "                }\n"
-                  "                float *const p_ = hz + (size_t)%lld * TB + (size_t)m * %lld + col0;\n"
-                  "                if (col0 + %d <= N_ && ((size_t)p_ & %d) == 0)\n"
-                  "                    *(%s *)p_ = make_%s(%s);\n"
-                  "                else\n"
-                  "                    for (int e_ = 0; e_ < %d && col0 + e_ < N_; ++e_) p_[e_] = v_[e_];\n"
-                  "            }\n",
-                  cu_describe(c, v, d, sizeof d), w, w, e, (long long)c->off[v],
-                  (long long)c->cols[lin], w, 4 * w - 1, vec, vec,
-                  w == 4 ? "v_[0], v_[1], v_[2], v_[3]" : "v_[0], v_[1]", w);
+                  "                }\n",
+                  cu_describe(c, v, d, sizeof d), w, w, e);
+        emit_run_store(c, v, lin, w, "v_", false, t);
+        cu_printf(t, "            }\n");
     }
     cu_printf(t, "        }\n    }\n");
     return true;
@@ -349,9 +420,7 @@ bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
 bool cu_emit_gemm_stores(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     char e[4096], d[256];
-    for (int32_t v = 0; v < c->f->n; v++) {
-        if (c->role[v] != CU_HOIST_BUF || c->gemm[v] != lin)
-            continue;
+    for (int32_t v = next_output(c, lin, 0); v >= 0; v = next_output(c, lin, v + 1)) {
         if (!epi_expr(c, v, lin, e, sizeof e))
             return false;
         cu_printf(t, "            hz[(size_t)%lld * TB + (size_t)m * %lld + col] = %s; /* %s */\n",

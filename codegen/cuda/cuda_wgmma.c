@@ -370,7 +370,7 @@ bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
               "        }\n");
     if (!cu_emit_gemm_epilogue(c, g.lin, 2, 32, 2,
                                "wg_ * 64 + wp_ * 16 + i * 8 + (l_ >> 2)",
-                               "(j >> 1) * 8 + 2 * (l_ & 3) + (j & 1)", t))
+                               "(j >> 1) * 8 + 2 * (l_ & 3) + (j & 1)", true, t))
         return false;
     cu_printf(t, "}\n");
     return true;
