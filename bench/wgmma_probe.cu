@@ -29,7 +29,11 @@
  * -o wgmma_probe bench/wgmma_probe.cu -lcuda && ./wgmma_probe (-lcuda: the
  * driver's cuTensorMapEncodeTiled).  Each line: mode, shape, tile,
  * median of 20 launches after 3 (CUDA events), TFLOP/s counted as the
- * GEMM's 2MNK, the sampled error.
+ * GEMM's 2MNK, the sampled error.  The "2/SM" tiles run two blocks an SM in
+ * three stages, as the generated tiles do since 2026-11-27: rs (x rounded
+ * in registers, the generator's) against ss (x truncated by the tensor
+ * cores); "round x" times the pass over x that ss would need to round x to
+ * nearest as the TF32 mode does.
  */
 #include <cstdio>
 #include <cstdlib>
@@ -286,8 +290,8 @@ __device__ __forceinline__ void tma2d(void *dst, const CUtensorMap *m, int c0, i
                    "r"(c0), "r"(c1), "r"((unsigned)__cvta_generic_to_shared(b)) : "memory");
 }
 
-template <int MODE, int BN, int ST>
-__global__ void __launch_bounds__(256, 1)
+template <int MODE, int BN, int ST, int MINB>
+__global__ void __launch_bounds__(256, MINB)
     tma_gemm(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
              const __grid_constant__ CUtensorMap tl, const float *__restrict__ fold, float *out,
              int M, int N, int K)
@@ -437,7 +441,7 @@ static void run_cp(const Args &a, size_t smem)
     wg_gemm<MODE, BN, ST><<<grid, 256, smem>>>(a.x, MODE == 2 ? a.wh : a.wr, a.wl, a.f, a.o, a.M, a.N, a.K);
 }
 
-template <int MODE, int BN, int ST>
+template <int MODE, int BN, int ST, int MINB>
 static void run_tma(const Args &a, size_t smem)
 {
     /* maps built once per shape (host work, not timed after the first) */
@@ -450,7 +454,22 @@ static void run_tma(const Args &a, size_t smem)
         key = a.x;
     }
     const int grid = (a.M + BM - 1) / BM * (a.N / BN);
-    tma_gemm<MODE, BN, ST><<<grid, 256, smem>>>(mx, mw, ml, a.f, a.o, a.M, a.N, a.K);
+    tma_gemm<MODE, BN, ST, MINB><<<grid, 256, smem>>>(mx, mw, ml, a.f, a.o, a.M, a.N, a.K);
+}
+
+/* x rounded to TF32 (cvt.rn) into r: the pass a both-operands-in-shared-memory
+ * TF32 GEMM would need before it to keep the TF32 mode's rounding of x. */
+__global__ void round_x(const float4 *__restrict__ x, float4 *r, size_t n4)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float4 v = x[i];
+        v.x = __uint_as_float(tf32_rn(v.x));
+        v.y = __uint_as_float(tf32_rn(v.y));
+        v.z = __uint_as_float(tf32_rn(v.z));
+        v.w = __uint_as_float(tf32_rn(v.w));
+        r[i] = v;
+    }
 }
 
 struct Variant {
@@ -468,7 +487,9 @@ static size_t smem_of(const Variant &v)
 }
 
 #define CP(mode, bn, st) mode, bn, st, false, run_cp<mode, bn, st>, (const void *)wg_gemm<mode, bn, st>
-#define TMA(mode, bn, st) mode, bn, st, true, run_tma<mode, bn, st>, (const void *)tma_gemm<mode, bn, st>
+#define TMA(mode, bn, st) mode, bn, st, true, run_tma<mode, bn, st, 1>, (const void *)tma_gemm<mode, bn, st, 1>
+/* two blocks an SM, as the generated tiles run since 2026-11-27 */
+#define TMA2(mode, bn, st) mode, bn, st, true, run_tma<mode, bn, st, 2>, (const void *)tma_gemm<mode, bn, st, 2>
 
 static float host_tf32_rn(float f)
 {
@@ -491,6 +512,8 @@ int main(int argc, char **argv)
         {"tma tf32 128x128 st6", TMA(1, 128, 6)},
         {"tma tf32 128x256 st4", TMA(1, 256, 4)},
         {"tma tf32ss 128x256 st4", TMA(3, 256, 4)},
+        {"tma tf32 128x128 st3 2/SM", TMA2(1, 128, 3)},
+        {"tma tf32ss 128x128 st3 2/SM", TMA2(3, 128, 3)},
     };
     const int shapes[][3] = {{6400, 2048, 512}, {6400, 4096, 1024}, {25600, 4096, 1024}};
     for (const auto &sh : shapes) {
@@ -562,6 +585,32 @@ int main(int argc, char **argv)
             fflush(stdout);
             CK(cudaEventDestroy(a));
             CK(cudaEventDestroy(b));
+        }
+        if (argc <= 1 || strstr("round", argv[1])) {
+            float *r;
+            CK(cudaMalloc(&r, hx.size() * 4));
+            const size_t n4 = hx.size() / 4;
+            cudaEvent_t a, b;
+            CK(cudaEventCreate(&a));
+            CK(cudaEventCreate(&b));
+            std::vector<float> t;
+            for (int it = 0; it < 23; ++it) {
+                CK(cudaEventRecord(a));
+                round_x<<<132 * 8, 256>>>((const float4 *)x, (float4 *)r, n4);
+                CK(cudaEventRecord(b));
+                CK(cudaEventSynchronize(b));
+                CK(cudaGetLastError());
+                float ms;
+                CK(cudaEventElapsedTime(&ms, a, b));
+                if (it >= 3) t.push_back(ms);
+            }
+            std::sort(t.begin(), t.end());
+            const double ms = t[t.size() / 2];
+            printf("%-20s %5d x %4d         %8.3f ms %6.0f GB/s\n", "round x", M, K, ms,
+                   2.0 * hx.size() * 4 / ms * 1e-6);
+            CK(cudaEventDestroy(a));
+            CK(cudaEventDestroy(b));
+            CK(cudaFree(r));
         }
         CK(cudaFree(x));
         CK(cudaFree(w));
