@@ -322,6 +322,17 @@ static void emit_run_loops(int in, int tm, const char *ri, int tn, int w, const 
               in, "", tm, in, "", ri, in, "", in, "", tn / w, in, "", w, ci, in, "");
 }
 
+/* Value lhs of the accumulator c_[i][j + e_] at column col: expression e of
+ * acc and col (either may go unused), indented by 20 spaces. */
+static void emit_value(const char *lhs, const char *e, cu_text *t)
+{
+    cu_printf(t,
+              "                    const float acc = c_[i][j + e_];\n"
+              "                    (void)acc; (void)col;\n"
+              "                    %s = %s;\n",
+              lhs, e);
+}
+
 /* The store of one run of w values of output v at row m from column col0:
  * one w-wide vector where the run is whole and aligned (a warp's scalar
  * stores touched a 32-byte sector for 4 or 8 bytes of it), else one by
@@ -370,12 +381,10 @@ static bool epilogue_first(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
                   "            for (int jv = 0; jv < %d; ++jv)\n"
                   "#pragma unroll\n"
                   "                for (int e_ = 0; e_ < %d; ++e_) {\n"
-                  "                    const int j = jv * %d, col = min(n0 + %s + e_, N_ - 1);\n"
-                  "                    const float acc = c_[i][j + e_];\n"
-                  "                    (void)acc; (void)col;\n"
-                  "                    v_[i][j + e_] = %s;\n"
-                  "                }\n",
-                  cu_describe(c, v, d, sizeof d), tm, tn, tm, tn / w, w, w, ci, e);
+                  "                    const int j = jv * %d, col = min(n0 + %s + e_, N_ - 1);\n",
+                  cu_describe(c, v, d, sizeof d), tm, tn, tm, tn / w, w, w, ci);
+        emit_value("v_[i][j + e_]", e, t);
+        cu_printf(t, "                }\n");
         emit_run_loops(8, tm, ri, tn, w, ci, t);
         emit_run_store(c, v, lin, w, "v_[i]", true, t);
         cu_printf(t, "            }\n        }\n    }\n");
@@ -404,12 +413,10 @@ bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
                   "                float v_[%d];\n"
                   "#pragma unroll\n"
                   "                for (int e_ = 0; e_ < %d; ++e_) {\n"
-                  "                    const int col = min(col0 + e_, N_ - 1);\n"
-                  "                    const float acc = c_[i][j + e_];\n"
-                  "                    (void)acc; (void)col;\n"
-                  "                    v_[e_] = %s;\n"
-                  "                }\n",
-                  cu_describe(c, v, d, sizeof d), w, w, e);
+                  "                    const int col = min(col0 + e_, N_ - 1);\n",
+                  cu_describe(c, v, d, sizeof d), w, w);
+        emit_value("v_[e_]", e, t);
+        cu_printf(t, "                }\n");
         emit_run_store(c, v, lin, w, "v_", false, t);
         cu_printf(t, "            }\n");
     }
