@@ -202,7 +202,7 @@ rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3]
     int32_t ka = nd->a[0] >= 0 ? c->k[nd->a[0]] : 0;
     ops[0] = ops[1] = ops[2] = -1;
     sls[0] = sls[1] = sls[2] = sl;
-    if (cu_unary_fmt(nd->op)) {
+    if (cu_unary_fmt(c, nd->op)) {
         ops[0] = nd->a[0];
         return RNNC_OK;
     }

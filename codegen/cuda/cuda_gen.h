@@ -400,9 +400,10 @@ void cu_emit_mma_gemm_slice(cu_text *t, int bm, int bn, int bk, bool half);
  * to 8 bytes) and, on tensor cores, rnnc_mma16. */
 const char *cu_args(const cu_ctx *c);
 void cu_emit_half_helpers(const cu_ctx *c, cu_text *t);
-/* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)"),
- * or the infix operator of a binary op; NULL for other ops (cuda_text.c). */
-const char *cu_unary_fmt(int op);
+/* CUDA C of a pointwise op: a printf format of its one operand ("tanhf(%s)";
+ * the math mode and dtype choose the sigmoid's form), or the infix operator
+ * of a binary op; NULL for other ops (cuda_text.c). */
+const char *cu_unary_fmt(const cu_ctx *c, int op);
 const char *cu_binary_op(int op);
 
 #endif /* RNNC_CODEGEN_CUDA_GEN_H */

@@ -34,7 +34,7 @@ static bool epi_expr(const cu_ctx *c, int32_t v, int32_t lin, char *buf, size_t 
         snprintf(buf, n, c->cols[v] == 1 ? "fold[%lld]" : "fold[%lld + col]", (long long)c->off[v]);
         return true;
     }
-    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
+    const char *uf = cu_unary_fmt(c, nd->op), *bo = cu_binary_op(nd->op);
     /* An expression too long for buf fails cleanly rather than as cut-off CUDA. */
     int k = -1;
     if (uf && epi_expr(c, nd->a[0], lin, a, sizeof a))

@@ -87,7 +87,7 @@ static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
     const ir_node *nd = &c->f->nodes[v];
     long long cols = (long long)c->cols[v];
     char a[2048], b[2048], g[2048], be[2048], e[8192];
-    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
+    const char *uf = cu_unary_fmt(c, nd->op), *bo = cu_binary_op(nd->op);
     cu_printf(t, "    /* %s */\n", cu_describe(c, v, e, sizeof e));
     if (ir_ops[nd->op].flags & IR_F_REDUCE) {
         long long K = (long long)c->cols[nd->a[0]];

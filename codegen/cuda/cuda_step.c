@@ -225,7 +225,7 @@ static rnnc_status slice_expr(const cu_ctx *c, int32_t v, int sl, int p, char *o
     for (int k = 0; k < 3; k++)
         if (o[k] >= 0 && !opnd(c, o[k], os[k], p, a[k], sizeof a[k]))
             return RNNC_ERR_UNSUPPORTED;
-    const char *uf = cu_unary_fmt(nd->op), *bo = cu_binary_op(nd->op);
+    const char *uf = cu_unary_fmt(c, nd->op), *bo = cu_binary_op(nd->op);
     if (uf)
         snprintf(out, n, uf, a[0]);
     else if (bo)

@@ -53,11 +53,22 @@ const char *cu_float_lit(double v, char *buf, size_t n)
     return buf;
 }
 
-const char *cu_unary_fmt(int op)
+/* Where the operands are rounded to 11 mantissa bits or fewer (TF32, f16,
+ * bf16), the sigmoid takes the fast exponential and division (ex2.approx
+ * and div.approx, about 2^-20 off against the rounding's 2^-11): the
+ * element phase of the TF32 LSTM at I = H = 1024, B = 256 spent about
+ * 0.8 us of a 16 us step in the accurate forms' range reduction and IEEE
+ * division (2.40 -> 2.32 ms, bench/results/h100/sigmoid/).  fp32 models in
+ * FFMA and 3xTF32 keep the accurate forms, PyTorch's.  tanhf is already
+ * ex2.approx and rcp.approx past |x| = 0.6 and a polynomial below; the
+ * fast form there gained under 0.5% and loses relative accuracy near 0. */
+const char *cu_unary_fmt(const cu_ctx *c, int op)
 {
+    const bool fast = c->half || c->cfg.math == RNNC_MATH_TF32;
     switch (op) {
     case IR_NEG: return "-(%s)";
-    case IR_SIGMOID: return "1.f / (1.f + expf(-(%s)))";
+    case IR_SIGMOID:
+        return fast ? "__fdividef(1.f, 1.f + __expf(-(%s)))" : "1.f / (1.f + expf(-(%s)))";
     case IR_TANH: return "tanhf(%s)";
     case IR_RELU: return "fmaxf(%s, 0.f)";
     case IR_STEP: return "((%s) > 0.f ? 1.f : 0.f)"; /* relu', made by autodiff */
