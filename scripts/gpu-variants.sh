@@ -37,7 +37,9 @@ for cs in "${cases[@]}"; do
       "${cu:+ | cudnn $cu}" | tee -a "$OUT/variants.txt"
   done
 done
+# Through ctest, so the tests get their environment (RNNC_AUTOTUNE=0 among it:
+# run bare, gpu_cudnn met cuDNN's persistent algorithms, tests/CMakeLists.txt).
 for tp in ${TESTS:-}; do
-  (cd build-gpu && RNNC_SOURCE_DIR=$PWD/.. timeout 300 "tests/$tp") > "$OUT/$tp.log" 2>&1
+  (cd build-gpu && ctest -R "^$tp\$" -V --timeout 400) > "$OUT/$tp.log" 2>&1
   echo "$tp rc=$?" | tee -a "$OUT/variants.txt"
 done

@@ -87,6 +87,12 @@ static void fx_model_init(fx_model *m, const fx_cfg *c, uint64_t *rng)
     m->s.seed = c->seed;
     m->s.hoist = RNNC_HOIST_ALL;
     m->s.math = RNNC_MATH_FFMA;
+    /* The 1e-5 these tests hold cuDNN to is FFMA's, which only STANDARD
+     * keeps: AUTO with autotuning on (the default outside ctest) times the
+     * persistent algorithms too, whose own error is about 1e-5 a step
+     * (docs/cudnn.md "Accuracy of the algorithms"; 58 of 60 seeds failed
+     * that way), and gpu_cudnn_algos holds each to its own bound. */
+    m->s.cudnn_algo = RNNC_CUDNN_ALGO_STANDARD;
     m->s.dtype = RNNC_F32;
     m->s.device = 0;
     m->s.hout = hout;
