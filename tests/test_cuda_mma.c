@@ -155,6 +155,30 @@ static void test_rounding_and_prefetch(void **state)
     free(src);
 }
 
+/* The sigmoid's form follows the operands' precision (cuda_text.c): the
+ * fast exponential and division where they are rounded to TF32, f16 or
+ * bf16; FFMA and 3xtf32 keep expf and the IEEE division, which their fp32
+ * bounds need (tanh.approx-class errors failed them). */
+static void test_sigmoid_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        int math, dtype;
+        bool fast;
+    } m[] = {{0, RNNC_F32, false}, {1, RNNC_F32, true}, {2, RNNC_F32, false},
+             {0, RNNC_F16, true}, {0, RNNC_BF16, true}};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        for (int sm = 80; sm <= 90; sm += 10) {
+            char *src = source_of(512, 64, m[i].math, m[i].dtype, sm);
+            const bool fast = strstr(src, "__fdividef(1.f, 1.f + __expf(-(") != NULL;
+            const bool exact = strstr(src, "1.f / (1.f + expf(-(") != NULL;
+            assert_int_equal(fast, m[i].fast);
+            assert_int_equal(exact, !m[i].fast);
+            assert_non_null(strstr(src, "tanhf("));
+            free(src);
+        }
+}
+
 /* On sm_90, where the runtime passes tensor maps (cfg.tma), the math
  * modes' large GEMM tiles are wgmma tiles fed by the TMA: the launch
  * names its maps, the weight arena holds the copy they read (3xtf32: W's
@@ -362,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_math_modes_compile),
         cmocka_unit_test(test_ffma_has_no_mma),
         cmocka_unit_test(test_rounding_and_prefetch),
+        cmocka_unit_test(test_sigmoid_forms),
         cmocka_unit_test(test_wgmma_tiles),
         cmocka_unit_test(test_wgmma_compile),
         cmocka_unit_test(test_wgstep),
