@@ -63,8 +63,20 @@ static int wg_stages(const cu_ctx *c)
 {
     return c->cfg.math == 2 ? 4 : 3;
 }
-#define WG_STAGES wg_stages(c)
+
+/* Blocks an SM, as __launch_bounds__ promises: two where the stages fit twice. */
+static int wg_blocks(const cu_ctx *c)
+{
+    return c->cfg.math == 2 ? 1 : 2;
+}
+
 #define WG_SLICE 16384 /* bytes of one 128-row box of a slice (128 bytes of K) */
+
+/* Bytes of one stage: a slice's boxes of x and W (3xtf32: and W's low part). */
+static int stage_bytes(const cu_ctx *c)
+{
+    return WG_SLICE * (c->cfg.math == 2 ? 3 : 2);
+}
 
 /* Columns of K in a slice: 128 bytes of fp32 or 16-bit values. */
 static int slice_k(const cu_ctx *c)
@@ -102,7 +114,7 @@ bool cu_wgmma_fits(const cu_ctx *c, const cu_tile *g)
 
 unsigned cu_wgmma_smem(const cu_ctx *c)
 {
-    return WG_STAGES * WG_SLICE * (c->cfg.math == 2 ? 3 : 2) + 1024;
+    return wg_stages(c) * stage_bytes(c) + 1024;
 }
 
 void cu_wgmma_launch(const cu_ctx *c, const cu_tile *g, cg_cuda_launch *l)
@@ -196,10 +208,10 @@ void cu_emit_wgmma_helpers(const cu_ctx *c, cu_text *t)
 }
 
 /* Shared memory aligned to 1024 bytes (the swizzle's period), the stage
- * barriers, and the first three slices put in flight. */
+ * barriers, and the first stages - 1 slices put in flight. */
 static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
 {
-    int sb = WG_SLICE * (c->cfg.math == 2 ? 3 : 2);
+    int sb = stage_bytes(c);
     cu_printf(t,
               "    enum { K_ = %lld, KT_ = %lld / %d, SB_ = %d };\n"
               "    const size_t TB = (size_t)T * %lld;\n"
@@ -222,7 +234,7 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
               "\"r\"((unsigned)__cvta_generic_to_shared(&full_[sn_])), \"r\"(SB_) : \"memory\"); \\\n"
               "    rnnc_tma2d(sd_, &tx_, (kt) * %d, m0, &full_[sn_]); \\\n"
               "    rnnc_tma2d(sd_ + %d, &tw_, (kt) * %d, n0, &full_[sn_]); \\\n",
-              K, K, slice_k(c), sb, (long long)c->B, WG_STAGES, WG_STAGES, slice_k(c), WG_SLICE,
+              K, K, slice_k(c), sb, (long long)c->B, wg_stages(c), wg_stages(c), slice_k(c), WG_SLICE,
               slice_k(c));
     if (c->cfg.math == 2)
         cu_printf(t, "    rnnc_tma2d(sd_ + %d, &tl_, (kt) * 32, n0, &full_[sn_]); \\\n", 2 * WG_SLICE);
@@ -234,7 +246,7 @@ static void emit_prologue(const cu_ctx *c, long long K, cu_text *t)
               "    float d_[64];\n"
               "#pragma unroll\n"
               "    for (int i = 0; i < 64; ++i) d_[i] = 0.f;\n",
-              WG_STAGES - 1);
+              wg_stages(c) - 1);
     if (c->half)
         cu_printf(t, "    (void)wp_; (void)l_;\n");
     else
@@ -266,7 +278,7 @@ static void emit_slice_half(const cu_ctx *c, cu_text *t)
               "rnnc_wdesc(s_ + %d + ks * 32), 1);\n"
               "        asm volatile(\"wgmma.commit_group.sync.aligned;\" : : : \"memory\");\n"
               "        asm volatile(\"wgmma.wait_group.sync.aligned 1;\" : : : \"memory\");\n",
-              WG_STAGES, WG_STAGES, WG_STAGES, WG_SLICE);
+              wg_stages(c), wg_stages(c), wg_stages(c), WG_SLICE);
 }
 
 /* A TF32 slice's products into d_ (tf32) or through e_ (3xtf32). */
@@ -284,7 +296,7 @@ static void emit_slice_tf32(const cu_ctx *c, cu_text *t)
               "#pragma unroll\n"
               "            for (int q = 0; q < 4; ++q) rnnc_sp(__uint_as_float(a_[q]), ah_[ks][q], al_[ks][q]);\n"
               "        }\n",
-              WG_STAGES, WG_STAGES, WG_STAGES);
+              wg_stages(c), wg_stages(c), wg_stages(c));
     if (c->cfg.math == 2)
         cu_printf(t,
                   "        float e_[64];\n"
@@ -329,7 +341,7 @@ static void emit_slices(const cu_ctx *c, cu_text *t)
               "    }\n"
               "#undef ISSUE_\n"
               "%s",
-              WG_STAGES - 1, WG_STAGES - 1,
+              wg_stages(c) - 1, wg_stages(c) - 1,
               c->half ? "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n" : "");
 }
 
@@ -352,9 +364,9 @@ bool cu_emit_wgmma(const cu_ctx *c, int i, cu_text *t)
               "    (void)tl_;\n",
               cu_describe(c, g.lin, e, sizeof e),
               g.split.wave ? "the rows of whole waves" : "all T*B rows",
-              c->half ? "64 16-bit values" : "32 floats", WG_STAGES, c->half ? 16 : 8,
+              c->half ? "64 16-bit values" : "32 floats", wg_stages(c), c->half ? 16 : 8,
               c->half ? (c->cfg.dtype == RNNC_BF16 ? "bf16" : "f16") : c->cfg.math == 2 ? "3xtf32" : "tf32",
-              c->cfg.math == 2 ? 1 : 2, (int)g.lin, cu_args(c), WG_STAGES);
+              wg_blocks(c), (int)g.lin, cu_args(c), wg_stages(c));
     cu_emit_gemm_head(c, &g, t);
     emit_prologue(c, K, t);
     emit_slices(c, t);
