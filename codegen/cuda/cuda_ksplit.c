@@ -36,15 +36,18 @@
 
 #include "codegen/cuda/cuda_gen.h"
 
+/* wgmma's M: the cluster's rows of W_hh, real or zero */
+#define KS_ROWS 64
+
 bool cu_ksplit_fits(const cu_ctx *c)
 {
     if (!c->wgstep || c->cfg.cluster == 1 || c->bulk_ns != 3 || c->NUB % 2)
         return false;
     int32_t lin = c->bulk_lin;
     int64_t R = cu_slice_rows(c, lin), K = cu_kdim(c, lin);
-    /* wgmma's A is the cluster's 64 rows; the partials and the partner's
-     * rows fill the three buffers exactly */
-    return R == 32 && c->BT == 256 && c->BTP == 256 && c->NT == 512 && K % 64 == 0 &&
+    /* wgmma's A is the cluster's 2R rows padded to 64; the partials and
+     * the partner's rows fit the three buffers */
+    return (R == 32 || R == 24) && c->BT == 256 && c->BTP == 256 && c->NT == 512 && K % 64 == 0 &&
            3 * R * c->BTP <= c->xs_floats;
 }
 
@@ -86,6 +89,12 @@ void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t)
               c->BTP / 128, 2 * R * c->BTP);
 }
 
+/* Floats of shared memory the cluster's rows over half of K take. */
+int64_t cu_ksplit_weight_floats(const cu_ctx *c, int32_t lin)
+{
+    return KS_ROWS * cu_kdim(c, lin) / 2;
+}
+
 /* In the kernel's head: the block's rank, the parity of the partials'
  * mbarrier. */
 void cu_emit_ksplit_head(const cu_ctx *c, cu_text *t)
@@ -97,20 +106,23 @@ void cu_emit_ksplit_head(const cu_ctx *c, cu_text *t)
 
 /* The cluster's 2R rows over this block's half of K, chunk-major and
  * swizzled as cuda_wgstep.c keeps its slice (row r: half r / R, the units
- * of block (ub & ~1) + r / R). */
+ * of block (ub & ~1) + r / R), then zero rows up to KS_ROWS. */
 void cu_emit_ksplit_weights(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     int32_t w = c->f->nodes[lin].a[1];
     long long R = (long long)cu_slice_rows(c, lin), K = (long long)cu_kdim(c, lin), q = K / 8;
+    char pad[32] = "";
+    if (2 * R < KS_ROWS)
+        snprintf(pad, sizeof pad, "r < %lld && ", 2 * R);
     cu_printf(t,
               "    for (int i = tid; i < %lld; i += NT) {\n"
               "        const int r = i / %lld, k4 = i %% %lld, rr = r %% %lld, s = rr / UT;\n"
               "        const int gu = ((ub & ~1) + r / %lld) * UT + rr %% UT;\n"
-              "        const bool ok = gu < H;\n"
-              "        rnnc_cp16(&sm_[SM_W%d + ((k4 >> 3) * %lld + r) * 32 + (((k4 & 7) ^ (r & 7)) << 2)], "
+              "        const bool ok = %sgu < H;\n"
+              "        rnnc_cp16(&sm_[SM_W%d + ((k4 >> 3) * %d + r) * 32 + (((k4 & 7) ^ (r & 7)) << 2)], "
               "ok ? wts + %lld + (size_t)(s * H + gu) * %lld + cr_ * %lld + k4 * 4 : wts, ok);\n"
               "    }\n",
-              2 * R * q, q, q, R, R, (int)lin, 2 * R, (long long)c->off[w], K, K / 2);
+              KS_ROWS * q, q, q, R, R, pad, (int)lin, KS_ROWS, (long long)c->off[w], K, K / 2);
 }
 
 /* Before step 0: the caller's state into chunk-major copy 0, its columns
@@ -135,7 +147,7 @@ void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t)
 }
 
 /* The chunk loop of the warpgroups that multiply. */
-static void emit_loop(int32_t lin, long long R2, cu_text *t)
+static void emit_loop(int32_t lin, cu_text *t)
 {
     cu_printf(t,
               "        if (wg_ < KSNW) {\n"
@@ -150,7 +162,7 @@ static void emit_loop(int32_t lin, long long R2, cu_text *t)
               "                ph_ ^= 1u << (ch_ %% NSB);\n"
               "                const float *a_ = sm_ + SM_W%d + ch_ * %lld, *b_ = sm_ + ch_ %% NSB * CHF + "
               "wg_ * 128 * KCB;\n",
-              (int)lin, R2 * 32);
+              (int)lin, (long long)KS_ROWS * 32);
     cu_emit_wgs_products(t, "                ");
     cu_printf(t,
               "                if (ch_ > 0) {\n"
@@ -179,12 +191,16 @@ rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
               "#pragma unroll\n"
               "        for (int i = 0; i < 64; ++i) d_[i] = 0.f;\n",
               cu_describe(c, lin, d, sizeof d), 2 * R);
-    emit_loop(lin, 2 * R, t);
-    /* every warpgroup is past the buffers: the partials go over them, then
-     * the partner's rows to it */
+    emit_loop(lin, t);
+    /* every warpgroup is past the buffers: the partials go over them (a
+     * warp's 16 rows, but for the zero rows' warps), then the partner's
+     * rows to it */
+    char real[32] = "";
+    if (2 * R < KS_ROWS)
+        snprintf(real, sizeof real, " && w4_ < %lld", 2 * R / 16);
     cu_printf(t,
               "        __syncthreads();\n"
-              "        if (wg_ < KSNW) {\n"
+              "        if (wg_ < KSNW%s) {\n"
               "#pragma unroll\n"
               "            for (int j = 0; j < 16; ++j)\n"
               "#pragma unroll\n"
@@ -205,7 +221,7 @@ rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
               "        rnnc_mb_wait(mb_ + 2 * NSB, xph_);\n"
               "        xph_ ^= 1u;\n"
               "    }\n",
-              (int)lin, R * c->BTP * 4, (int)lin, R, R * c->BTP * 4);
+              real, (int)lin, R * c->BTP * 4, (int)lin, R, R * c->BTP * 4);
     return RNNC_OK;
 }
 

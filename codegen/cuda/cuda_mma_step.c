@@ -431,12 +431,17 @@ void cu_emit_mma_round(const cu_ctx *c, cu_text *t)
 {
     if (!cu_tf32_rounded(c))
         return;
-    for (int32_t i = 0; i < c->f->n; i++)
-        if (c->role[i] == CU_STEP_LINEAR)
-            cu_printf(t,
-                      "    for (int i = tid; i < %lld; i += NT) /* the weights to TF32 */\n"
-                      "        sm_[SM_W%d + i] = __uint_as_float(rnnc_tf32(sm_[SM_W%d + i]));\n",
-                      (long long)cu_slice_rows(c, i) * c->kp[i], (int)i, (int)i);
+    for (int32_t i = 0; i < c->f->n; i++) {
+        if (c->role[i] != CU_STEP_LINEAR)
+            continue;
+        /* a K split's slice is the cluster's rows padded to wgmma's 64 */
+        long long n = c->ksplit && i == c->bulk_lin ? (long long)cu_ksplit_weight_floats(c, i)
+                                                    : (long long)cu_slice_rows(c, i) * c->kp[i];
+        cu_printf(t,
+                  "    for (int i = tid; i < %lld; i += NT) /* the weights to TF32 */\n"
+                  "        sm_[SM_W%d + i] = __uint_as_float(rnnc_tf32(sm_[SM_W%d + i]));\n",
+                  n, (int)i, (int)i);
+    }
     /* the wgmma step reads the slice through the async proxy */
     if (c->wgstep)
         cu_printf(t, "    asm volatile(\"fence.proxy.async.shared::cta;\" : : : \"memory\");\n");

@@ -90,7 +90,9 @@ static int64_t lay_smem(cu_ctx *c)
         c->wsm[i] = at;
         /* a half model's slice is 16-bit: half the floats; streamed, the
          * leading columns kept on chip (c->kr) */
-        if (!c->stream)
+        if (c->ksplit && i == c->bulk_lin)
+            at = up(at + cu_ksplit_weight_floats(c, i), 4);
+        else if (!c->stream)
             at = up(at + (c->half ? (R * c->kp[i] + 1) / 2 : R * c->kp[i]), 4);
         else if (c->kr[i])
             at = up(at + R * cu_kr_stride(c, i), 4);
@@ -180,11 +182,16 @@ static void choose_wgstep(cu_ctx *c, int64_t limit)
         lay_smem(c);
         return;
     }
+    /* the K split takes three chunk buffers, where a GRU's slice leaves
+     * room for four */
+    int ns = c->bulk_ns;
+    c->bulk_ns = ns < 3 ? ns : 3;
     c->ksplit = cu_ksplit_fits(c);
-    if (c->ksplit && lay_smem(c) > limit) {
-        c->ksplit = false;
-        lay_smem(c);
-    }
+    if (c->ksplit && lay_smem(c) <= limit)
+        return;
+    c->ksplit = false;
+    c->bulk_ns = ns;
+    lay_smem(c);
 }
 
 /* Bulk staging of the chunked state (cuda_bulk.c) with the most buffers
@@ -336,6 +343,26 @@ static bool try_bulk_chunks(cu_ctx *c, int64_t bt, int sm_count, int64_t limit, 
     return fits && c->bulk && (!tc || c->mma);
 }
 
+/* The K split over clusters (cuda_ksplit.c) where it fits: all 256 batch
+ * rows a block, h in chunks of 32 floats.  Tried first: the search below
+ * takes the first tiling that fits, and a GRU's fits in other tiles first
+ * (16 units, 128 batch rows), which the H100 ran at 2.81 ms where cuDNN
+ * took 2.37 (TF32, I = H = 1024, B = 256). */
+static bool try_ksplit(cu_ctx *c, int sm_count, int64_t limit)
+{
+    bool fits;
+    int nt = c->cfg.threads;
+    if ((c->cfg.batch_tile > 0 && c->cfg.batch_tile != 256) || (nt && nt != 512))
+        return false;
+    /* its warpgroups: 512 threads for 256 batch rows, where a GRU's lane
+     * tiles alone would ask 384 */
+    c->cfg.threads = 512;
+    c->stream = false;
+    try_tiles(c, 256, 32, sm_count, limit, &fits);
+    c->cfg.threads = nt;
+    return fits && c->ksplit;
+}
+
 /* Weights on chip with x staged in chunks of at least 128 columns; else
  * weights streamed from L2/HBM, one batch group first (each group reads
  * all of W_hh every step); else on chip with narrower chunks.  Each chunk
@@ -369,6 +396,8 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     int n_order = tc ? 3 : 4;
     int64_t bts[48];
     int nb = batch_tiles(c, bts);
+    if (tc && try_ksplit(c, sm_count, limit))
+        return true;
     for (int o = 0; o < n_order; o++) {
         int s = order[o][0];
         bool bulk_only = order[o][1] != 0;
