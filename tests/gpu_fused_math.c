@@ -167,16 +167,21 @@ static void each_cell(rnnc_math math, double tol)
     /* B = 256: h in 32-column chunks, on sm_90 bulk copies from the state's
      * chunk-major copy into three buffers (cuda_bulk.c); in TF32 the step
      * splits K over clusters of two (cuda_ksplit.c), a GRU's and an LSTM's
-     * at H = 768 (24 rows a block) with zero rows padding wgmma's 64 */
+     * at H = 768 (24 rows a block) with zero rows padding wgmma's 64, and
+     * at B = 128 on one warpgroup */
     mcase bulk = {"lstm", 6, 256, 64, 1024, 1, math, false, false};
     mcase bulk_gru = {"gru", 6, 256, 64, 1024, 1, math, false, false};
     mcase bulk_gru_len = {"gru", 8, 256, 64, 1024, 1, math, true, true};
     mcase bulk_768 = {"lstm", 6, 256, 64, 768, 1, math, false, false};
+    mcase bulk_128 = {"lstm", 6, 128, 64, 1024, 1, math, false, false};
+    mcase bulk_gru_128 = {"gru", 6, 128, 64, 1024, 1, math, true, true};
     mcase bulk_peep = {"peephole_lstm", 6, 256, 64, 1024, 1, math, false, false};
     run_case(&bulk, &rng, tol);
     run_case(&bulk_gru, &rng, tol);
     run_case(&bulk_gru_len, &rng, tol);
     run_case(&bulk_768, &rng, tol);
+    run_case(&bulk_128, &rng, tol);
+    run_case(&bulk_gru_128, &rng, tol);
     run_case(&bulk_peep, &rng, tol);
     /* the split's group barrier before step 0, rows ending at their own
      * lengths, the reverse direction, a second layer's K of 1024 */

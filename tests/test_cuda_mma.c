@@ -335,14 +335,16 @@ static void test_wgstep(void **state)
  * partner's partial sums by one bulk copy; the launch asks for clusters of
  * two.  A GRU's cluster has 48 rows (8 units a block): zero rows fill
  * wgmma's 64, and the warp whose rows they are stores no partials.  Not
- * where K is no multiple of 64 (H = 1056), nor at B = 64 (one warpgroup's
- * batch rows a block).  Every split kernel compiles with NVRTC. */
+ * where K is no multiple of 64 (H = 1056), nor at B = 64 (half of one
+ * warpgroup's batch rows); at B = 128 one warpgroup multiplies.  Every
+ * split kernel compiles with NVRTC. */
 static void test_ksplit(void **state)
 {
     (void)state;
     static const struct { const char *cell; int64_t H, B; bool want; } k[] = {
         {"lstm", 1024, 256, true}, {"gru", 1024, 256, true}, {"lstm", 768, 256, true},
-        {"gru", 1056, 256, false}, {"lstm", 1024, 64, false}};
+        {"lstm", 1024, 128, true}, {"gru", 1024, 128, true}, {"gru", 1056, 256, false},
+        {"lstm", 1024, 64, false}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         rnnc_cell *c = tu_builtin(k[i].cell);
         cg_cuda_plan plan;
@@ -369,8 +371,9 @@ static void test_ksplit(void **state)
             bool pad = strcmp(k[i].cell, "gru") == 0 || k[i].H == 768;
             assert_int_equal(strstr(src, "const bool ok = r < 48 && gu < H;") != NULL, pad);
             assert_int_equal(strstr(src, "if (wg_ < KSNW && w4_ < 3) {") != NULL, pad);
-            snprintf(label, sizeof label, "%s tf32 H=%lld B=256 K split", k[i].cell,
-                     (long long)k[i].H);
+            snprintf(label, sizeof label, "%s tf32 H=%lld B=%lld K split", k[i].cell,
+                     (long long)k[i].H, (long long)k[i].B);
+            assert_non_null(strstr(src, k[i].B == 256 ? "#define KSNW 2\n" : "#define KSNW 1\n"));
             tu_compile_clean(src, label, 90);
         }
         free(src);

@@ -2,8 +2,9 @@
  * cuda_ksplit.c: the wgmma step's linear split along K across a cluster of
  * two blocks (sm_90a).
  * Requires: cuda_wgstep.c's step chosen (bulk staging of h in chunks of 32
- * floats, TF32 operands rounded before), a block slice of R = 32 rows and
- * 256 batch rows (512 threads), an even number of blocks over the units
+ * floats, TF32 operands rounded before), a block slice of R = 32 rows
+ * (an LSTM's 8 units) or 24 (a GRU's), all of a batch of 256 or 128 rows
+ * (two threads a row), an even number of blocks over the units
  * (blocks ub and ub ^ 1 form a cluster, rank ub & 1), three chunk
  * buffers.  Keeps the element phase as it is: it reads the linear's result
  * through cu_ksplit_result.
@@ -17,14 +18,16 @@
  * near 930 a cycle.  On the H100 a probe of the step
  * (bench/ksplit_probe.cu, bench/results/h100/ksplit-probe/) took 17.2 us a
  * step in the generated layout and 11.7 split, of which 1.7 the exchange
- * below.
+ * below.  A GRU's 8 units are 24 rows a block: the cluster's 48 are
+ * padded with zero rows to wgmma's 64, a quarter of the products spent
+ * on nothing, against the unsplit step's N = 24.
  *
  * The step.  Warpgroups 0 .. KSNW - 1 multiply (chunk ch of the block's
  * half over its 64-row column block of the slice, 4 k-steps); the others
  * wait.  The 64 x BTP partial sums go over the chunk buffers (KSP: rows of
  * BTP floats whose groups of four are XORed with the row's low bits, so
  * the accumulators' stores and the element phase's loads are free of bank
- * conflicts); after a cluster barrier thread 0 sends the partner's 32 rows
+ * conflicts); after a cluster barrier thread 0 sends the partner's R rows
  * into its shared memory (SM_KR) with one bulk copy that completes on the
  * partner's third mbarrier, and every thread waits for its own.  The
  * partials' owner reads row r as its own partial plus the partner's.
@@ -47,7 +50,8 @@ bool cu_ksplit_fits(const cu_ctx *c)
     int64_t R = cu_slice_rows(c, lin), K = cu_kdim(c, lin);
     /* wgmma's A is the cluster's 2R rows padded to 64; the partials and
      * the partner's rows fit the three buffers */
-    return (R == 32 || R == 24) && c->BT == 256 && c->BTP == 256 && c->NT == 512 && K % 64 == 0 &&
+    return (R == 32 || R == 24) && (c->BT == 256 || c->BT == 128) && c->BTP == c->BT &&
+           c->NT == 2 * c->BT && K % 64 == 0 &&
            3 * R * c->BTP <= c->xs_floats;
 }
 

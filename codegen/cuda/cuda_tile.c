@@ -343,22 +343,23 @@ static bool try_bulk_chunks(cu_ctx *c, int64_t bt, int sm_count, int64_t limit, 
     return fits && c->bulk && (!tc || c->mma);
 }
 
-/* The K split over clusters (cuda_ksplit.c) where it fits: all 256 batch
- * rows a block, h in chunks of 32 floats.  Tried first: the search below
- * takes the first tiling that fits, and a GRU's fits in other tiles first
- * (16 units, 128 batch rows), which the H100 ran at 2.81 ms where cuDNN
- * took 2.37 (TF32, I = H = 1024, B = 256). */
+/* The K split over clusters (cuda_ksplit.c) where it fits: all of a
+ * batch of 256 or 128 rows a block, h in chunks of 32 floats.  Tried
+ * first: the search below takes the first tiling that fits, and a GRU's
+ * fits in other tiles first (16 units, 128 batch rows), which the H100 ran
+ * at 2.81 ms where cuDNN took 2.37 (TF32, I = H = 1024, B = 256). */
 static bool try_ksplit(cu_ctx *c, int sm_count, int64_t limit)
 {
     bool fits;
-    int nt = c->cfg.threads;
-    if ((c->cfg.batch_tile > 0 && c->cfg.batch_tile != 256) || (nt && nt != 512))
+    int nt = c->cfg.threads, bt = c->B < 256 ? (int)c->B : 256;
+    if ((bt != 256 && bt != 128) || (c->cfg.batch_tile > 0 && c->cfg.batch_tile != bt) ||
+        (nt && nt != 2 * bt))
         return false;
-    /* its warpgroups: 512 threads for 256 batch rows, where a GRU's lane
-     * tiles alone would ask 384 */
-    c->cfg.threads = 512;
+    /* its warpgroups: two threads a batch row, where a GRU's lane tiles
+     * alone would ask fewer */
+    c->cfg.threads = 2 * bt;
     c->stream = false;
-    try_tiles(c, 256, 32, sm_count, limit, &fits);
+    try_tiles(c, bt, 32, sm_count, limit, &fits);
     c->cfg.threads = nt;
     return fits && c->ksplit;
 }
