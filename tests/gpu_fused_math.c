@@ -161,9 +161,12 @@ static void each_cell(rnnc_math math, double tol)
      * hoisted GEMM's 128 k-steps are where 3xtf32 loses most: adding each
      * k-step's products straight into the accumulator (the tensor cores'
      * adds truncate) gave 7.7e-6 to 1.25e-5 here on the H100, summing them
-     * from zero and adding that in fp32 (rnnc_mma3) 4.0e-7 */
+     * from zero and adding that in fp32 (rnnc_mma3) 4.0e-7.  In TF32 on
+     * sm_90 the step splits K over clusters instead (cuda_ksplit.c, N = 64) */
     mcase chunked = {"lstm", 10, 64, 1024, 1024, 1, math, false, false};
+    mcase chunked_gru = {"gru", 10, 64, 1024, 1024, 1, math, true, true};
     run_case(&chunked, &rng, tol);
+    run_case(&chunked_gru, &rng, tol);
     /* B = 256: h in 32-column chunks, on sm_90 bulk copies from the state's
      * chunk-major copy into three buffers (cuda_bulk.c); in TF32 the step
      * splits K over clusters of two (cuda_ksplit.c), a GRU's and an LSTM's

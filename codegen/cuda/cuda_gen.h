@@ -369,12 +369,13 @@ rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
 void cu_emit_group_arrive(cu_text *t, const char *ind);
 void cu_emit_group_wait(cu_text *t, const char *ind);
 /* Its split along K over a cluster of two (cuda_ksplit.c): whether it
- * fits, the shared memory its weights take, the device helpers, the
- * kernel head's names, the weight copy, the state's copy before step 0,
- * the linear, the element phase's read of row r of its result, and the
- * wait before the kernel's end. */
+ * fits, the shared memory its weights take, wgmma's N, the device
+ * helpers, the kernel head's names, the weight copy, the state's copy
+ * before step 0, the linear, the element phase's read of row r of its
+ * result, and the wait before the kernel's end. */
 bool cu_ksplit_fits(const cu_ctx *c);
 int64_t cu_ksplit_weight_floats(const cu_ctx *c, int32_t lin);
+int cu_ksplit_n(const cu_ctx *c);
 void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_ksplit_head(const cu_ctx *c, cu_text *t);
 void cu_emit_ksplit_weights(const cu_ctx *c, int32_t lin, cu_text *t);

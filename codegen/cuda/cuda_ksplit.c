@@ -3,8 +3,8 @@
  * two blocks (sm_90a).
  * Requires: cuda_wgstep.c's step chosen (bulk staging of h in chunks of 32
  * floats, TF32 operands rounded before), a block slice of R = 32 rows
- * (an LSTM's 8 units) or 24 (a GRU's), all of a batch of 256 or 128 rows
- * (two threads a row), an even number of blocks over the units
+ * (an LSTM's 8 units) or 24 (a GRU's), all of a batch of 256, 128 or 64
+ * rows (two threads a row), an even number of blocks over the units
  * (blocks ub and ub ^ 1 form a cluster, rank ub & 1), three chunk
  * buffers.  Keeps the element phase as it is: it reads the linear's result
  * through cu_ksplit_result.
@@ -50,7 +50,8 @@ bool cu_ksplit_fits(const cu_ctx *c)
     int64_t R = cu_slice_rows(c, lin), K = cu_kdim(c, lin);
     /* wgmma's A is the cluster's 2R rows padded to 64; the partials and
      * the partner's rows fit the three buffers */
-    return (R == 32 || R == 24) && (c->BT == 256 || c->BT == 128) && c->BTP == c->BT &&
+    return (R == 32 || R == 24) && (c->BT == 256 || c->BT == 128 || c->BT == 64) &&
+           c->BTP == c->BT &&
            c->NT == 2 * c->BT && K % 64 == 0 &&
            3 * R * c->BTP <= c->xs_floats;
 }
@@ -90,7 +91,13 @@ void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t)
               "bytes [%%0], [%%1], %%2, [%%3];\" : : \"r\"(rnnc_mapa(dst, rank)), "
               "\"r\"((unsigned)__cvta_generic_to_shared(src)), \"r\"(bytes), "
               "\"r\"(rnnc_mapa(mb, rank)) : \"memory\");\n}\n",
-              c->BTP / 128, 2 * R * c->BTP);
+              c->BTP / cu_ksplit_n(c), 2 * R * c->BTP);
+}
+
+/* wgmma's N: the batch rows a multiplying warpgroup takes. */
+int cu_ksplit_n(const cu_ctx *c)
+{
+    return c->BTP < 128 ? c->BTP : 128;
 }
 
 /* Floats of shared memory the cluster's rows over half of K take. */
@@ -151,7 +158,7 @@ void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t)
 }
 
 /* The chunk loop of the warpgroups that multiply. */
-static void emit_loop(int32_t lin, cu_text *t)
+static void emit_loop(int32_t lin, int n, cu_text *t)
 {
     cu_printf(t,
               "        if (wg_ < KSNW) {\n"
@@ -165,8 +172,8 @@ static void emit_loop(int32_t lin, cu_text *t)
               "                rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
               "                ph_ ^= 1u << (ch_ %% NSB);\n"
               "                const float *a_ = sm_ + SM_W%d + ch_ * %lld, *b_ = sm_ + ch_ %% NSB * CHF + "
-              "wg_ * 128 * KCB;\n",
-              (int)lin, (long long)KS_ROWS * 32);
+              "wg_ * %d * KCB;\n",
+              (int)lin, (long long)KS_ROWS * 32, n);
     cu_emit_wgs_products(t, "                ");
     cu_printf(t,
               "                if (ch_ > 0) {\n"
@@ -184,18 +191,19 @@ static void emit_loop(int32_t lin, cu_text *t)
 rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     long long R = (long long)cu_slice_rows(c, lin);
+    int n = cu_ksplit_n(c);
     char d[256];
     cu_printf(t,
-              "    /* %s: K split over the cluster (cuda_ksplit.c), wgmma m64n128k8: the "
-              "cluster's %lld rows against batch rows 128 wg_ .. 128 wg_ + 127 over this "
+              "    /* %s: K split over the cluster (cuda_ksplit.c), wgmma m64n%dk8: the "
+              "cluster's %lld rows against batch rows %d wg_ .. %d wg_ + %d over this "
               "block's half of K */\n"
               "    {\n"
               "        const int wg_ = tid >> 7, w4_ = (tid >> 5) & 3, g_ = (tid & 31) >> 2, q_ = tid & 3;\n"
-              "        float d_[64];\n"
+              "        float d_[%d];\n"
               "#pragma unroll\n"
-              "        for (int i = 0; i < 64; ++i) d_[i] = 0.f;\n",
-              cu_describe(c, lin, d, sizeof d), 2 * R);
-    emit_loop(lin, t);
+              "        for (int i = 0; i < %d; ++i) d_[i] = 0.f;\n",
+              cu_describe(c, lin, d, sizeof d), n, 2 * R, n, n, n - 1, n / 2, n / 2);
+    emit_loop(lin, n, t);
     /* every warpgroup is past the buffers: the partials go over them (a
      * warp's 16 rows, but for the zero rows' warps), then the partner's
      * rows to it */
@@ -206,10 +214,10 @@ rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
               "        __syncthreads();\n"
               "        if (wg_ < KSNW%s) {\n"
               "#pragma unroll\n"
-              "            for (int j = 0; j < 16; ++j)\n"
+              "            for (int j = 0; j < %d; ++j)\n"
               "#pragma unroll\n"
               "                for (int e_ = 0; e_ < 4; ++e_)\n"
-              "                    sm_[SM_L%d + KSP(16 * w4_ + g_ + 8 * (e_ >> 1), wg_ * 128 + 8 * j + "
+              "                    sm_[SM_L%d + KSP(16 * w4_ + g_ + 8 * (e_ >> 1), wg_ * %d + 8 * j + "
               "2 * q_ + (e_ & 1))] = d_[4 * j + e_];\n"
               "        }\n"
               "        __syncthreads();\n"
@@ -225,7 +233,7 @@ rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
               "        rnnc_mb_wait(mb_ + 2 * NSB, xph_);\n"
               "        xph_ ^= 1u;\n"
               "    }\n",
-              real, (int)lin, R * c->BTP * 4, (int)lin, R, R * c->BTP * 4);
+              real, n / 8, (int)lin, n, R * c->BTP * 4, (int)lin, R, R * c->BTP * 4);
     return RNNC_OK;
 }
 

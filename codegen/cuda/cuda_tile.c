@@ -344,7 +344,7 @@ static bool try_bulk_chunks(cu_ctx *c, int64_t bt, int sm_count, int64_t limit, 
 }
 
 /* The K split over clusters (cuda_ksplit.c) where it fits: all of a
- * batch of 256 or 128 rows a block, h in chunks of 32 floats.  Tried
+ * batch of 256, 128 or 64 rows a block, h in chunks of 32 floats.  Tried
  * first: the search below takes the first tiling that fits, and a GRU's
  * fits in other tiles first (16 units, 128 batch rows), which the H100 ran
  * at 2.81 ms where cuDNN took 2.37 (TF32, I = H = 1024, B = 256). */
@@ -352,7 +352,7 @@ static bool try_ksplit(cu_ctx *c, int sm_count, int64_t limit)
 {
     bool fits;
     int nt = c->cfg.threads, bt = c->B < 256 ? (int)c->B : 256;
-    if ((bt != 256 && bt != 128) || (c->cfg.batch_tile > 0 && c->cfg.batch_tile != bt) ||
+    if ((bt != 256 && bt != 128 && bt != 64) || (c->cfg.batch_tile > 0 && c->cfg.batch_tile != bt) ||
         (nt && nt != 2 * bt))
         return false;
     /* its warpgroups: two threads a batch row, where a GRU's lane tiles

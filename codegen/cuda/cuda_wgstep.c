@@ -63,8 +63,8 @@ void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t)
 {
     if (!c->wgstep)
         return;
-    /* N: the slice's rows, or a K split's 128 batch rows a warpgroup */
-    int R = c->ksplit ? 128 : (int)cu_slice_rows(c, c->bulk_lin), nd = R / 2;
+    /* N: the slice's rows, or a K split's batch rows a warpgroup */
+    int R = c->ksplit ? cu_ksplit_n(c) : (int)cu_slice_rows(c, c->bulk_lin), nd = R / 2;
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_wgs(float *d, unsigned long long da, "
               "unsigned long long db)\n{\n"
