@@ -337,48 +337,72 @@ static void test_wgstep(void **state)
  * wgmma's 64, and the warp whose rows they are stores no partials.  Not
  * where K is no multiple of 64 (H = 1056), nor where a block has 16 rows
  * (H = 512); at B = 128 one warpgroup multiplies, at B = 64 one on
- * m64n64k8.  Every split kernel compiles with NVRTC. */
+ * m64n64k8.  test_ksplit_compile compiles each with NVRTC. */
+static const struct {
+    const char *cell;
+    int64_t H, B;
+    bool want;
+} k_splits[] = {{"lstm", 1024, 256, true}, {"gru", 1024, 256, true}, {"lstm", 768, 256, true},
+                {"lstm", 1024, 128, true}, {"gru", 1024, 128, true}, {"lstm", 1024, 64, true},
+                {"gru", 1056, 256, false}, {"lstm", 512, 64, false}};
+
+static char *ksplit_source(size_t i, cg_cuda_plan *plan)
+{
+    rnnc_cell *c = tu_builtin(k_splits[i].cell);
+    char *src = sm90_source(c, k_splits[i].H, k_splits[i].B, 1, 0, 0, plan);
+    rnnc_cell_destroy(c);
+    return src;
+}
+
 static void test_ksplit(void **state)
 {
     (void)state;
-    static const struct { const char *cell; int64_t H, B; bool want; } k[] = {
-        {"lstm", 1024, 256, true}, {"gru", 1024, 256, true}, {"lstm", 768, 256, true},
-        {"lstm", 1024, 128, true}, {"gru", 1024, 128, true}, {"lstm", 1024, 64, true},
-        {"gru", 1056, 256, false}, {"lstm", 512, 64, false}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-        rnnc_cell *c = tu_builtin(k[i].cell);
+    for (size_t i = 0; i < sizeof k_splits / sizeof k_splits[0]; i++) {
+        long long H = k_splits[i].H, B = k_splits[i].B;
+        bool want = k_splits[i].want;
         cg_cuda_plan plan;
-        char *src = sm90_source(c, k[i].H, k[i].B, 1, 0, 0, &plan);
-        assert_int_equal(strstr(plan.tuning, " ksplit") != NULL, k[i].want);
+        char *src = ksplit_source(i, &plan);
+        assert_int_equal(strstr(plan.tuning, " ksplit") != NULL, want);
         const cg_cuda_launch *step = &plan.launch[plan.n_launch - 1];
         assert_string_equal(step->name, "rnnc_step");
-        assert_int_equal(step->cluster, k[i].want ? 2 : 0);
-        if (k[i].want) {
-            char half[48], nchb[48], round[64], label[64];
-            snprintf(half, sizeof half, "cr_ * %lld + k4 * 4", (long long)k[i].H / 2);
-            snprintf(nchb, sizeof nchb, "#define NCHB %lld\n", (long long)k[i].H / 64);
+        assert_int_equal(step->cluster, want ? 2 : 0);
+        if (want) {
+            char half[48], nchb[48], round[64];
+            snprintf(half, sizeof half, "cr_ * %lld + k4 * 4", H / 2);
+            snprintf(nchb, sizeof nchb, "#define NCHB %lld\n", H / 64);
             /* the zero rows too are rounded to TF32 (64 rows over half of K):
              * rounding only the 48 real rows' worth left a quarter of the
              * weights unrounded, 1.6e-4 against cuDNN's TF32 for 2e-5 */
-            snprintf(round, sizeof round, "i < %lld; i += NT) /* the weights to TF32 */",
-                     (long long)k[i].H * 32);
+            snprintf(round, sizeof round, "i < %lld; i += NT) /* the weights to TF32 */", H * 32);
             assert_non_null(strstr(src, "cp.async.bulk.shared::cluster.shared::cta"));
             assert_non_null(strstr(src, half));
             assert_non_null(strstr(src, nchb));
             assert_non_null(strstr(src, round));
+            assert_non_null(strstr(src, B == 256 ? "#define KSNW 2\n" : "#define KSNW 1\n"));
+            assert_non_null(strstr(src, B == 64 ? "wgmma.mma_async.sync.aligned.m64n64k8"
+                                                : "wgmma.mma_async.sync.aligned.m64n128k8"));
             /* 32 rows a block (an LSTM's 8 units) fill wgmma's 64; 24 do not */
-            bool pad = strcmp(k[i].cell, "gru") == 0 || k[i].H == 768;
+            bool pad = strcmp(k_splits[i].cell, "gru") == 0 || H == 768;
             assert_int_equal(strstr(src, "const bool ok = r < 48 && gu < H;") != NULL, pad);
             assert_int_equal(strstr(src, "if (wg_ < KSNW && w4_ < 3) {") != NULL, pad);
-            snprintf(label, sizeof label, "%s tf32 H=%lld B=%lld K split", k[i].cell,
-                     (long long)k[i].H, (long long)k[i].B);
-            assert_non_null(strstr(src, k[i].B == 256 ? "#define KSNW 2\n" : "#define KSNW 1\n"));
-            assert_non_null(strstr(src, k[i].B == 64 ? "wgmma.mma_async.sync.aligned.m64n64k8"
-                                                     : "wgmma.mma_async.sync.aligned.m64n128k8"));
-            tu_compile_clean(src, label, 90);
         }
         free(src);
-        rnnc_cell_destroy(c);
+    }
+}
+
+static void test_ksplit_compile(void **state)
+{
+    (void)state;
+    tu_require_nvrtc();
+    for (size_t i = 0; i < sizeof k_splits / sizeof k_splits[0]; i++) {
+        if (!k_splits[i].want)
+            continue;
+        cg_cuda_plan plan;
+        char label[64], *src = ksplit_source(i, &plan);
+        snprintf(label, sizeof label, "%s tf32 H=%lld B=%lld K split", k_splits[i].cell,
+                 (long long)k_splits[i].H, (long long)k_splits[i].B);
+        tu_compile_clean(src, label, 90);
+        free(src);
     }
 }
 
@@ -414,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_wgmma_compile),
         cmocka_unit_test(test_wgstep),
         cmocka_unit_test(test_ksplit),
+        cmocka_unit_test(test_ksplit_compile),
         cmocka_unit_test(test_wgmma_half),
         cmocka_unit_test(test_weight_copies),
     };
