@@ -50,9 +50,8 @@ bool cu_ksplit_fits(const cu_ctx *c)
     int64_t R = cu_slice_rows(c, lin), K = cu_kdim(c, lin);
     /* wgmma's A is the cluster's 2R rows padded to 64; the partials and
      * the partner's rows fit the three buffers */
-    return (R == 32 || R == 24) && (c->BT == 256 || c->BT == 128 || c->BT == 64) &&
-           c->BTP == c->BT &&
-           c->NT == 2 * c->BT && K % 64 == 0 &&
+    bool rows = R == 32 || R == 24, batch = c->BT == 256 || c->BT == 128 || c->BT == 64;
+    return rows && batch && c->BTP == c->BT && c->NT == 2 * c->BT && K % 64 == 0 &&
            3 * R * c->BTP <= c->xs_floats;
 }
 

@@ -352,8 +352,8 @@ static bool try_ksplit(cu_ctx *c, int sm_count, int64_t limit)
 {
     bool fits;
     int nt = c->cfg.threads, bt = c->B < 256 ? (int)c->B : 256;
-    if ((bt != 256 && bt != 128 && bt != 64) || (c->cfg.batch_tile > 0 && c->cfg.batch_tile != bt) ||
-        (nt && nt != 2 * bt))
+    bool asked_other = (c->cfg.batch_tile > 0 && c->cfg.batch_tile != bt) || (nt && nt != 2 * bt);
+    if ((bt != 256 && bt != 128 && bt != 64) || asked_other)
         return false;
     /* its warpgroups: two threads a batch row, where a GRU's lane tiles
      * alone would ask fewer */
