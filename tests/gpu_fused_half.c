@@ -258,6 +258,8 @@ static void each_case(rnnc_dtype dt)
         /* H = 1024, B = 128: h staged in chunks from its 16-bit copy */
         {"lstm", 6, 128, 1024, 1024, 1, false, true, false, 0, 0},
         {"gru", 4, 128, 1024, 1024, 1, false, false, false, 0, 0},
+        /* 3H = 2880 columns: the wgmma GEMM's last column tile half past them */
+        {"gru", 6, 256, 64, 960, 1, false, false, false, 0, 0},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         hcase hc = more[i];

@@ -176,6 +176,8 @@ static void each_cell(rnnc_math math, double tol)
     mcase bulk_gru = {"gru", 6, 256, 64, 1024, 1, math, false, false};
     mcase bulk_gru_len = {"gru", 8, 256, 64, 1024, 1, math, true, true};
     mcase bulk_768 = {"lstm", 6, 256, 64, 768, 1, math, false, false};
+    /* 3H = 2880 columns: the wgmma GEMM's last column tile half past them */
+    mcase bulk_gru_960 = {"gru", 6, 256, 64, 960, 1, math, false, false};
     mcase bulk_128 = {"lstm", 6, 128, 64, 1024, 1, math, false, false};
     mcase bulk_gru_128 = {"gru", 6, 128, 64, 1024, 1, math, true, true};
     mcase bulk_peep = {"peephole_lstm", 6, 256, 64, 1024, 1, math, false, false};
@@ -183,6 +185,7 @@ static void each_cell(rnnc_math math, double tol)
     run_case(&bulk_gru, &rng, tol);
     run_case(&bulk_gru_len, &rng, tol);
     run_case(&bulk_768, &rng, tol);
+    run_case(&bulk_gru_960, &rng, tol);
     run_case(&bulk_128, &rng, tol);
     run_case(&bulk_gru_128, &rng, tol);
     run_case(&bulk_peep, &rng, tol);

@@ -295,6 +295,36 @@ static void test_wgmma_compile(void **state)
     tu_compile_clean(src, "lstm tf32 B=256 wgmma step", 90);
     free(src);
     rnnc_cell_destroy(c);
+    /* the GRU's 2880 columns (test_wgmma_ragged) */
+    c = tu_builtin("gru");
+    for (int dt = 0; dt < 2; dt++) {
+        src = sm90_source(c, 960, 256, dt ? 0 : 1, dt ? RNNC_BF16 : 0, 0, &plan);
+        tu_compile_clean(src, dt ? "gru bf16 H=960 wgmma" : "gru tf32 H=960 wgmma", 90);
+        free(src);
+    }
+    rnnc_cell_destroy(c);
+}
+
+/* The wgmma GEMM tiles where the linear's columns are no multiple of 128
+ * (a GRU at H = 960: 2880, 22.5 tiles): the grid's last column tile
+ * reads W's rows past 2880 as the tensor memory accelerator's zeros and
+ * the epilogue stores none of them.  The H100 ran that GEMM on mma.sync
+ * tiles before, its TF32 GRU at 0.90x cuDNN.  The columns stay a
+ * multiple of 8 (the epilogue stores pairs of them). */
+static void test_wgmma_ragged(void **state)
+{
+    (void)state;
+    rnnc_cell *c = tu_builtin("gru");
+    for (int dt = 0; dt < 2; dt++) {
+        cg_cuda_plan plan;
+        char *src = sm90_source(c, 960, 256, dt ? 0 : 1, dt ? RNNC_BF16 : 0, 0, &plan);
+        assert_true(plan.launch[0].tma);
+        assert_int_equal(plan.launch[0].tma_n, 2880);
+        assert_int_equal(plan.launch[0].grid_y, 23);
+        assert_non_null(strstr(src, "if (col0 >= N_) continue;"));
+        free(src);
+    }
+    rnnc_cell_destroy(c);
 }
 
 /* The TF32 step's bulk-staged linear on wgmma (cuda_wgstep.c): LSTM I = H
@@ -436,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_sigmoid_forms),
         cmocka_unit_test(test_wgmma_tiles),
         cmocka_unit_test(test_wgmma_compile),
+        cmocka_unit_test(test_wgmma_ragged),
         cmocka_unit_test(test_wgstep),
         cmocka_unit_test(test_ksplit),
         cmocka_unit_test(test_ksplit_compile),

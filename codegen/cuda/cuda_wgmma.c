@@ -41,7 +41,10 @@
  *     64 0.41 -> 0.40, GRU 0.38 -> 0.36 (bench/results/h100/wgmma16/).
  *
  * Requires: sm_90 (NVRTC at sm_90a), K a multiple of a slice, the
- * linear's columns of 128, x the cell's input; the runtime's tensor maps
+ * linear's columns a multiple of 8 (the last tile's W rows past them come
+ * as zeros from the tensor memory accelerator, which counts a box's
+ * bytes whole, as it does for x's rows past T*B; the epilogue stores no
+ * column past them), x the cell's input; the runtime's tensor maps
  * (cg_cuda_launch.tma), on 16-byte aligned x and weight slots
  * (cuda_analyse.c, the runtime's x copy and arena).  Keeps: the epilogue
  * of the other tiles.
@@ -90,7 +93,7 @@ bool cu_wgmma_shape_ok(const cu_ctx *c, int32_t lin)
     long long K = (long long)c->cols[nd->a[0]], kw = slice_k(c);
     bool mode = c->half ? c->cfg.math == 0 : c->cfg.math != 0;
     return c->cfg.tma && c->cfg.sm == 90 && mode && K >= kw && K % kw == 0 &&
-           c->cols[lin] % 128 == 0 && c->f->nodes[nd->a[0]].op == IR_INPUT;
+           c->cols[lin] % 8 == 0 && c->f->nodes[nd->a[0]].op == IR_INPUT;
 }
 
 /* The copy of W the tiles read: the TF32 modes' (the tensor cores
