@@ -267,6 +267,16 @@ static void test_wgmma_half(void **state)
     rnnc_cell_destroy(c);
 }
 
+/* A GRU at I = H = 960, B = 256 on sm_90, TF32 (dt 0) or bf16: its
+ * hoisted GEMM has 2880 columns (test_wgmma_ragged). */
+static char *ragged_source(int dt, cg_cuda_plan *plan)
+{
+    rnnc_cell *c = tu_builtin("gru");
+    char *src = sm90_source(c, 960, 256, dt ? 0 : 1, dt ? RNNC_BF16 : 0, 0, plan);
+    rnnc_cell_destroy(c);
+    return src;
+}
+
 /* The wgmma kernels compile (NVRTC at sm_90a). */
 static void test_wgmma_compile(void **state)
 {
@@ -296,13 +306,11 @@ static void test_wgmma_compile(void **state)
     free(src);
     rnnc_cell_destroy(c);
     /* the GRU's 2880 columns (test_wgmma_ragged) */
-    c = tu_builtin("gru");
     for (int dt = 0; dt < 2; dt++) {
-        src = sm90_source(c, 960, 256, dt ? 0 : 1, dt ? RNNC_BF16 : 0, 0, &plan);
+        src = ragged_source(dt, &plan);
         tu_compile_clean(src, dt ? "gru bf16 H=960 wgmma" : "gru tf32 H=960 wgmma", 90);
         free(src);
     }
-    rnnc_cell_destroy(c);
 }
 
 /* The wgmma GEMM tiles where the linear's columns are no multiple of 128
@@ -314,17 +322,15 @@ static void test_wgmma_compile(void **state)
 static void test_wgmma_ragged(void **state)
 {
     (void)state;
-    rnnc_cell *c = tu_builtin("gru");
     for (int dt = 0; dt < 2; dt++) {
         cg_cuda_plan plan;
-        char *src = sm90_source(c, 960, 256, dt ? 0 : 1, dt ? RNNC_BF16 : 0, 0, &plan);
+        char *src = ragged_source(dt, &plan);
         assert_true(plan.launch[0].tma);
         assert_int_equal(plan.launch[0].tma_n, 2880);
         assert_int_equal(plan.launch[0].grid_y, 23);
         assert_non_null(strstr(src, "if (col0 >= N_) continue;"));
         free(src);
     }
-    rnnc_cell_destroy(c);
 }
 
 /* The TF32 step's bulk-staged linear on wgmma (cuda_wgstep.c): LSTM I = H
