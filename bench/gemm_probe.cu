@@ -122,23 +122,7 @@ static float time_one(const variant &v, const float *x, const float *w, const fl
                       int M, int N, int K)
 {
     dim3 grid((M + 127) / 128, (N + 127) / 128);
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> ms;
-    for (int r = 0; r < 35; ++r) {
-        CK(cudaEventRecord(a));
-        v.k<<<grid, 256>>>(x, w, f, hz, M, N, K);
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float t = 0;
-        CK(cudaEventElapsedTime(&t, a, b));
-        if (r >= 5)
-            ms.push_back(t);
-    }
-    CK(cudaGetLastError());
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return (float)median_ms([&] { v.k<<<grid, 256>>>(x, w, f, hz, M, N, K); }, 5, 30);
 }
 
 int main()

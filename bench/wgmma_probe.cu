@@ -500,29 +500,6 @@ static float host_tf32_rn(float f)
     return f;
 }
 
-/* Median ms of 20 runs of run() after 3 (CUDA events). */
-template <class F> static double median_ms(F run)
-{
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int it = 0; it < 23; ++it) {
-        CK(cudaEventRecord(a));
-        run();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        CK(cudaGetLastError());
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (it >= 3) t.push_back(ms);
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
 /* ./wgmma_probe [variant-substring [M]]: only those (for a profiler) */
 int main(int argc, char **argv)
 {
@@ -576,7 +553,7 @@ int main(int argc, char **argv)
             CK(cudaFuncSetAttribute(v.k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             const Args args = {x, wr, wh, wl, w, f, o, M, N, K};
             CK(cudaMemset(o, 0xff, (size_t)M * N * 4)); /* poison: NaN */
-            const double ms = median_ms([&] { v.run(args, smem); });
+            const double ms = median_ms([&] { v.run(args, smem); }, 3, 20);
             CK(cudaMemcpy(ho.data(), o, ho.size() * 4, cudaMemcpyDeviceToHost));
             double maxref = 0, maxerr = 0;
             for (int sI = 0; sI < 4000; ++sI) {
@@ -597,7 +574,7 @@ int main(int argc, char **argv)
             CK(cudaMalloc(&r, hx.size() * 4));
             const size_t n4 = hx.size() / 4;
             const double ms =
-                median_ms([&] { round_x<<<132 * 8, 256>>>((const float4 *)x, (float4 *)r, n4); });
+                median_ms([&] { round_x<<<132 * 8, 256>>>((const float4 *)x, (float4 *)r, n4); }, 3, 20);
             printf("%-20s %5d x %4d         %8.3f ms %6.0f GB/s\n", "round x", M, K, ms,
                    2.0 * hx.size() * 4 / ms * 1e-6);
             CK(cudaFree(r));
