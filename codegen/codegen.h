@@ -121,9 +121,12 @@ typedef struct cg_cuda_launch {
     /* wgmma tiles fed by tensor maps (cuda_wgmma.c): after the common arguments
      * the kernel takes three CUtensorMaps, boxes of 32 floats x 128 rows with
      * 128-byte swizzle: over x (T*B rows of tma_k floats), and over the weight
-     * arena's rows at float offsets tma_w and tma_l (tma_n rows of tma_k each) */
+     * arena's rows at float offsets tma_w and tma_l (tma_n rows of tma_k each).
+     * The step kernel with streamed weights (cuda_wstream.c, cooperative)
+     * takes one: over the arena's rows at tma_w, boxes of tma_box rows */
     bool tma;
     unsigned tma_k, tma_n, tma_es; /* tma_es: bytes of an element, 4 or 2 (a half model) */
+    unsigned tma_box;              /* the step kernel's box rows (0: 128) */
     int64_t tma_w, tma_l;
 } cg_cuda_launch;
 

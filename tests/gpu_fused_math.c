@@ -195,6 +195,19 @@ static void each_cell(rnnc_math math, double tol)
     mcase bulk_deep = {"lstm", 4, 256, 64, 1024, 2, math, false, false};
     run_case(&bulk_len, &rng, tol);
     run_case(&bulk_deep, &rng, tol);
+    /* W_hh on chip in no tiling: in TF32 on sm_90 it streams beside h's
+     * chunks (cuda_wstream.c; 3xtf32 streams it on FFMA): four batch groups
+     * at B = 512 (a GRU's 96 rows in two 64-row tiles; bidirectional, each
+     * direction on half the SMs, 64 units a block), H = 2048 (48 rows, one
+     * tile), an LSTM at H = 1536 (24 units) over two layers */
+    mcase ws = {"lstm", 4, 512, 64, 1024, 1, math, false, false};
+    mcase ws_gru = {"gru", 4, 512, 64, 1024, 1, math, true, true};
+    mcase ws_2048 = {"gru", 3, 64, 64, 2048, 1, math, false, false};
+    mcase ws_deep = {"lstm", 3, 256, 64, 1536, 2, math, false, false};
+    run_case(&ws, &rng, tol);
+    run_case(&ws_gru, &rng, tol);
+    run_case(&ws_2048, &rng, tol);
+    run_case(&ws_deep, &rng, tol);
     /* two layers at the benchmark's T * B, so that on sm_90 the wgmma GEMM
      * tiles (cuda_wgmma.c) take both layers' hoisted GEMMs (the upper one
      * reads the lower one's output in the wavefront's chunks), built in

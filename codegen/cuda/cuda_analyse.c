@@ -458,7 +458,20 @@ static rnnc_status place_step_launch(cu_ctx *c)
     l->smem = (unsigned)(c->smem_floats * 4);
     l->cooperative = true;
     l->cluster = c->ksplit ? 2 : 0;
-    return RNNC_OK;
+    if (!c->wstream)
+        return RNNC_OK;
+    /* streamed weights (cuda_wstream.c): boxes of UT rows of the linear's
+     * weights rounded to TF32 (the tensor cores would truncate them) */
+    int32_t lin = c->bulk_lin;
+    int64_t off;
+    rnnc_status st = cu_place_weight_as(c, c->f->nodes[lin].a[1], CG_CUDA_TF32_RN, &off);
+    l->tma = true;
+    l->tma_k = (unsigned)cu_kdim(c, lin);
+    l->tma_n = (unsigned)c->cols[lin];
+    l->tma_es = 4;
+    l->tma_w = l->tma_l = off;
+    l->tma_box = (unsigned)c->UT;
+    return st;
 }
 
 rnnc_status cu_analyse(cu_ctx *c)
@@ -475,7 +488,7 @@ rnnc_status cu_analyse(cu_ctx *c)
         return st;
     mark_needs(c);
     place_global(c);
-    if ((st = cu_choose_tiles(c)))
+    if ((st = cu_wstream_place(c)) || (st = cu_choose_tiles(c)))
         return st;
     cu_ll_choose(c);
     mark_whole_reads(c);

@@ -96,7 +96,9 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
               "#define BPUT(cp, gb, cc) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)((cc) / KCB) * B + "
               "(gb)) * KCB + (BSW(gb, ((cc) %% KCB) >> 2) << 2) + ((cc) & 3))\n",
               K / KC, KC, c->bulk_ns, c->bulk_ns, KC, K / KC / (c->ksplit ? 2 : 1),
-              (long long)c->BTP * KC, (long long)c->bulk_mb, (long long)c->xb[sv], K,
+              /* streamed weights: each buffer also takes the chunk's rows of W */
+              (long long)(c->BTP + (c->wstream ? cu_wstream_rows(c) : 0)) * KC,
+              (long long)c->bulk_mb, (long long)c->xb[sv], K,
               /* a K split's block copies its half of the chunks (cuda_ksplit.c) */
               c->ksplit ? "(ch) + NCHB * cr_" : "ch", (long long)c->xb[sv], K);
     /* where the 16-byte group g of row r lies: ldmatrix reads one group of
@@ -159,9 +161,10 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
               "%s"
               "        asm volatile(\"fence.mbarrier_init.release.cluster;\" : : : \"memory\");\n"
               "    }\n",
-              /* a K split's warps that multiply free the buffers; its
-               * third mbarrier takes the partner's partial sums */
-              c->ksplit ? "KSNW * 4" : "NT / 32",
+              /* a K split's warps that multiply free the buffers (so do
+               * the streamed step's); its third mbarrier takes the
+               * partner's partial sums */
+              c->ksplit ? "KSNW * 4" : c->wstream ? "WSNW * 4" : "NT / 32",
               c->ksplit ? "        rnnc_mb_init(mb_ + 2 * NSB, 1);\n" : "");
 }
 
@@ -208,37 +211,43 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
  * for before the refill.  Against a block barrier a chunk on the H100
  * (heuristic tiles, bench/results/h100/bulk/warp/): TF32 LSTM I = H =
  * 1024, B = 256 5.21 -> 5.01 ms, FFMA 12.92 -> 12.55, the GRUs level. */
-void cu_emit_bulk_chunk_end(cu_text *t, const char *ch)
+void cu_emit_bulk_chunk_end(const cu_ctx *c, cu_text *t, const char *ch)
 {
     cu_printf(t, "        if (t == 0) {\n"
                  "            __syncthreads();\n"
                  "        } else {\n");
-    cu_emit_bulk_release(t, ch);
+    cu_emit_bulk_release(c, t, ch);
     cu_printf(t, "        }\n");
 }
 
 /* The warp's arrival on chunk ch's free mbarrier, and thread 0's refill of
  * its buffer once every warp arrived: the end of a chunk in a step whose
  * buffers the copies fill. */
-void cu_emit_bulk_release(cu_text *t, const char *ch)
+void cu_emit_bulk_release(const cu_ctx *c, cu_text *t, const char *ch)
 {
-    char buf[64];
+    char buf[64], next[64], get[256];
     /* the buffer's offset: xo_ where ch is the loop's own chunk */
     if (strcmp(ch, "ch_") == 0)
         snprintf(buf, sizeof buf, "xo_");
     else
         snprintf(buf, sizeof buf, "%s %% NSB * CHF", ch);
+    snprintf(next, sizeof next, "%s + NSB", ch);
+    if (c->wstream)
+        cu_wstream_get(buf, next, get, sizeof get);
+    else
+        snprintf(get, sizeof get, "rnnc_bulk_get(sm_ + %s, BSRC(t & 1, %s), bn_, mb_ + %s %% NSB)",
+                 buf, next, ch);
     cu_printf(t,
               "            __syncwarp();\n"
               "            if ((tid & 31) == 0) rnnc_mb_arrive(mb_ + NSB + %s %% NSB);\n"
               "            if (tid == 0) {\n"
               "                if (%s + NSB < NCHB) {\n"
               "                    rnnc_mb_wait(mb_ + NSB + %s %% NSB, (eph_ >> (%s %% NSB)) & 1u);\n"
-              "                    rnnc_bulk_get(sm_ + %s, BSRC(t & 1, %s + NSB), bn_, mb_ + %s %% NSB);\n"
+              "                    %s;\n"
               "                }\n"
               "                eph_ ^= 1u << (%s %% NSB);\n"
               "            }\n",
-              ch, ch, ch, ch, buf, ch, ch, ch);
+              ch, ch, ch, ch, get, ch);
 }
 
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)

@@ -28,12 +28,15 @@ static void elem_col(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
 }
 
 /* Row r (an expression) of step linear v's result, batch row b, where the
- * element phase reads it: the linear's rows of BTP + 1 floats, or a K
- * split's own and partner's partial sums (cuda_ksplit.c). */
+ * element phase reads it: the linear's rows of BTP + 1 floats, a K
+ * split's own and partner's partial sums (cuda_ksplit.c), or the streamed
+ * step's rows in the same layout (cuda_wstream.c). */
 void cu_lin_result(const cu_ctx *c, int32_t v, const char *r, char *buf, size_t n)
 {
     if (c->ksplit)
         cu_ksplit_result(c, v, r, buf, n);
+    else if (c->wstream)
+        cu_wstream_result(c, v, r, buf, n);
     else
         snprintf(buf, n, "sm_[SM_L%d + (%s) * (BTP + 1) + b]", (int)v, r);
 }

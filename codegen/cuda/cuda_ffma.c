@@ -163,7 +163,7 @@ rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
         emit_kstep(c, lin, false, t);
     }
     if (chunked && cu_bulk_staged(c, lin)) {
-        cu_emit_bulk_chunk_end(t, "ch_");
+        cu_emit_bulk_chunk_end(c, t, "ch_");
         /* every warp past the buffers: the result goes over them */
         cu_printf(t, "    }\n    __syncthreads();\n");
     } else if (chunked) {

@@ -124,6 +124,10 @@ typedef struct cu_ctx {
     /* The wgmma step's linear split along K over clusters of two blocks
      * (cuda_ksplit.c). */
     bool ksplit;
+    /* The wgmma step's weights streamed from L2 beside h's chunks, a tensor
+     * map's boxes into each chunk buffer (cuda_wstream.c): where W_hh does
+     * not fit on chip; wgstep and bulk are set too. */
+    bool wstream;
     /* F16 or BF16 model: x, y and the weights are 16-bit (cuda_half.c). */
     bool half;
     int64_t smem_floats, xs_floats;
@@ -309,8 +313,8 @@ void cu_bulk_place(cu_ctx *c);
 void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_init(const cu_ctx *c, cu_text *t);
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t);
-void cu_emit_bulk_chunk_end(cu_text *t, const char *ch);
-void cu_emit_bulk_release(cu_text *t, const char *ch);
+void cu_emit_bulk_chunk_end(const cu_ctx *c, cu_text *t, const char *ch);
+void cu_emit_bulk_release(const cu_ctx *c, cu_text *t, const char *ch);
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t);
 /* c->h16: the source of row gb, column cc of state x's 16-bit copy read
  * at step t. */
@@ -363,6 +367,7 @@ bool cu_wgstep_fits(const cu_ctx *c);
 void cu_wgstep_weight_at(const cu_ctx *c, int32_t lin, char *buf, size_t n);
 void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_wgs_products(cu_text *t, const char *ind);
+void cu_emit_wgs_loop(const cu_ctx *c, const char *nw, const char *a, const char *b, cu_text *t);
 rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                   rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* The batch group's barrier between steps, in two halves (cuda_step.c). */
@@ -383,6 +388,20 @@ void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t);
 rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_ksplit_result(const cu_ctx *c, int32_t lin, const char *r, char *buf, size_t n);
 void cu_emit_ksplit_end(const cu_ctx *c, cu_text *t);
+/* Its weights streamed (cuda_wstream.c): whether the model may take it,
+ * the weight copy it reads (placed whatever the tiling), whether the
+ * tiling does (cuda_tile.c's try_wstream), the chunk buffer's rows of W,
+ * the device helpers, a buffer's refill (the call: chunk ch into the
+ * buffer at float offset buf), the linear, and the element phase's read
+ * of row r of its result. */
+bool cu_wstream_possible(const cu_ctx *c);
+rnnc_status cu_wstream_place(cu_ctx *c);
+bool cu_wstream_fits(const cu_ctx *c);
+int64_t cu_wstream_rows(const cu_ctx *c);
+void cu_emit_wstream_helpers(const cu_ctx *c, cu_text *t);
+void cu_wstream_get(const char *buf, const char *ch, char *out, size_t n);
+rnnc_status cu_emit_wstream_linear(const cu_ctx *c, int32_t lin, cu_text *t);
+void cu_wstream_result(const cu_ctx *c, int32_t lin, const char *r, char *buf, size_t n);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* The same on the FFMA pipes (cuda_ffma.c). */

@@ -137,10 +137,11 @@ void cu_emit_ksplit_weights(const cu_ctx *c, int32_t lin, cu_text *t)
 
 /* Before step 0: the caller's state into chunk-major copy 0, its columns
  * spread over the batch group's blocks, then the group's barrier and the
- * cluster's (the partner's mbarriers are initialised). */
+ * cluster's (the partner's mbarriers are initialised).  The streamed
+ * step's chunks all come by copies too (cuda_wstream.c). */
 void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t)
 {
-    if (!c->ksplit)
+    if (!c->ksplit && !c->wstream)
         return;
     long long K = (long long)cu_kdim(c, c->bulk_lin), per = (K + c->NUB - 1) / c->NUB;
     cu_printf(t,
@@ -153,38 +154,10 @@ void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t)
               per, per, per, per, K, c->bulk_state, K);
     cu_emit_group_arrive(t, "    ");
     cu_emit_group_wait(t, "    ");
-    cu_printf(t, "    rnnc_cluster_sync();\n");
-}
-
-/* The chunk loop of the warpgroups that multiply. */
-static void emit_loop(int32_t lin, int n, cu_text *t)
-{
-    cu_printf(t,
-              "        if (wg_ < KSNW) {\n"
-              "            if (tid == 0) {\n"
-              "                asm volatile(\"fence.proxy.async.shared::cta;\\nfence.proxy.async.global;\" "
-              ": : : \"memory\");\n"
-              "                for (int s_ = 0; s_ < min(NSB, NCHB); ++s_)\n"
-              "                    rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_);\n"
-              "            }\n"
-              "            for (int ch_ = 0; ch_ < NCHB; ++ch_) {\n"
-              "                rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
-              "                ph_ ^= 1u << (ch_ %% NSB);\n"
-              "                const float *a_ = sm_ + SM_W%d + ch_ * %lld, *b_ = sm_ + ch_ %% NSB * CHF + "
-              "wg_ * %d * KCB;\n",
-              (int)lin, (long long)KS_ROWS * 32, n);
-    cu_emit_wgs_products(t, "                ");
-    cu_printf(t,
-              "                if (ch_ > 0) {\n"
-              "                    const int cq_ = ch_ - 1;\n");
-    cu_emit_bulk_release(t, "cq_");
-    cu_printf(t,
-              "                }\n"
-              "            }\n"
-              "            asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n"
-              "            const int cq_ = NCHB - 1;\n");
-    cu_emit_bulk_release(t, "cq_");
-    cu_printf(t, "        }\n");
+    if (c->ksplit)
+        cu_printf(t, "    rnnc_cluster_sync();\n");
+    else
+        cu_printf(t, "    __syncthreads();\n");
 }
 
 rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
@@ -202,7 +175,10 @@ rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
               "#pragma unroll\n"
               "        for (int i = 0; i < %d; ++i) d_[i] = 0.f;\n",
               cu_describe(c, lin, d, sizeof d), n, 2 * R, n, n, n - 1, n / 2, n / 2);
-    emit_loop(lin, n, t);
+    char a[64], b[64];
+    snprintf(a, sizeof a, "sm_ + SM_W%d + ch_ * %lld", (int)lin, (long long)KS_ROWS * 32);
+    snprintf(b, sizeof b, "sm_ + ch_ %% NSB * CHF + wg_ * %d * KCB", n);
+    cu_emit_wgs_loop(c, "KSNW", a, b, t);
     /* every warpgroup is past the buffers: the partials go over them (a
      * warp's 16 rows, but for the zero rows' warps), then the partner's
      * rows to it */

@@ -341,7 +341,7 @@ static rnnc_status emit_kloop(const cu_ctx *c, int32_t lin, const mma_warps *w, 
     }
     cu_printf(t, "        }\n        }\n");
     if (chunked && cu_bulk_staged(c, lin)) {
-        cu_emit_bulk_chunk_end(t, "ch_");
+        cu_emit_bulk_chunk_end(c, t, "ch_");
         /* every warp past the buffers: the result goes over them */
         cu_printf(t, "    }\n    __syncthreads();\n");
     } else if (chunked) {
@@ -432,7 +432,8 @@ void cu_emit_mma_round(const cu_ctx *c, cu_text *t)
     if (!cu_tf32_rounded(c))
         return;
     for (int32_t i = 0; i < c->f->n; i++) {
-        if (c->role[i] != CU_STEP_LINEAR)
+        /* (streamed weights come rounded: cuda_wstream.c) */
+        if (c->role[i] != CU_STEP_LINEAR || c->wstream)
             continue;
         /* a K split's slice is the cluster's rows padded to wgmma's 64 */
         long long n = c->ksplit && i == c->bulk_lin ? (long long)cu_ksplit_weight_floats(c, i)

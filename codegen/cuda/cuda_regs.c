@@ -396,7 +396,8 @@ static void emit_slice_copy(const cu_ctx *c, int32_t i, long long cols, int ld, 
 void cu_emit_weights(const cu_ctx *c, cu_text *t)
 {
     for (int32_t i = 0; i < c->f->n; i++) {
-        if (c->role[i] != CU_STEP_LINEAR)
+        /* (the streamed wgmma step's come with each chunk, cuda_wstream.c) */
+        if (c->role[i] != CU_STEP_LINEAR || c->wstream)
             continue;
         if (c->stream) {
             /* read from global memory every step, but for the leading

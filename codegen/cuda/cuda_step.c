@@ -86,7 +86,7 @@ static void emit_smem_names(const cu_ctx *c, cu_text *t)
     cu_printf(t, "/* shared memory of a step block (floats): x of the step's linears, staged at 0 */\n");
     for (int32_t i = 0; i < f->n; i++) {
         cu_describe(c, i, d, sizeof d);
-        if (c->role[i] == CU_STEP_LINEAR && !c->stream)
+        if (c->role[i] == CU_STEP_LINEAR && !c->stream && !c->wstream)
             cu_printf(t, "#define SM_W%d %lld /* %s: weight slice */\n", (int)i,
                       (long long)c->wsm[i], d);
         if (c->role[i] == CU_STEP_LINEAR && c->stream && c->kr[i])
@@ -442,8 +442,9 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     if (c->ll)
         cu_emit_ll_prelude(c, t);
     cu_emit_bulk_helpers(c, t);
+    cu_emit_wstream_helpers(c, t);
     cu_printf(t,
-              "extern \"C\" __global__ void __launch_bounds__(NT, 1) %srnnc_step(%s)\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(NT, 1) %srnnc_step(%s%s)\n{\n"
               "    extern __shared__ %sfloat4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "    const int tid = threadIdx.x, ub = blockIdx.x %% NUB, bb = blockIdx.x / NUB;\n"
@@ -452,6 +453,8 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
               "(void)TB; (void)ub; (void)len; (void)rev;\n",
               c->ksplit ? "__cluster_dims__(2, 1, 1) " : "", cu_args(c),
+              /* streamed weights: the runtime's tensor map over them */
+              c->wstream ? ", const __grid_constant__ rnnc_tmap tw_" : "",
               /* wgmma's 128-byte swizzle atoms are 1024-byte aligned */
               c->wgstep ? "__align__(1024) " : "");
     cu_emit_ksplit_head(c, t);

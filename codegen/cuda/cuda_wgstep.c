@@ -64,7 +64,10 @@ void cu_emit_wgstep_helpers(const cu_ctx *c, cu_text *t)
     if (!c->wgstep)
         return;
     /* N: the slice's rows, or a K split's batch rows a warpgroup */
-    int R = c->ksplit ? cu_ksplit_n(c) : (int)cu_slice_rows(c, c->bulk_lin), nd = R / 2;
+    int R = c->ksplit    ? cu_ksplit_n(c)
+            : c->wstream ? c->BTP
+                         : (int)cu_slice_rows(c, c->bulk_lin),
+        nd = R / 2;
     cu_printf(t,
               "__device__ __forceinline__ void rnnc_wgs(float *d, unsigned long long da, "
               "unsigned long long db)\n{\n"
@@ -93,6 +96,45 @@ void cu_emit_wgs_products(cu_text *t, const char *ind)
               ind, ind, ind, ind);
 }
 
+/* The chunk loop of warpgroups 0 .. nw - 1 (nw names a macro) where every
+ * chunk comes by copies (the K split, streamed weights): thread 0 puts the
+ * first NSB in flight; each chunk's products (operands a_ and b_, the
+ * expressions a and b of ch_) stay in flight while the chunk before is
+ * waited for and its buffer given back. */
+void cu_emit_wgs_loop(const cu_ctx *c, const char *nw, const char *a, const char *b, cu_text *t)
+{
+    char get[256];
+    if (c->wstream)
+        cu_wstream_get("s_ * CHF", "s_", get, sizeof get);
+    else
+        snprintf(get, sizeof get, "rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_)");
+    cu_printf(t,
+              "        if (wg_ < %s) {\n"
+              "            if (tid == 0) {\n"
+              "                asm volatile(\"fence.proxy.async.shared::cta;\\nfence.proxy.async.global;\" "
+              ": : : \"memory\");\n"
+              "                for (int s_ = 0; s_ < min(NSB, NCHB); ++s_)\n"
+              "                    %s;\n"
+              "            }\n"
+              "            for (int ch_ = 0; ch_ < NCHB; ++ch_) {\n"
+              "                rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
+              "                ph_ ^= 1u << (ch_ %% NSB);\n"
+              "                const float *a_ = %s, *b_ = %s;\n",
+              nw, get, a, b);
+    cu_emit_wgs_products(t, "                ");
+    cu_printf(t,
+              "                if (ch_ > 0) {\n"
+              "                    const int cq_ = ch_ - 1;\n");
+    cu_emit_bulk_release(c, t, "cq_");
+    cu_printf(t,
+              "                }\n"
+              "            }\n"
+              "            asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n"
+              "            const int cq_ = NCHB - 1;\n");
+    cu_emit_bulk_release(c, t, "cq_");
+    cu_printf(t, "        }\n");
+}
+
 /* A chunk's products: the warpgroup's 64 rows of the buffer against the
  * slice's column block ch_, four k-steps, left in flight while the chunk
  * before is waited for and its buffer given back (the copy of chunk ch_ -
@@ -100,7 +142,7 @@ void cu_emit_wgs_products(cu_text *t, const char *ind)
  * while thread 0 refills.  On the H100 (TF32 LSTM I = H = 1024, B = 256)
  * 3.587 / 3.578 ms waiting for each chunk's own products, 3.537 / 3.554
  * so (bench/results/h100/wgstep/). */
-static void emit_chunk(int32_t lin, long long R, cu_text *t)
+static void emit_chunk(const cu_ctx *c, int32_t lin, long long R, cu_text *t)
 {
     cu_printf(t,
               "        {\n"
@@ -111,7 +153,7 @@ static void emit_chunk(int32_t lin, long long R, cu_text *t)
               "        }\n"
               "        if (ch_ > 0) {\n"
               "        const int cq_ = ch_ - 1;\n");
-    cu_emit_bulk_chunk_end(t, "cq_");
+    cu_emit_bulk_chunk_end(c, t, "cq_");
     cu_printf(t, "        }\n");
 }
 
@@ -123,6 +165,8 @@ rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
     rnnc_status st;
     if (c->ksplit)
         return cu_emit_ksplit_linear(c, lin, t);
+    if (c->wstream)
+        return cu_emit_wstream_linear(c, lin, t);
     cu_printf(t,
               "    /* %s: wgmma m64n%lldk8 (cuda_wgstep.c), warpgroup wg_ on batch rows 64 wg_ .. "
               "64 wg_ + 63 */\n"
@@ -134,13 +178,13 @@ rnnc_status cu_emit_wgstep_linear(const cu_ctx *c, int32_t lin, cu_text *t,
               cu_describe(c, lin, d, sizeof d), R, R / 2, R / 2);
     if ((st = stage(c, lin, true, t)))
         return st;
-    emit_chunk(lin, R, t);
+    emit_chunk(c, lin, R, t);
     /* the last chunk: its products, then its buffer (its arrivals keep the
      * free mbarriers' phases in step with the next step's uses) */
     cu_printf(t, "    }\n"
                  "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : : : \"memory\");\n"
                  "    {\n        const int cq_ = NCHB - 1;\n");
-    cu_emit_bulk_chunk_end(t, "cq_");
+    cu_emit_bulk_chunk_end(c, t, "cq_");
     cu_printf(t, "    }\n");
     /* every warpgroup's products are complete: the result goes over the
      * buffers */

@@ -210,15 +210,28 @@ static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
     return RNNC_OK;
 }
 
-/* A wgmma GEMM: its tensor maps over x (TB rows) and two weight copies in
- * the arena, after the common arguments.  They are kernel parameters, so
- * a captured graph keeps them and nothing is allocated. */
+/* A launch that takes tensor maps after the common arguments: a wgmma GEMM
+ * three, over x (TB rows) and two weight copies in the arena; the step
+ * kernel with streamed weights one, over its weights (boxes of tma_box
+ * rows).  They are kernel parameters, so a captured graph keeps them and
+ * nothing is allocated. */
 static rnnc_status launch_tma(CUfunction f, const cg_cuda_launch *l, const unsigned grid[3],
                               const unsigned block[3], CUstream s, void **args, size_t n_args,
-                              size_t TB, CUdeviceptr wts, int pdl)
+                              size_t TB, CUdeviceptr wts, int flags)
 {
     CUtensorMap mx, mw, ml;
     unsigned es = l->tma_es;
+    void *all[32];
+    size_t n = n_args;
+    if (n_args + 3 > sizeof all / sizeof *all)
+        return RNNC_ERR_INTERNAL;
+    memcpy(all, args, n_args * sizeof *args);
+    if (l->cooperative) {
+        rnnc_status e = rt_tensor_map(&mw, wts + (CUdeviceptr)l->tma_w * es, l->tma_n, l->tma_k,
+                                      es, l->tma_box ? l->tma_box : 128);
+        all[n++] = &mw;
+        return e != RNNC_OK ? e : rt_launch_ex(f, grid, block, l->smem, s, all, flags);
+    }
     rnnc_status e = rt_tensor_map(&mx, *(CUdeviceptr *)args[0], TB, l->tma_k, es, 128);
     if (e == RNNC_OK)
         e = rt_tensor_map(&mw, wts + (CUdeviceptr)l->tma_w * es, l->tma_n, l->tma_k, es, 128);
@@ -228,14 +241,10 @@ static rnnc_status launch_tma(CUfunction f, const cg_cuda_launch *l, const unsig
         e = rt_tensor_map(&ml, wts + (CUdeviceptr)l->tma_l * es, l->tma_n, l->tma_k, es, 128);
     else if (e == RNNC_OK)
         ml = mw;
-    void *all[32];
-    if (n_args + 3 > sizeof all / sizeof *all)
-        return RNNC_ERR_INTERNAL;
-    memcpy(all, args, n_args * sizeof *args);
-    all[n_args] = &mx;
-    all[n_args + 1] = &mw;
-    all[n_args + 2] = &ml;
-    return e != RNNC_OK ? e : rt_launch_ex(f, grid, block, l->smem, s, all, pdl);
+    all[n++] = &mx;
+    all[n++] = &mw;
+    all[n++] = &ml;
+    return e != RNNC_OK ? e : rt_launch_ex(f, grid, block, l->smem, s, all, flags);
 }
 
 rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s)
@@ -264,7 +273,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
                                               : l->grid,
                             l->grid_y ? l->grid_y : 1, 1};
         unsigned block[3] = {l->threads, 1, 1};
-        if (l->tma) {
+        if (l->tma && !l->cooperative) {
             e = launch_tma(kern->fn[i], l, grid, block, s, args, sizeof args / sizeof *args, TB,
                            wts, pdl);
             continue;
@@ -278,10 +287,13 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
         if (pl->xb_zero_floats > 0)
             e = rt_dev_zero(sl->xb, (size_t)pl->xb_zero_floats * 4, s);
         /* a kernel sized for a share of the SMs may run beside another */
-        if (e == RNNC_OK)
-            e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args,
-                             (m->share > 1 ? RT_LAUNCH_RESIDENT : RT_LAUNCH_COOPERATIVE | pdl) |
-                                 RT_LAUNCH_CLUSTER(l->cluster));
+        int flags = (m->share > 1 ? RT_LAUNCH_RESIDENT : RT_LAUNCH_COOPERATIVE | pdl) |
+                    RT_LAUNCH_CLUSTER(l->cluster);
+        if (e == RNNC_OK && l->tma)
+            e = launch_tma(kern->fn[i], l, grid, block, s, args, sizeof args / sizeof *args, TB,
+                           wts, flags);
+        else if (e == RNNC_OK)
+            e = rt_launch_ex(kern->fn[i], grid, block, l->smem, s, args, flags);
     }
     return e;
 }
