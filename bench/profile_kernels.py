@@ -32,6 +32,8 @@ CASES = {
     "lstm_h512_b128": ("lstm", 1, False, 100, 128, 512, False),
     "lstm_h1024_b64": ("lstm", 1, False, 100, 64, 1024, False),
     "lstm_h1024_b256": ("lstm", 1, False, 100, 256, 1024, False),
+    "lstm_h1024_b512": ("lstm", 1, False, 100, 512, 1024, False),
+    "lstm_h2048_b256": ("lstm", 1, False, 100, 256, 2048, False),
 }
 
 
