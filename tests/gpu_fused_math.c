@@ -199,12 +199,17 @@ static void each_cell(rnnc_math math, double tol)
      * chunks (cuda_wstream.c; 3xtf32 streams it on FFMA): four batch groups
      * at B = 512 (a GRU's 96 rows in two 64-row tiles; bidirectional, each
      * direction on half the SMs, 64 units a block), H = 2048 (48 rows, one
-     * tile), an LSTM at H = 1536 (24 units) over two layers */
+     * tile), an LSTM at H = 1536 (24 units) over two layers, one at H = 1088
+     * whose last block has 8 units of its 40 */
     mcase ws = {"lstm", 4, 512, 64, 1024, 1, math, false, false};
     mcase ws_gru = {"gru", 4, 512, 64, 1024, 1, math, true, true};
     mcase ws_2048 = {"gru", 3, 64, 64, 2048, 1, math, false, false};
     mcase ws_deep = {"lstm", 3, 256, 64, 1536, 2, math, false, false};
+    /* 40 units a block, 160 rows in three tiles: the last block's boxes
+     * run 32 units past H (the last gate's into the TMA's zeros) */
+    mcase ws_ragged = {"lstm", 3, 512, 64, 1088, 1, math, false, false};
     run_case(&ws, &rng, tol);
+    run_case(&ws_ragged, &rng, tol);
     run_case(&ws_gru, &rng, tol);
     run_case(&ws_2048, &rng, tol);
     run_case(&ws_deep, &rng, tol);

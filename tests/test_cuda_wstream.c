@@ -30,6 +30,7 @@ static const struct {
     {"lstm", 2048, 256, 1, 0, 90, true, 32, 4},
     {"gru", 2048, 64, 1, 0, 90, true, 16, 3},
     {"lstm", 1536, 256, 1, 0, 90, true, 24, 4},
+    {"lstm", 1088, 512, 1, 0, 90, true, 40, 4}, /* 28 blocks of 40 units: the last has 8 */
     {"lstm", 1024, 256, 1, 0, 90, false, 0, 0},   /* on chip: the K split */
     {"lstm", 2048, 64, 0, 0, 90, false, 0, 0},    /* FFMA */
     {"lstm", 2048, 64, 2, 0, 90, false, 0, 0},    /* 3xtf32 */
