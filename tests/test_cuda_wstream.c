@@ -2,7 +2,8 @@
  * (codegen/cuda/cuda_wstream.c), from the generated source and plan alone:
  * taken where W_hh fits on chip in no tiling (I = H = 1024 at B = 512, H =
  * 2048, an LSTM at H = 1536) and nowhere else (the K split at B = 256,
- * FFMA, 3xtf32, a half model, sm_80); a chunk buffer's refill brings h and
+ * FFMA, 3xtf32, a half model, sm_80, batch groups of 120 or 80 rows); a
+ * chunk buffer's refill brings h and
  * one box of UT rows a gate of W, counted by one mbarrier; the step's
  * launch carries the tensor map over the TF32-rounded copy of W_hh, which
  * every plan of the model places alike (the arena is laid out once); rows
@@ -32,6 +33,10 @@ static const struct {
     {"lstm", 1536, 256, 1, 0, 90, true, 24, 4},
     {"lstm", 1088, 512, 1, 0, 90, true, 40, 4}, /* 28 blocks of 40 units: the last has 8 */
     {"lstm", 1024, 256, 1, 0, 90, false, 0, 0},   /* on chip: the K split */
+    /* batch groups of 120 and 80 rows: the result's layout needs rows of
+     * a multiple of 32 (the H100 ran 64 and 128) */
+    {"lstm", 2048, 240, 1, 0, 90, false, 0, 0},
+    {"lstm", 2048, 80, 1, 0, 90, false, 0, 0},
     {"lstm", 2048, 64, 0, 0, 90, false, 0, 0},    /* FFMA */
     {"lstm", 2048, 64, 2, 0, 90, false, 0, 0},    /* 3xtf32 */
     {"lstm", 2048, 64, 0, RNNC_BF16, 90, false, 0, 0},
