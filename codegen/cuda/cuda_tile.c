@@ -370,9 +370,9 @@ static bool try_ksplit(cu_ctx *c, int sm_count, int64_t limit)
 }
 
 /* The wgmma step over streamed weights (cuda_wstream.c), for tensor-core
- * models whose weights fit on chip in no tiling: square blocks (up to 128
- * batch rows, units a multiple of 8), the most chunk buffers (up to 8)
- * that fit.  Before the FFMA step over streamed weights: at TF32 I = H =
+ * models whose weights fit on chip in no tiling: square blocks (128 batch
+ * rows, or 64 at B = 64; units a multiple of 8), the most chunk buffers
+ * (up to 8) that fit.  Before the FFMA step over streamed weights: at TF32 I = H =
  * 1024, B = 512 that one took 15.9 ms on the H100, this one 4.56, cuDNN
  * 4.55 (bench/results/h100/wstream/). */
 static bool try_wstream(cu_ctx *c, int sm_count, int64_t limit)
