@@ -461,17 +461,20 @@ static rnnc_status place_step_launch(cu_ctx *c)
     if (!c->wstream)
         return RNNC_OK;
     /* streamed weights (cuda_wstream.c): boxes of UT rows of the linear's
-     * weights rounded to TF32 (the tensor cores would truncate them) */
+     * weights rounded to TF32 (the tensor cores would truncate them), the
+     * copy cu_wstream_place put in every plan: one placed only here would
+     * lie past the arena the runtime laid out from another plan */
     int32_t lin = c->bulk_lin;
-    int64_t off;
-    rnnc_status st = cu_place_weight_as(c, c->f->nodes[lin].a[1], CG_CUDA_TF32_RN, &off);
+    int64_t off = cu_weight_at(c, c->f->nodes[lin].a[1], CG_CUDA_TF32_RN);
+    if (off < 0)
+        return err_fail(RNNC_ERR_INTERNAL, "fused backend: no rounded copy of the streamed weights");
     l->tma = true;
     l->tma_k = (unsigned)cu_kdim(c, lin);
     l->tma_n = (unsigned)c->cols[lin];
     l->tma_es = 4;
     l->tma_w = l->tma_l = off;
     l->tma_box = (unsigned)c->UT;
-    return st;
+    return RNNC_OK;
 }
 
 rnnc_status cu_analyse(cu_ctx *c)

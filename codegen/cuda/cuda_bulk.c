@@ -256,3 +256,29 @@ void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t)
               (long long)(sl * c->H), cu_tf32_rounded(c) ? "__uint_as_float(rnnc_tf32(" : "", s, sl,
               cu_tf32_rounded(c) ? "))" : "");
 }
+
+/* Before step 0 of a step whose every chunk comes by copies (the K split,
+ * cuda_ksplit.c; streamed weights, cuda_wstream.c): the caller's state
+ * into chunk-major copy 0, its columns spread over the batch group's
+ * blocks, then the group's barrier, and a K split's cluster barrier (the
+ * partner's mbarriers are initialised). */
+void cu_emit_bulk_prologue(const cu_ctx *c, cu_text *t)
+{
+    if (!c->ksplit && !c->wstream)
+        return;
+    long long K = (long long)cu_kdim(c, c->bulk_lin), per = (K + c->NUB - 1) / c->NUB;
+    cu_printf(t,
+              "    for (int i = tid; i < BT * %lld; i += NT) {\n"
+              "        const int b = i / %lld, cc = ub * %lld + i %% %lld, gb = b0 + b;\n"
+              "        if (gb < B && cc < %lld)\n"
+              "            __stcg(BPUT(0, gb, cc), __uint_as_float(rnnc_tf32(__ldcg(si%d_ + (size_t)gb * "
+              "%lld + cc))));\n"
+              "    }\n",
+              per, per, per, per, K, c->bulk_state, K);
+    cu_emit_group_arrive(t, "    ");
+    cu_emit_group_wait(t, "    ");
+    if (c->ksplit)
+        cu_printf(t, "    rnnc_cluster_sync();\n");
+    else
+        cu_printf(t, "    __syncthreads();\n");
+}

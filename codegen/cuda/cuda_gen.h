@@ -316,6 +316,8 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_emit_bulk_chunk_end(const cu_ctx *c, cu_text *t, const char *ch);
 void cu_emit_bulk_release(const cu_ctx *c, cu_text *t, const char *ch);
 void cu_emit_bulk_put(const cu_ctx *c, int s, int sl, cu_text *t);
+/* Before step 0 where every chunk comes by copies: the state's copy 0. */
+void cu_emit_bulk_prologue(const cu_ctx *c, cu_text *t);
 /* c->h16: the source of row gb, column cc of state x's 16-bit copy read
  * at step t. */
 void cu_h16_src(const cu_ctx *c, int32_t xv, char *buf, size_t n);
@@ -381,10 +383,11 @@ void cu_emit_group_wait(cu_text *t, const char *ind);
 bool cu_ksplit_fits(const cu_ctx *c);
 int64_t cu_ksplit_weight_floats(const cu_ctx *c, int32_t lin);
 int cu_ksplit_n(const cu_ctx *c);
+/* The layout of the split's partial sums, the streamed step's result too. */
+void cu_emit_ksp(cu_text *t);
 void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t);
 void cu_emit_ksplit_head(const cu_ctx *c, cu_text *t);
 void cu_emit_ksplit_weights(const cu_ctx *c, int32_t lin, cu_text *t);
-void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t);
 rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_ksplit_result(const cu_ctx *c, int32_t lin, const char *r, char *buf, size_t n);
 void cu_emit_ksplit_end(const cu_ctx *c, cu_text *t);

@@ -64,8 +64,10 @@ void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t)
     cu_printf(t,
               "/* the K split (cuda_ksplit.c): KSNW warpgroups multiply; partial sum (r, b) of "
               "the cluster's rows; the partner's rows for this block at SM_KR */\n"
-              "#define KSNW %d\n"
-              "#define KSP(r, b) ((r) * BTP + ((b) ^ (((r) & 7) << 2)))\n"
+              "#define KSNW %d\n",
+              c->BTP / cu_ksplit_n(c));
+    cu_emit_ksp(t);
+    cu_printf(t,
               "#define SM_KR %lld\n"
               "__device__ __forceinline__ void rnnc_cluster_sync(void)\n{\n"
               "    asm volatile(\"barrier.cluster.arrive.release.aligned;\\n"
@@ -90,7 +92,16 @@ void cu_emit_ksplit_helpers(const cu_ctx *c, cu_text *t)
               "bytes [%%0], [%%1], %%2, [%%3];\" : : \"r\"(rnnc_mapa(dst, rank)), "
               "\"r\"((unsigned)__cvta_generic_to_shared(src)), \"r\"(bytes), "
               "\"r\"(rnnc_mapa(mb, rank)) : \"memory\");\n}\n",
-              c->BTP / cu_ksplit_n(c), 2 * R * c->BTP);
+              2 * R * c->BTP);
+}
+
+/* KSP(r, b): where row r, batch row b of the split's partial sums (and of
+ * the streamed step's result, cuda_wstream.c) lie: rows of BTP floats
+ * whose groups of four are XORed with the row's low bits, inside the row
+ * only where BTP is a multiple of 32. */
+void cu_emit_ksp(cu_text *t)
+{
+    cu_printf(t, "#define KSP(r, b) ((r) * BTP + ((b) ^ (((r) & 7) << 2)))\n");
 }
 
 /* wgmma's N: the batch rows a multiplying warpgroup takes. */
@@ -133,31 +144,6 @@ void cu_emit_ksplit_weights(const cu_ctx *c, int32_t lin, cu_text *t)
               "ok ? wts + %lld + (size_t)(s * H + gu) * %lld + cr_ * %lld + k4 * 4 : wts, ok);\n"
               "    }\n",
               KS_ROWS * q, q, q, R, R, pad, (int)lin, KS_ROWS, (long long)c->off[w], K, K / 2);
-}
-
-/* Before step 0: the caller's state into chunk-major copy 0, its columns
- * spread over the batch group's blocks, then the group's barrier and the
- * cluster's (the partner's mbarriers are initialised).  The streamed
- * step's chunks all come by copies too (cuda_wstream.c). */
-void cu_emit_ksplit_prologue(const cu_ctx *c, cu_text *t)
-{
-    if (!c->ksplit && !c->wstream)
-        return;
-    long long K = (long long)cu_kdim(c, c->bulk_lin), per = (K + c->NUB - 1) / c->NUB;
-    cu_printf(t,
-              "    for (int i = tid; i < BT * %lld; i += NT) {\n"
-              "        const int b = i / %lld, cc = ub * %lld + i %% %lld, gb = b0 + b;\n"
-              "        if (gb < B && cc < %lld)\n"
-              "            __stcg(BPUT(0, gb, cc), __uint_as_float(rnnc_tf32(__ldcg(si%d_ + (size_t)gb * "
-              "%lld + cc))));\n"
-              "    }\n",
-              per, per, per, per, K, c->bulk_state, K);
-    cu_emit_group_arrive(t, "    ");
-    cu_emit_group_wait(t, "    ");
-    if (c->ksplit)
-        cu_printf(t, "    rnnc_cluster_sync();\n");
-    else
-        cu_printf(t, "    __syncthreads();\n");
 }
 
 rnnc_status cu_emit_ksplit_linear(const cu_ctx *c, int32_t lin, cu_text *t)

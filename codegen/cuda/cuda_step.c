@@ -482,7 +482,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
     cu_emit_mma_round(c, t);
     if (!c->ll)
         cu_printf(t, "    unsigned epoch = 0;\n");
-    cu_emit_ksplit_prologue(c, t);
+    cu_emit_bulk_prologue(c, t);
     cu_printf(t, "    for (int t = 0; t < tend_; ++t) {\n"
                  "    const float *const cur = st + (size_t)(t & 1) * STF;\n"
                  "    float *const nxt = st + (size_t)((t + 1) & 1) * STF;\n"

@@ -29,7 +29,7 @@
  * the K split's warpgroups do (cu_emit_wgs_loop).  The accumulators go
  * over the buffers in the K split's layout (KSP), read by the element
  * phase after a block barrier.  Step 0 stages from the chunk-major copy
- * too (cu_emit_ksplit_prologue writes the caller's state there).
+ * too (cu_emit_bulk_prologue writes the caller's state there).
  */
 #include <stdio.h>
 
@@ -97,8 +97,10 @@ void cu_emit_wstream_helpers(const cu_ctx *c, cu_text *t)
     cu_printf(t,
               "/* streamed weights (cuda_wstream.c): WSNW warpgroups multiply; result (r, b) of the "
               "block's rows, groups of four XORed with the row's low bits */\n"
-              "#define WSNW %d\n"
-              "#define KSP(r, b) ((r) * BTP + ((b) ^ (((r) & 7) << 2)))\n"
+              "#define WSNW %d\n",
+              (int)(cu_wstream_rows(c) / WS_M));
+    cu_emit_ksp(t);
+    cu_printf(t,
               "/* chunk ch into the buffer at dst: h's (bytes from src) and the block's rows of W\n"
               " * (a box of UT rows a gate from map m), all counted by mbarrier mb */\n"
               "__device__ __forceinline__ void rnnc_ws_get(float *dst, const float *src, unsigned bytes, "
@@ -114,7 +116,7 @@ void cu_emit_wstream_helpers(const cu_ctx *c, cu_text *t)
               "    for (int s = 0; s < %d; ++s)\n"
               "        rnnc_tma2d(dst + BTP * KCB + s * UT * KCB, m, ch * KCB, s * H + u0, mb);\n"
               "}\n",
-              (int)(cu_wstream_rows(c) / WS_M), R * 32 * 4, (int)cu_slices(c, lin));
+              R * 32 * 4, (int)cu_slices(c, lin));
 }
 
 /* The refill of the buffer at float offset buf with chunk ch (expressions). */
