@@ -1,10 +1,9 @@
 /* test_cuda_wstream.c: the TF32 wgmma step over streamed weights
  * (codegen/cuda/cuda_wstream.c), from the generated source and plan alone:
  * taken where W_hh fits on chip in no tiling (I = H = 1024 at B = 512, H =
- * 2048, an LSTM at H = 1536) and nowhere else (the K split at B = 256,
- * FFMA, 3xtf32, a half model, sm_80, batch groups of 120 or 80 rows); a
- * chunk buffer's refill brings h and
- * one box of UT rows a gate of W, counted by one mbarrier; the step's
+ * 2048, an LSTM at H = 1536, batches padded to wgmma's N) and nowhere
+ * else (the K split at B = 256, FFMA, 3xtf32, a half model, sm_80); a
+ * chunk buffer's refill brings h and one box of UT rows a gate of W, counted by one mbarrier; the step's
  * launch carries the tensor map over the TF32-rounded copy of W_hh, which
  * every plan of the model places alike (the arena is laid out once); rows
  * past the slice (a GRU's 96 of two 64-row tiles) are never stored.
@@ -32,11 +31,17 @@ static const struct {
     {"gru", 2048, 64, 1, 0, 90, true, 16, 3},
     {"lstm", 1536, 256, 1, 0, 90, true, 24, 4},
     {"lstm", 1088, 512, 1, 0, 90, true, 40, 4}, /* 28 blocks of 40 units: the last has 8 */
+    /* batch rows padded to a multiple of 32 (the result's layout, KSP):
+     * one group of 100 (N = 128), 80 (96), 1 (32); two of 120 (128) and of
+     * 96; three of 107 rounded to 112, later groups starting at a multiple
+     * of 8 rows */
+    {"lstm", 2048, 100, 1, 0, 90, true, 16, 4},
+    {"lstm", 2048, 80, 1, 0, 90, true, 16, 4},
+    {"lstm", 2048, 1, 1, 0, 90, true, 16, 4},
+    {"lstm", 2048, 240, 1, 0, 90, true, 32, 4},
+    {"gru", 2048, 192, 1, 0, 90, true, 32, 3},
+    {"lstm", 2048, 320, 1, 0, 90, true, 48, 4},
     {"lstm", 1024, 256, 1, 0, 90, false, 0, 0},   /* on chip: the K split */
-    /* batch groups of 120 and 80 rows: the result's layout needs rows of
-     * a multiple of 32 (the H100 ran 64 and 128) */
-    {"lstm", 2048, 240, 1, 0, 90, false, 0, 0},
-    {"lstm", 2048, 80, 1, 0, 90, false, 0, 0},
     {"lstm", 2048, 64, 0, 0, 90, false, 0, 0},    /* FFMA */
     {"lstm", 2048, 64, 2, 0, 90, false, 0, 0},    /* 3xtf32 */
     {"lstm", 2048, 64, 0, RNNC_BF16, 90, false, 0, 0},
@@ -72,7 +77,10 @@ static void check_rounded_slot(const cg_cuda_plan *plan, int64_t off, int64_t co
 static void check_source(size_t i, const char *src, const cg_cuda_plan *plan)
 {
     long long H = k_cases[i].H, B = k_cases[i].B, ut = k_cases[i].ut, g = k_cases[i].gates;
-    long long bt = B < 128 ? B : 128, R = g * ut, tiles = (R + 63) / 64;
+    /* groups of at most 128 rows, later ones starting at a multiple of 8 */
+    long long nbb = (B + 127) / 128, bt = (B + nbb - 1) / nbb;
+    bt = nbb > 1 ? (bt + 7) / 8 * 8 : bt;
+    long long btp = (bt + 31) / 32 * 32, R = g * ut, tiles = (R + 63) / 64;
     char want[128];
     const cg_cuda_launch *step = &plan->launch[plan->n_launch - 1];
     snprintf(want, sizeof want, "ut=%lld bt=%lld ", ut, bt);
@@ -94,10 +102,10 @@ static void check_source(size_t i, const char *src, const cg_cuda_plan *plan)
     assert_non_null(strstr(src, "rnnc_tma2d(dst + BTP * KCB + s * UT * KCB, m, ch * KCB, s * H + u0, mb);"));
     snprintf(want, sizeof want, "#define WSNW %lld\n", tiles);
     assert_non_null(strstr(src, want));
-    snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%lldk8.f32.tf32.tf32", bt);
+    snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%lldk8.f32.tf32.tf32", btp);
     assert_non_null(strstr(src, want));
     /* each buffer: h's rows and the slice's rows up to whole tiles */
-    snprintf(want, sizeof want, "#define CHF %lld\n", (bt + 64 * tiles) * 32);
+    snprintf(want, sizeof want, "#define CHF %lld\n", (btp + 64 * tiles) * 32);
     assert_non_null(strstr(src, want));
     snprintf(want, sizeof want, "if (r_ < %lld)", R);
     assert_non_null(strstr(src, want));

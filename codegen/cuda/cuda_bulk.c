@@ -45,12 +45,16 @@
 
 /* The one step linear of a one-phase fp32 step on sm_90 whose x is a
  * state staged in chunks of 32, 64 or 128 columns dividing K, with
- * weights on chip and batch groups of a multiple of 8 rows. */
+ * weights on chip (or streamed, cuda_wstream.c) and batch groups of a
+ * multiple of 8 rows: group bb's rows start at row b0 of a chunk, and the
+ * swizzle of row b0 + r is that of row r in the buffer.  One batch group
+ * (b0 = 0) of the streamed step may take any rows. */
 int32_t cu_bulk_linear(const cu_ctx *c)
 {
     const ir_fn *f = c->f;
     int32_t lin = -1;
-    if (c->cfg.sm < 90 || c->half || c->stream || c->s->n_phases != 1 || c->BT % 8)
+    bool any_rows = c->wstream && c->NBB == 1;
+    if (c->cfg.sm < 90 || c->half || c->stream || c->s->n_phases != 1 || (c->BT % 8 && !any_rows))
         return -1;
     for (int32_t i = 0; i < f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)

@@ -392,9 +392,19 @@ static bool try_wstream(cu_ctx *c, int sm_count, int64_t limit)
     try_tiles(c, bt, 32, sm_count, limit, &fits);
     c->cfg.threads = nt;
     c->cfg.unit_tile = ut;
+    /* batch groups after the first start at a multiple of 8 rows (the
+     * swizzle of h's chunks, cu_bulk_linear): B = 320 takes 112, 112, 96 */
+    if (c->NBB > 1 && cdiv(c->B, up(c->BT, 8)) == c->NBB)
+        c->BT = (int)up(c->BT, 8);
+    /* wgmma's N: the batch rows padded to a multiple of 32, which the
+     * result's layout (KSP) needs; the padding's products are never read */
+    c->BTP = (int)up(c->BT, 32);
+    c->wstream = true;
     c->bulk_lin = cu_bulk_linear(c);
-    if (c->bulk_lin < 0)
+    if (c->bulk_lin < 0) {
+        c->wstream = false;
         return false;
+    }
     /* 512 threads: a warpgroup a 64-row tile of the slice multiplies (up
      * to four), all share the element phase (H100, TF32 I = H = 1024, B =
      * 512, two warpgroups' worth: LSTM 5.18 -> 4.55 ms, GRU 4.45 -> 3.91;

@@ -3,8 +3,9 @@
  * shapes whose W_hh does not fit on chip (sm_90a).
  * Requires: cuda_tile.c's try_wstream (one bulk-staged step linear over a
  * state in chunks of 32 floats, c->wstream with wgstep and bulk; units a
- * block UT a multiple of 8, batch rows BT = BTP of 64 or 128,
- * NT at least 128 a 64-row tile of the slice); the runtime's tensor map
+ * block UT a multiple of 8, batch rows BT padded to BTP, a multiple of
+ * 32 up to 128 (one batch group of any rows, or groups of a multiple of
+ * 8), NT at least 128 a 64-row tile of the slice); the runtime's tensor map
  * over the linear's weights rounded to TF32 (CG_CUDA_TF32_RN, boxes of
  * 32 floats x UT rows, 128-byte swizzle; cuda_analyse.c's launch).  Keeps
  * the element phase as it is: it reads the result through
@@ -77,13 +78,16 @@ bool cu_wstream_fits(const cu_ctx *c)
         return false;
     int64_t R = cu_slice_rows(c, lin), K = cu_kdim(c, lin), tiles = cu_wstream_rows(c) / WS_M;
     /* each gate's box starts a 1024-byte swizzle atom (8 rows of 128
-     * bytes); a box has at most 256 rows; wgmma's N is BT, 64 or 128: the
-     * result's layout (KSP) XORs a column with up to 28, inside its row
-     * only where BT is a multiple of 32 (at 104 it wrote into the next
-     * row: bench/results/h100/wstream/pad-batch.diff), and the H100 ran
-     * these two (32 and 96 would be the same code, unchecked) */
-    return c->UT % 8 == 0 && c->UT <= 256 && c->BT == c->BTP && (c->BT == 64 || c->BT == 128) &&
-           R <= 4 * WS_M && K % 32 == 0 && c->kc[lin] == 32 && c->NT >= 128 * tiles;
+     * bytes); a box has at most 256 rows; wgmma's N is BTP, the batch
+     * rows padded to a multiple of 32: the result's layout (KSP) XORs a
+     * column with up to 28, inside its row only there (at 104 it wrote
+     * into the next row: bench/results/h100/wstream/pad-batch.diff);
+     * batch groups after the first start at a multiple of 8 rows
+     * (cu_bulk_linear) */
+    bool rows = c->BTP % 32 == 0 && c->BTP <= 128 && c->BTP - c->BT < 32 &&
+                (c->BT % 8 == 0 || c->NBB == 1);
+    return c->UT % 8 == 0 && c->UT <= 256 && rows && R <= 4 * WS_M && K % 32 == 0 &&
+           c->kc[lin] == 32 && c->NT >= 128 * tiles;
 }
 
 /* Device helpers after the bulk staging's (they use its macros): the
