@@ -1,7 +1,8 @@
 /* gpu_fused_large.c (label gpu): the shapes whose W_hh does not fit the
  * old one-tile-per-block layout: LSTM and GRU at H in {1024, 2048} and B in
  * {1, 64, 256}, fused against cuDNN on the same weights (fp32 FFMA on both
- * sides), and against the interpreter at B = 1.  H = 2048 streams W_hh from
+ * sides), and against the interpreter at B = 1; batches whose blocks take
+ * their rows in passes (B x H over about 2M).  H = 2048 streams W_hh from
  * L2/HBM every step; H = 1024 keeps it on chip with x staged in chunks.
  * max|out-ref| / max|ref| <= 1e-5.  Exits 77 without a GPU. */
 #include <stdio.h>
@@ -43,7 +44,7 @@ static double rel(const float *out, const float *ref, size_t n)
 
 static void one(const char *cell, int64_t H, int64_t B, uint64_t *rng)
 {
-    const int64_t T = 6, I = 256;
+    const int64_t T = B > 256 ? 4 : 6, I = 256;
     bool interp = B == 1;
     rnnc_model *ms[3] = {make(cell, I, H, RNNC_BACKEND_FUSED), make(cell, I, H, RNNC_BACKEND_CUDNN),
                          interp ? make(cell, I, H, RNNC_BACKEND_INTERP) : NULL};
@@ -100,10 +101,26 @@ static void test_large(void **state)
                 one(cells[c], Hs[i], Bs[j], &rng);
 }
 
+/* Batches that no tiling of one pass fits (a block's rows in passes,
+ * cuda_tile.c's try_passes): cuDNN runs them, so must the fused backend. */
+static void test_passes(void **state)
+{
+    (void)state;
+    if (!rnnc_backend_available(RNNC_BACKEND_CUDNN) || !rnnc_backend_available(RNNC_BACKEND_FUSED)) {
+        skip();
+        return;
+    }
+    uint64_t rng = tu_seed();
+    one("lstm", 2048, 1024, &rng);
+    one("lstm", 1024, 2048, &rng);
+    one("gru", 2048, 2048, &rng);
+    one("lstm", 256, 16384, &rng);
+}
+
 int main(void)
 {
     tu_require_gpu();
     setenv("RNNC_AUTOTUNE", "0", 1);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_large)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_large), cmocka_unit_test(test_passes)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

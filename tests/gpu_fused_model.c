@@ -303,6 +303,14 @@ static void test_model_shapes(void **state)
          * register arrays across the layernorm cell's three phases, rows
          * ending early */
         {"layernorm_lstm", 12, 128, 512, 512, 0, 1, false, true, false, 0.0},
+        /* batches no tiling of one pass fits (cuda_tile.c's try_passes):
+         * a block's rows in two or more passes a step; both directions,
+         * lengths, a projection's two phases, a .cell cell over two
+         * layers, batch_first */
+        {"lstm", 3, 32768, 64, 64, 0, 1, true, true, false, 0.0},
+        {"lstm", 3, 16384, 64, 128, 32, 1, false, true, false, 0.0},
+        {"cifg", 3, 32768, 32, 64, 0, 2, false, true, true, 0.0},
+        {"gru", 3, 65536, 32, 32, 0, 1, true, false, false, 0.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], &rng);

@@ -82,6 +82,10 @@ typedef struct cu_ctx {
     int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
     /* step tiling */
     int UT, BT, BTP, NUB, NBB, NT, RR, BB;
+    /* Batch passes: a block's batch group is NP tiles of BT rows, taken
+     * one after the other each step (cuda_tile.c's try_passes; 1 but where
+     * no tiling of one pass fits the GPU). */
+    int NP;
     /* Weights streamed from L2/HBM every step (they do not fit on chip). */
     bool stream;
     /* Register caches (cu_place_regs): per-element leaves (folds, hoisted

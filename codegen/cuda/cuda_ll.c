@@ -41,7 +41,8 @@ static bool words16(const cu_ctx *c)
 static bool ll_possible(const cu_ctx *c, bool chunks)
 {
     const ir_fn *f = c->f;
-    if (c->s->n_phases != 1)
+    /* batch passes (c->NP): kept to the barrier's exchange */
+    if (c->s->n_phases != 1 || c->NP > 1)
         return false;
     for (int32_t i = 0; i < f->n; i++) {
         if (c->need[i] & (CU_NEED_XB | CU_NEED_PART))

@@ -120,6 +120,9 @@ static void mark_operand(cu_ctx *c, int32_t o, int sl, int p)
 
 static bool cache_fits(const cu_ctx *c)
 {
+    /* passes (c->NP) would need a cache each */
+    if (c->NP > 1)
+        return false;
     if (c->EPT == 1)
         return true;
     if (c->EPT > 4 || (c->NT > 256 && !c->wgstep) || (!c->mma && c->RR * c->BB >= 64))
@@ -286,7 +289,7 @@ bool cu_l2_prefetches(const cu_ctx *c)
     bool any = false;
     for (int32_t v = 0; v < c->f->n; v++)
         any |= c->pl2[v] && (c->role[v] == CU_HOIST_BUF || c->role[v] == CU_LEAF_INPUT);
-    return !c->pf && !c->ll && any;
+    return !c->pf && !c->ll && c->NP == 1 && any;
 }
 
 void cu_emit_l2_prefetch(const cu_ctx *c, cu_text *t)

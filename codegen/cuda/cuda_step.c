@@ -34,6 +34,8 @@ static void emit_prelude(const cu_ctx *c, cu_text *t)
               "#define NUB %d\n#define NT %d\n#define E (UT * BTP)\n#define STF %lld\n",
               (long long)c->B, (long long)c->H, c->UT, c->BT, c->BTP, c->NUB, c->NT,
               (long long)c->plan->state_floats);
+    if (c->NP > 1)
+        cu_printf(t, "#define NP %d /* batch passes: a block's rows are NP tiles of BT */\n", c->NP);
     /* Row gb at step s reads and writes time TR(gb, s): s forward; from its
      * own end backward (rev), and past its end (s >= LEN) time s, so every
      * time of every row is written once (zeros past the end). */
@@ -94,7 +96,10 @@ static void emit_smem_names(const cu_ctx *c, cu_text *t)
                       (int)i, (long long)c->wsm[i], d, c->kr[i] - 1);
         if (c->role[i] == CU_STEP_LINEAR)
             cu_printf(t, "#define SM_L%d %lld /* %s: result */\n", (int)i, (long long)c->sm[i], d);
-        if (c->xp[i] >= 0)
+        if (c->xp[i] >= 0 && c->NP > 1)
+            cu_printf(t, "#define SM_V%d (%lld + pass_ * %lld) /* %s: kept for a later phase */\n",
+                      (int)i, (long long)c->xp[i], (long long)cu_slices(c, i) * c->UT * c->BTP, d);
+        else if (c->xp[i] >= 0)
             cu_printf(t, "#define SM_V%d %lld /* %s: kept for a later phase */\n", (int)i,
                       (long long)c->xp[i], d);
         if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE))
@@ -352,6 +357,12 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
     rnnc_status st;
     char d[256];
     bool stats = false;
+    /* batch passes: the block's tiles of rows in turn, each phase (its row
+     * statistics in SM_S, its values for later phases in SM_V, one copy a
+     * pass) */
+    if (c->NP > 1)
+        cu_printf(t, "    for (int pass_ = 0; pass_ < NP; ++pass_) {\n"
+                     "    const int b0 = bb * NP * BT + pass_ * BT; /* this pass's rows */\n");
     for (int32_t r = 0; r < f->n; r++) {
         if (c->role[r] != CU_STEP_ELEM || c->phase[r] != p || !is_reduce(&f->nodes[r]))
             continue;
@@ -384,6 +395,8 @@ static rnnc_status emit_phase(const cu_ctx *c, int p, cu_text *t)
         cu_printf(t, "    /* %s: this block's partial statistics */\n", cu_describe(c, r, d, sizeof d));
         emit_partials(c, r, t);
     }
+    if (c->NP > 1)
+        cu_printf(t, "    __syncthreads(); /* the next pass stages over this one's */\n    }\n");
     /* the kernel's end is the last step's barrier; the last phase's barrier
      * hides the loads of step t+1's own values behind the wait */
     bool last = p == c->s->n_phases - 1;
@@ -448,7 +461,7 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
               "    extern __shared__ %sfloat4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "    const int tid = threadIdx.x, ub = blockIdx.x %% NUB, bb = blockIdx.x / NUB;\n"
-              "    const int u0 = ub * UT, b0 = bb * BT;\n"
+              "    const int u0 = ub * UT, b0 = bb * %sBT;\n"
               "    const size_t TB = (size_t)T * B;\n"
               "    (void)x; (void)y; (void)hz; (void)fold; (void)wts; (void)xb; (void)part; "
               "(void)TB; (void)ub; (void)len; (void)rev;\n",
@@ -456,7 +469,9 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
               /* streamed weights: the runtime's tensor map over them */
               c->wstream ? ", const __grid_constant__ rnnc_tmap tw_" : "",
               /* wgmma's 128-byte swizzle atoms are 1024-byte aligned */
-              c->wgstep ? "__align__(1024) " : "");
+              c->wgstep ? "__align__(1024) " : "",
+              /* a batch group of NP passes starts there (emit_phase) */
+              c->NP > 1 ? "NP * " : "");
     cu_emit_ksplit_head(c, t);
     cu_emit_state_io(c, t);
     if (c->half)
@@ -475,9 +490,10 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t)
      * so a group whose rows have all ended does no more work */
     cu_printf(t,
               "    int tend_ = 0;\n"
-              "    for (int b = 0; b < BT && b0 + b < B; ++b) tend_ = max(tend_, LEN(b0 + b));\n"
+              "    for (int b = 0; b < %sBT && b0 + b < B; ++b) tend_ = max(tend_, LEN(b0 + b));\n"
               "%s"
               "    __syncthreads();\n",
+              c->NP > 1 ? "NP * " : "",
               c->cfg.sm >= 80 ? "    asm volatile(\"cp.async.wait_all;\" : : : \"memory\"); /* the weights */\n" : "");
     cu_emit_mma_round(c, t);
     if (!c->ll)

@@ -110,8 +110,8 @@ static int64_t lay_smem(cu_ctx *c)
     }
     for (int32_t i = 0; i < f->n; i++) {
         if (c->need[i] & CU_NEED_XP) {
-            c->xp[i] = at;
-            at = up(at + (int64_t)cu_slices(c, i) * c->UT * c->BTP, 4);
+            c->xp[i] = at; /* a copy a batch pass */
+            at = up(at + (int64_t)c->NP * cu_slices(c, i) * c->UT * c->BTP, 4);
         }
         if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE)) {
             c->sm[i] = at;
@@ -279,8 +279,9 @@ static void grow_register_tiles(cu_ctx *c)
 static void try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit, bool *fits)
 {
     *fits = false;
-    c->NBB = (int)cdiv(c->B, bt);
-    c->BT = (int)cdiv(c->B, c->NBB);
+    /* a group of NP passes of bt rows (NP = 1 but in try_passes) */
+    c->NBB = (int)cdiv(c->B, bt * c->NP);
+    c->BT = (int)cdiv(cdiv(c->B, c->NBB), c->NP);
     int64_t ut = c->cfg.unit_tile;
     if (!ut)
         ut = cdiv(c->H, sm_count / c->NBB > 0 ? sm_count / c->NBB : 1);
@@ -483,11 +484,43 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     return false;
 }
 
+/* Where no tiling fits the GPU (an LSTM at B x H over about 2M: H = 2048,
+ * B = 1024; H = 256, B = 16384), a block's batch group takes NP tiles of
+ * rows one after the other each step, over weights streamed from L2 (a
+ * tile's products no longer fit a block's registers and shared memory at
+ * once); the fewest passes that fit, one batch group first.  Values kept
+ * for a later phase take a copy a pass (lay_smem).  cuDNN accepts every
+ * such shape, so the fused backend must too (issue 9). */
+static bool try_passes(cu_ctx *c, int sm_count, int64_t limit)
+{
+    int64_t bts[48];
+    int nb = batch_tiles(c, bts);
+    c->stream = true;
+    for (c->NP = 2; c->NP <= 4096 && c->NP <= c->B; c->NP *= 2) {
+        int64_t one = cdiv(c->B, c->NP);
+        for (int i = -1; i < nb; i++) {
+            int64_t bt = c->cfg.batch_tile > 0 ? c->cfg.batch_tile : i < 0 ? one : bts[i];
+            if (i >= 0 && (c->cfg.batch_tile > 0 || bt >= one))
+                continue;
+            static const int64_t kcs[] = {0, 512, 256, 128, 64, 32};
+            for (int k = 0; k < 6; k++) {
+                bool fits;
+                try_tiles(c, bt, kcs[k], sm_count, limit, &fits);
+                if (fits)
+                    return true;
+            }
+        }
+    }
+    c->NP = 1;
+    return false;
+}
+
 rnnc_status cu_choose_tiles(cu_ctx *c)
 {
     int sm_count = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
     int64_t limit = c->cfg.smem_limit > 0 ? c->cfg.smem_limit : SMEM_LIMIT_DEFAULT;
-    if (!search(c, sm_count, limit))
+    c->NP = 1;
+    if (!search(c, sm_count, limit) && !try_passes(c, sm_count, limit))
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "fused backend: cell '%s' at B=%lld, H=%lld does not fit one "
                         "persistent kernel (%d units x %d rows per block, %lld bytes of "
@@ -499,9 +532,12 @@ rnnc_status cu_choose_tiles(cu_ctx *c)
     for (int32_t i = 0; i < c->f->n; i++)
         if (c->role[i] == CU_STEP_LINEAR && c->kc[i] < (c->cols[c->f->nodes[i].a[0]] + 3) / 4 * 4)
             kc = c->kc[i];
+    char np[24] = "";
+    if (c->NP > 1)
+        snprintf(np, sizeof np, " np=%d", c->NP);
     snprintf(c->plan->tuning, sizeof c->plan->tuning,
-             "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s kc=%d%s", c->UT, c->BT, c->NT, c->RR,
-             c->BB, c->NUB * c->NBB, c->stream ? " stream" : "", kc,
+             "ut=%d bt=%d nt=%d rr=%d bb=%d grid=%d%s%s kc=%d%s", c->UT, c->BT, c->NT, c->RR,
+             c->BB, c->NUB * c->NBB, c->stream ? " stream" : "", np, kc,
              c->ksplit    ? " wgmma ksplit"
              : c->wstream ? " wgmma wstream"
              : c->wgstep  ? " wgmma"
