@@ -32,12 +32,13 @@ static const struct {
     {"lstm", 1536, 256, 1, 0, 90, true, 24, 4},
     {"lstm", 1088, 512, 1, 0, 90, true, 40, 4}, /* 28 blocks of 40 units: the last has 8 */
     /* batch rows padded to a multiple of 32 (the result's layout, KSP):
-     * one group of 100 (N = 128), 80 (96), 1 (32); two of 120 (128) and of
+     * one group of 100 (N = 128), 80 (96), 8 (32); two of 120 (128) and of
      * 96; three of 107 rounded to 112, later groups starting at a multiple
      * of 8 rows */
     {"lstm", 2048, 100, 1, 0, 90, true, 16, 4},
     {"lstm", 2048, 80, 1, 0, 90, true, 16, 4},
-    {"lstm", 2048, 1, 1, 0, 90, true, 16, 4},
+    {"lstm", 2048, 8, 1, 0, 90, true, 16, 4},
+    {"lstm", 2048, 1, 1, 0, 90, false, 0, 0}, /* under 8 rows: FFMA streams faster */
     {"lstm", 2048, 240, 1, 0, 90, true, 32, 4},
     {"gru", 2048, 192, 1, 0, 90, true, 32, 3},
     {"lstm", 2048, 320, 1, 0, 90, true, 48, 4},

@@ -484,17 +484,9 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     return false;
 }
 
-/* Where no tiling fits the GPU (an LSTM at B x H over about 2M: H = 2048,
- * B = 1024; H = 256, B = 16384), a block's batch group takes NP tiles of
- * rows one after the other each step, over weights streamed from L2 (a
- * tile's products no longer fit a block's registers and shared memory at
- * once); the fewest passes that fit, one batch group first.  Values kept
- * for a later phase take a copy a pass (lay_smem).  cuDNN accepts every
- * such shape, so the fused backend must too (issue 9). */
-static bool try_passes(cu_ctx *c, int sm_count, int64_t limit)
+/* The fewest batch passes that fit (try_passes). */
+static bool passes_fit(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64_t limit)
 {
-    int64_t bts[48];
-    int nb = batch_tiles(c, bts);
     c->stream = true;
     for (c->NP = 2; c->NP <= 4096 && c->NP <= c->B; c->NP *= 2) {
         int64_t one = cdiv(c->B, c->NP);
@@ -506,13 +498,44 @@ static bool try_passes(cu_ctx *c, int sm_count, int64_t limit)
             for (int k = 0; k < 6; k++) {
                 bool fits;
                 try_tiles(c, bt, kcs[k], sm_count, limit, &fits);
-                if (fits)
+                /* more passes rather than register tiles grown past the
+                 * asked ones (they spill) */
+                bool grown = (c->cfg.reg_rows && c->RR > c->cfg.reg_rows) ||
+                             (c->cfg.reg_batch && c->BB > c->cfg.reg_batch);
+                if (fits && !grown)
                     return true;
             }
         }
     }
     c->NP = 1;
     return false;
+}
+
+/* Where no tiling fits the GPU (an LSTM at B x H over about 2M: H = 2048,
+ * B = 1024; H = 256, B = 16384), a block's batch group takes NP tiles of
+ * rows one after the other each step, over weights streamed from L2 (a
+ * tile's products no longer fit a block's registers and shared memory at
+ * once); the fewest passes that fit, one batch group first.  Values kept
+ * for a later phase take a copy a pass (lay_smem).  cuDNN accepts every
+ * such shape, so the fused backend must too (issue 9).  Unless the tuning
+ * says otherwise, 256 threads with 8 x 8 register tiles: the first fit at
+ * 1024 threads spilled (4 x 8 tiles in 64 registers) and ran an LSTM at
+ * H = 2048, B = 1024 (T = 20) in 232 ms, 256 threads in 39-43 ms, cuDNN
+ * 27.7; H = 256, B = 16384 31.8 -> 11.9, cuDNN 9.3 (H100,
+ * bench/results/h100/passes/). */
+static bool try_passes(cu_ctx *c, int sm_count, int64_t limit)
+{
+    int64_t bts[48];
+    int nb = batch_tiles(c, bts);
+    cg_cuda_config asked = c->cfg;
+    if (!asked.threads) {
+        c->cfg.threads = 256;
+        c->cfg.reg_rows = asked.reg_rows ? asked.reg_rows : 8;
+        c->cfg.reg_batch = asked.reg_batch ? asked.reg_batch : 8;
+    }
+    bool found = passes_fit(c, bts, nb, sm_count, limit);
+    c->cfg = asked;
+    return found;
 }
 
 rnnc_status cu_choose_tiles(cu_ctx *c)

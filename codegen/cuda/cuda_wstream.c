@@ -83,8 +83,10 @@ bool cu_wstream_fits(const cu_ctx *c)
      * column with up to 28, inside its row only there (at 104 it wrote
      * into the next row: bench/results/h100/wstream/pad-batch.diff);
      * batch groups after the first start at a multiple of 8 rows
-     * (cu_bulk_linear) */
-    bool rows = c->BTP % 32 == 0 && c->BTP <= 128 && c->BTP - c->BT < 32 &&
+     * (cu_bulk_linear).  Under 8 rows FFMA streaming is faster: LSTM
+     * I = H = 2048, T = 100, B = 1 2.66 ms against 3.14 here, B = 8 3.70
+     * against 3.44 (H100, bench/results/h100/passes/variants-small-b.txt) */
+    bool rows = c->BTP % 32 == 0 && c->BTP <= 128 && c->BTP - c->BT < 32 && c->BT >= 8 &&
                 (c->BT % 8 == 0 || c->NBB == 1);
     return c->UT % 8 == 0 && c->UT <= 256 && rows && R <= 4 * WS_M && K % 32 == 0 &&
            c->kc[lin] == 32 && c->NT >= 128 * tiles;
