@@ -191,6 +191,9 @@ static inline int32_t cu_kr_stride(const cu_ctx *c, int32_t i)
 rnnc_status cu_analyse(cu_ctx *c);
 /* The step kernel's tiles and shared-memory layout (after cu_analyse's placement). */
 rnnc_status cu_choose_tiles(cu_ctx *c);
+/* Copies of a step linear's result in shared memory: one a batch pass
+ * (c->NP) where a later phase reads it, else one. */
+int cu_lin_copies(const cu_ctx *c, int32_t lin);
 /* The plan's next launch, zeroed, its tile g (NULL: no GEMM); NULL with the
  * error recorded when the plan is full (cuda_analyse.c). */
 cg_cuda_launch *cu_new_launch(cu_ctx *c, const cu_tile *g);

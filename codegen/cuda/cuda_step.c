@@ -94,7 +94,11 @@ static void emit_smem_names(const cu_ctx *c, cu_text *t)
         if (c->role[i] == CU_STEP_LINEAR && c->stream && c->kr[i])
             cu_printf(t, "#define SM_W%d %lld /* %s: columns 0 .. %d of the weight slice */\n",
                       (int)i, (long long)c->wsm[i], d, c->kr[i] - 1);
-        if (c->role[i] == CU_STEP_LINEAR)
+        if (c->role[i] == CU_STEP_LINEAR && cu_lin_copies(c, i) > 1)
+            cu_printf(t, "#define SM_L%d (%lld + pass_ * %lld) /* %s: result, a copy a pass */\n",
+                      (int)i, (long long)c->sm[i],
+                      (long long)cu_slices(c, i) * c->UT * (c->BTP + 1), d);
+        else if (c->role[i] == CU_STEP_LINEAR)
             cu_printf(t, "#define SM_L%d %lld /* %s: result */\n", (int)i, (long long)c->sm[i], d);
         if (c->xp[i] >= 0 && c->NP > 1)
             cu_printf(t, "#define SM_V%d (%lld + pass_ * %lld) /* %s: kept for a later phase */\n",

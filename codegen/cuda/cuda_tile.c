@@ -67,6 +67,19 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
     return true;
 }
 
+/* Copies of linear lin's result: one a batch pass where a later phase
+ * reads it (the pass loop of each phase would overwrite it), else one. */
+int cu_lin_copies(const cu_ctx *c, int32_t lin)
+{
+    if (c->NP < 2)
+        return 1;
+    for (int32_t j = 0; j < c->f->n; j++)
+        for (int k = 0; k < 3; k++)
+            if (c->f->nodes[j].a[k] == lin && c->phase[j] > c->phase[lin])
+                return c->NP;
+    return 1;
+}
+
 /* Shared memory in floats: xs (staged x), weight slices (unless streamed),
  * linear results, per-element values kept across phases, reduction row
  * stats.  A half model's weight slices are 16-bit. */
@@ -106,7 +119,7 @@ static int64_t lay_smem(cu_ctx *c)
             continue;
         }
         c->sm[i] = at;
-        at = up(at + R * (c->BTP + 1), 4);
+        at = up(at + cu_lin_copies(c, i) * R * (c->BTP + 1), 4);
     }
     for (int32_t i = 0; i < f->n; i++) {
         if (c->need[i] & CU_NEED_XP) {
