@@ -191,8 +191,15 @@ static inline int32_t cu_kr_stride(const cu_ctx *c, int32_t i)
 rnnc_status cu_analyse(cu_ctx *c);
 /* The step kernel's tiles and shared-memory layout (after cu_analyse's placement). */
 rnnc_status cu_choose_tiles(cu_ctx *c);
+/* One tiling of bt batch rows a block, x staged kc columns at a time (0:
+ * all); *fits when the grid is resident and shared memory suffices. */
+void cu_try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit, bool *fits);
+/* The batch tiles the search tries, in order; their count. */
+int cu_batch_tiles(const cu_ctx *c, int64_t *out);
+/* Batch passes where no other tiling fits (cuda_passes.c). */
+bool cu_try_passes(cu_ctx *c, int sm_count, int64_t limit);
 /* Copies of a step linear's result in shared memory: one a batch pass
- * (c->NP) where a later phase reads it, else one. */
+ * (c->NP) where a later phase reads it, else one (cuda_passes.c). */
 int cu_lin_copies(const cu_ctx *c, int32_t lin);
 /* The plan's next launch, zeroed, its tile g (NULL: no GEMM); NULL with the
  * error recorded when the plan is full (cuda_analyse.c). */

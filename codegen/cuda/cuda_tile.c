@@ -67,19 +67,6 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
     return true;
 }
 
-/* Copies of linear lin's result: one a batch pass where a later phase
- * reads it (the pass loop of each phase would overwrite it), else one. */
-int cu_lin_copies(const cu_ctx *c, int32_t lin)
-{
-    if (c->NP < 2)
-        return 1;
-    for (int32_t j = 0; j < c->f->n; j++)
-        for (int k = 0; k < 3; k++)
-            if (c->f->nodes[j].a[k] == lin && c->phase[j] > c->phase[lin])
-                return c->NP;
-    return 1;
-}
-
 /* Shared memory in floats: xs (staged x), weight slices (unless streamed),
  * linear results, per-element values kept across phases, reduction row
  * stats.  A half model's weight slices are 16-bit. */
@@ -289,10 +276,10 @@ static void grow_register_tiles(cu_ctx *c)
 /* One tiling: bt batch rows per block, x staged kc columns at a time (0:
  * all), weights resident or streamed.  *fits when the grid is resident
  * and shared memory suffices. */
-static void try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit, bool *fits)
+void cu_try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit, bool *fits)
 {
     *fits = false;
-    /* a group of NP passes of bt rows (NP = 1 but in try_passes) */
+    /* a group of NP passes of bt rows (NP = 1 but in cuda_passes.c) */
     c->NBB = (int)cdiv(c->B, bt * c->NP);
     c->BT = (int)cdiv(cdiv(c->B, c->NBB), c->NP);
     int64_t ut = c->cfg.unit_tile;
@@ -320,7 +307,7 @@ static void try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t l
 /* Batch tiles to try, best first: the measured default, then larger (fewer
  * copies of the weights over the grid, fewer units per block), then
  * smaller. */
-static int batch_tiles(const cu_ctx *c, int64_t *out)
+int cu_batch_tiles(const cu_ctx *c, int64_t *out)
 {
     int n = 0;
     if (c->cfg.batch_tile > 0) {
@@ -358,7 +345,7 @@ static bool thread_chunks(const cu_ctx *c)
 static bool try_bulk_chunks(cu_ctx *c, int64_t bt, int sm_count, int64_t limit, bool tc)
 {
     bool fits;
-    try_tiles(c, bt, 128, sm_count, limit, &fits);
+    cu_try_tiles(c, bt, 128, sm_count, limit, &fits);
     return fits && c->bulk && (!tc || c->mma);
 }
 
@@ -378,7 +365,7 @@ static bool try_ksplit(cu_ctx *c, int sm_count, int64_t limit)
      * alone would ask fewer */
     c->cfg.threads = 2 * bt;
     c->stream = false;
-    try_tiles(c, bt, 32, sm_count, limit, &fits);
+    cu_try_tiles(c, bt, 32, sm_count, limit, &fits);
     c->cfg.threads = nt;
     return fits && c->ksplit;
 }
@@ -403,7 +390,7 @@ static bool try_wstream(cu_ctx *c, int sm_count, int64_t limit)
     c->cfg.unit_tile = (int)u;
     c->cfg.threads = 0;
     c->stream = false;
-    try_tiles(c, bt, 32, sm_count, limit, &fits);
+    cu_try_tiles(c, bt, 32, sm_count, limit, &fits);
     c->cfg.threads = nt;
     c->cfg.unit_tile = ut;
     /* batch groups after the first start at a multiple of 8 rows (the
@@ -468,7 +455,7 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     const int(*order)[2] = tc ? tc_order : ffma_order;
     int n_order = tc ? 3 : 4;
     int64_t bts[48];
-    int nb = batch_tiles(c, bts);
+    int nb = cu_batch_tiles(c, bts);
     if (tc && try_ksplit(c, sm_count, limit))
         return true;
     for (int o = 0; o < n_order; o++) {
@@ -481,7 +468,7 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
             int64_t bt = c->stream && c->cfg.batch_tile <= 0 ? (i == 0 ? c->B : bts[i]) : bts[i];
             for (int k = 0; k < passes[s].n; k++) {
                 bool fits;
-                try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
+                cu_try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
                 /* narrow chunks pay only on tensor cores, or staged by
                  * bulk copies */
                 if (!fits || (s == 2 && tc && !c->mma) || (bulk_only && !c->bulk))
@@ -489,7 +476,7 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
                 if (c->stream || !thread_chunks(c) || try_bulk_chunks(c, bt, sm_count, limit, tc))
                     return true;
                 /* no bulk chunks here: back to the threads' chunks */
-                try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
+                cu_try_tiles(c, bt, passes[s].kc[k], sm_count, limit, &fits);
                 return true;
             }
         }
@@ -497,106 +484,12 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     return false;
 }
 
-/* The fewest batch passes that fit (try_passes). */
-static bool passes_fit(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64_t limit)
-{
-    c->stream = true;
-    for (c->NP = 2; c->NP <= 4096 && c->NP <= c->B; c->NP *= 2) {
-        int64_t one = cdiv(c->B, c->NP);
-        for (int i = -1; i < nb; i++) {
-            int64_t bt = c->cfg.batch_tile > 0 ? c->cfg.batch_tile : i < 0 ? one : bts[i];
-            if (i >= 0 && (c->cfg.batch_tile > 0 || bt >= one))
-                continue;
-            static const int64_t kcs[] = {0, 512, 256, 128, 64, 32};
-            for (int k = 0; k < 6; k++) {
-                bool fits;
-                try_tiles(c, bt, kcs[k], sm_count, limit, &fits);
-                /* more passes rather than register tiles grown past the
-                 * asked ones (they spill) */
-                bool grown = (c->cfg.reg_rows && c->RR > c->cfg.reg_rows) ||
-                             (c->cfg.reg_batch && c->BB > c->cfg.reg_batch);
-                if (fits && !grown)
-                    return true;
-            }
-        }
-    }
-    c->NP = 1;
-    return false;
-}
-
-/* Rows of W a unit of the step's linears brings (LSTM 4, GRU 3). */
-static int64_t unit_rows(const cu_ctx *c)
-{
-    int64_t most = 1;
-    for (int32_t i = 0; i < c->f->n; i++)
-        if (c->role[i] == CU_STEP_LINEAR && cu_slices(c, i) > most)
-            most = cu_slices(c, i);
-    return most;
-}
-
-/* Where no tiling fits the GPU (an LSTM at B x H over about 2M: H = 2048,
- * B = 1024; H = 256, B = 16384), a block's batch group takes NP tiles of
- * rows one after the other each step, over weights streamed from L2 (a
- * tile's products no longer fit a block's registers and shared memory at
- * once).  Values kept for a later phase take a copy a pass (lay_smem).
- * cuDNN accepts every such shape, so the fused backend must too (issue 9).
- *
- * Unless the tuning says otherwise: 256 threads with 8 x 8 register tiles,
- * in the tiling with the fewest products a block (NP BT R for R rows of
- * W), then the squarest, which reads the fewest bytes of W and h a product
- * ((R + BT) / (R BT)).  H100, fp32, T = 20 (bench/results/h100/passes/):
- * the first fit at 1024 threads spilled (4 x 8 tiles in 64 registers) and
- * ran an LSTM at H = 2048, B = 1024 in 232 ms; at 256 threads 16 units x
- * 256 rows 42.4, 32 x 128 39.0, cuDNN 27.7; H = 256, B = 16384 31.8, 256
- * x 16 13.6, 128 x 32 12.3, 64 x 64 11.9, cuDNN 9.2. */
-static bool try_passes(cu_ctx *c, int sm_count, int64_t limit)
-{
-    int64_t bts[48];
-    int nb = batch_tiles(c, bts);
-    cg_cuda_config asked = c->cfg;
-    if (asked.threads)
-        return passes_fit(c, bts, nb, sm_count, limit);
-    c->cfg.threads = 256;
-    c->cfg.reg_rows = asked.reg_rows ? asked.reg_rows : 8;
-    c->cfg.reg_batch = asked.reg_batch ? asked.reg_batch : 8;
-    int64_t per = 256LL * c->cfg.reg_rows * c->cfg.reg_batch, rows = unit_rows(c);
-    int best_ut = 0, best_bt = 0;
-    double best_work = 0, best_sq = 0;
-    for (int64_t ut = 8; ut < 2 * c->H; ut *= 2) {
-        int64_t u = asked.unit_tile ? asked.unit_tile : ut, most = per / (rows * u) / 8 * 8;
-        for (int64_t bt = 8; bt <= most; bt = bt * 2 <= most || bt == most ? bt * 2 : most) {
-            c->cfg.unit_tile = (int)u;
-            c->cfg.batch_tile = (int)(asked.batch_tile ? asked.batch_tile : bt);
-            if (!passes_fit(c, bts, nb, sm_count, limit))
-                continue;
-            double R = (double)rows * c->UT, work = (double)c->NP * c->BT * R,
-                   sq = (R + c->BT) / (R * c->BT);
-            if (!best_ut || work < 0.97 * best_work || (work < 1.03 * best_work && sq < best_sq)) {
-                best_work = work;
-                best_sq = sq;
-                best_ut = c->cfg.unit_tile;
-                best_bt = c->cfg.batch_tile;
-            }
-        }
-        if (asked.unit_tile)
-            break;
-    }
-    bool found = best_ut > 0;
-    if (found) {
-        c->cfg.unit_tile = best_ut;
-        c->cfg.batch_tile = best_bt;
-        found = passes_fit(c, bts, nb, sm_count, limit);
-    }
-    c->cfg = asked;
-    return found;
-}
-
 rnnc_status cu_choose_tiles(cu_ctx *c)
 {
     int sm_count = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
     int64_t limit = c->cfg.smem_limit > 0 ? c->cfg.smem_limit : SMEM_LIMIT_DEFAULT;
     c->NP = 1;
-    if (!search(c, sm_count, limit) && !try_passes(c, sm_count, limit))
+    if (!search(c, sm_count, limit) && !cu_try_passes(c, sm_count, limit))
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "fused backend: cell '%s' at B=%lld, H=%lld does not fit one "
                         "persistent kernel (%d units x %d rows per block, %lld bytes of "
