@@ -102,7 +102,7 @@ static void test_large(void **state)
 }
 
 /* Batches that no tiling of one pass fits (a block's rows in passes,
- * cuda_tile.c's try_passes): cuDNN runs them, so must the fused backend. */
+ * codegen/cuda/cuda_passes.c): cuDNN runs them, so must the fused backend. */
 static void test_passes(void **state)
 {
     (void)state;

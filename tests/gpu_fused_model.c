@@ -303,7 +303,7 @@ static void test_model_shapes(void **state)
          * register arrays across the layernorm cell's three phases, rows
          * ending early */
         {"layernorm_lstm", 12, 128, 512, 512, 0, 1, false, true, false, 0.0},
-        /* batches no tiling of one pass fits (cuda_tile.c's try_passes):
+        /* batches no tiling of one pass fits (cuda_passes.c):
          * a block's rows in two or more passes a step; both directions,
          * lengths, a projection's two phases, a .cell cell over two
          * layers, batch_first */

@@ -1,4 +1,4 @@
-/* test_cuda_passes.c: batch passes (cuda_tile.c's try_passes), from the
+/* test_cuda_passes.c: batch passes (codegen/cuda/cuda_passes.c), from the
  * generated source and plan alone: where no tiling of one pass fits the
  * GPU (an LSTM at B x H over about 2M), a block's batch group is NP tiles
  * of rows taken in turn each step, so the fused backend has kernels for

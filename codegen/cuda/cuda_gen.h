@@ -83,7 +83,7 @@ typedef struct cu_ctx {
     /* step tiling */
     int UT, BT, BTP, NUB, NBB, NT, RR, BB;
     /* Batch passes: a block's batch group is NP tiles of BT rows, taken
-     * one after the other each step (cuda_tile.c's try_passes; 1 but where
+     * one after the other each step (cuda_passes.c; 1 but where
      * no tiling of one pass fits the GPU). */
     int NP;
     /* Weights streamed from L2/HBM every step (they do not fit on chip). */
