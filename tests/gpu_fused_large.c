@@ -85,10 +85,15 @@ static void one(const char *cell, int64_t H, int64_t B, uint64_t *rng)
     }
 }
 
+static bool both_backends(void)
+{
+    return rnnc_backend_available(RNNC_BACKEND_CUDNN) && rnnc_backend_available(RNNC_BACKEND_FUSED);
+}
+
 static void test_large(void **state)
 {
     (void)state;
-    if (!rnnc_backend_available(RNNC_BACKEND_CUDNN) || !rnnc_backend_available(RNNC_BACKEND_FUSED)) {
+    if (!both_backends()) {
         skip();
         return;
     }
@@ -106,7 +111,7 @@ static void test_large(void **state)
 static void test_passes(void **state)
 {
     (void)state;
-    if (!rnnc_backend_available(RNNC_BACKEND_CUDNN) || !rnnc_backend_available(RNNC_BACKEND_FUSED)) {
+    if (!both_backends()) {
         skip();
         return;
     }

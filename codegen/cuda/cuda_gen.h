@@ -147,6 +147,12 @@ enum {
     CU_NEED_WHOLE = 16 /* state read as a whole vector (a linear's x, a reduction) */
 };
 
+/* a / b rounded up. */
+static inline int64_t cu_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
 /* K of step linear lin: the columns of its x. */
 static inline int64_t cu_kdim(const cu_ctx *c, int32_t lin)
 {

@@ -49,11 +49,6 @@ typedef struct mma_warps {
     int pp;        /* floats per row of a partial-sum slice */
 } mma_warps;
 
-static int64_t cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
 /* Floats a row of a partial slice takes: 8 mod 32, so the float2 stores
  * of a half warp (4 rows g, 8 columns 2q) hit distinct banks. */
 static int partial_pitch(int ntn)
@@ -138,7 +133,7 @@ static bool chunked_half(const cu_ctx *c, int32_t lin, int64_t chunk)
  * (8 rows) once for every weight group. */
 static int64_t fragment_words(const mma_warps *w)
 {
-    int64_t row_groups = cdiv(w->mt, w->wm);
+    int64_t row_groups = cu_cdiv(w->mt, w->wm);
     return (row_groups * w->wm * 16 * w->gn + w->gn * w->wn * 8 * row_groups) * w->kw;
 }
 
@@ -173,7 +168,7 @@ static bool preferred(const cu_ctx *c, int32_t lin, int64_t chunk, const mma_war
 static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs_floats,
                          mma_warps *best)
 {
-    mma_warps w = {.mt = (int)cdiv(cu_slice_rows(c, lin), 16), .ntn = (int)cdiv(c->BTP, 8),
+    mma_warps w = {.mt = (int)cu_cdiv(cu_slice_rows(c, lin), 16), .ntn = (int)cu_cdiv(c->BTP, 8),
                    .kw = c->half ? 16 : 8};
     bool found = false;
     w.pp = partial_pitch(w.ntn);
@@ -183,8 +178,8 @@ static bool choose_warps(const cu_ctx *c, int32_t lin, int64_t chunk, int64_t xs
             if (w.wm * w.wn > (chunked_half(c, lin, chunk) ? MMA_MAX_TILES_CHUNKED
                                                            : MMA_MAX_TILES_PER_WARP))
                 continue;
-            w.gn = (int)cdiv(w.ntn, w.wn);
-            w.g = (int)cdiv(w.mt, w.wm) * w.gn;
+            w.gn = (int)cu_cdiv(w.ntn, w.wn);
+            w.g = (int)cu_cdiv(w.mt, w.wm) * w.gn;
             for (w.ks = 1; w.ks <= 16; w.ks *= 2)
                 for (w.na = 1; w.na <= 4; w.na *= 2) {
                     if (!layout_ok(c, lin, &w, chunk, xs_floats))

@@ -23,11 +23,6 @@
  */
 #include "codegen/cuda/cuda_gen.h"
 
-static int64_t cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
 /* Copies of linear lin's result: one a batch pass where a later phase
  * reads it (the pass loop of each phase would overwrite it), else one. */
 int cu_lin_copies(const cu_ctx *c, int32_t lin)
@@ -46,7 +41,7 @@ static bool passes_fit(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int6
 {
     c->stream = true;
     for (c->NP = 2; c->NP <= 4096 && c->NP <= c->B; c->NP *= 2) {
-        int64_t one = cdiv(c->B, c->NP);
+        int64_t one = cu_cdiv(c->B, c->NP);
         for (int i = -1; i < nb; i++) {
             int64_t bt = c->cfg.batch_tile > 0 ? c->cfg.batch_tile : i < 0 ? one : bts[i];
             if (i >= 0 && (c->cfg.batch_tile > 0 || bt >= one))
@@ -78,6 +73,13 @@ static int64_t unit_rows(const cu_ctx *c)
     return most;
 }
 
+/* The batch tiles a pass tries: powers of two from 8, then the most
+ * rows the lanes hold. */
+static int64_t next_tile(int64_t bt, int64_t most)
+{
+    return bt == most || 2 * bt <= most ? 2 * bt : most;
+}
+
 /* The tiling of batch passes (above); false where none fits. */
 bool cu_try_passes(cu_ctx *c, int sm_count, int64_t limit)
 {
@@ -94,7 +96,7 @@ bool cu_try_passes(cu_ctx *c, int sm_count, int64_t limit)
     double best_work = 0, best_sq = 0;
     for (int64_t ut = 8; ut < 2 * c->H; ut *= 2) {
         int64_t u = asked.unit_tile ? asked.unit_tile : ut, most = per / (rows * u) / 8 * 8;
-        for (int64_t bt = 8; bt <= most; bt = bt * 2 <= most || bt == most ? bt * 2 : most) {
+        for (int64_t bt = 8; bt <= most; bt = next_tile(bt, most)) {
             c->cfg.unit_tile = (int)u;
             c->cfg.batch_tile = (int)(asked.batch_tile ? asked.batch_tile : bt);
             if (!passes_fit(c, bts, nb, sm_count, limit))

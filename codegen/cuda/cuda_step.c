@@ -81,6 +81,18 @@ static void emit_prelude(const cu_ctx *c, cu_text *t)
 }
 
 /* The regions of a step block's shared memory, named by node (floats). */
+/* SM_<kind><v> at float `at`, or, with a copy a batch pass, `stride`
+ * floats on for each (pass_ in scope wherever it is used). */
+static void emit_smem_name(cu_text *t, const char *kind, int32_t v, int64_t at, int64_t stride,
+                           const char *desc, const char *what)
+{
+    if (stride)
+        cu_printf(t, "#define SM_%s%d (%lld + pass_ * %lld) /* %s: %s */\n", kind, (int)v,
+                  (long long)at, (long long)stride, desc, what);
+    else
+        cu_printf(t, "#define SM_%s%d %lld /* %s: %s */\n", kind, (int)v, (long long)at, desc, what);
+}
+
 static void emit_smem_names(const cu_ctx *c, cu_text *t)
 {
     const ir_fn *f = c->f;
@@ -94,18 +106,14 @@ static void emit_smem_names(const cu_ctx *c, cu_text *t)
         if (c->role[i] == CU_STEP_LINEAR && c->stream && c->kr[i])
             cu_printf(t, "#define SM_W%d %lld /* %s: columns 0 .. %d of the weight slice */\n",
                       (int)i, (long long)c->wsm[i], d, c->kr[i] - 1);
-        if (c->role[i] == CU_STEP_LINEAR && cu_lin_copies(c, i) > 1)
-            cu_printf(t, "#define SM_L%d (%lld + pass_ * %lld) /* %s: result, a copy a pass */\n",
-                      (int)i, (long long)c->sm[i],
-                      (long long)cu_slices(c, i) * c->UT * (c->BTP + 1), d);
-        else if (c->role[i] == CU_STEP_LINEAR)
-            cu_printf(t, "#define SM_L%d %lld /* %s: result */\n", (int)i, (long long)c->sm[i], d);
-        if (c->xp[i] >= 0 && c->NP > 1)
-            cu_printf(t, "#define SM_V%d (%lld + pass_ * %lld) /* %s: kept for a later phase */\n",
-                      (int)i, (long long)c->xp[i], (long long)cu_slices(c, i) * c->UT * c->BTP, d);
-        else if (c->xp[i] >= 0)
-            cu_printf(t, "#define SM_V%d %lld /* %s: kept for a later phase */\n", (int)i,
-                      (long long)c->xp[i], d);
+        if (c->role[i] == CU_STEP_LINEAR)
+            emit_smem_name(t, "L", i, c->sm[i],
+                           cu_lin_copies(c, i) > 1 ? cu_slices(c, i) * c->UT * (c->BTP + 1) : 0, d,
+                           cu_lin_copies(c, i) > 1 ? "result, a copy a pass" : "result");
+        if (c->xp[i] >= 0)
+            emit_smem_name(t, "V", i, c->xp[i],
+                           c->NP > 1 ? (int64_t)cu_slices(c, i) * c->UT * c->BTP : 0, d,
+                           "kept for a later phase");
         if (c->role[i] == CU_STEP_ELEM && (ir_ops[f->nodes[i].op].flags & IR_F_REDUCE))
             cu_printf(t, "#define SM_S%d %lld /* %s: row statistics */\n", (int)i,
                       (long long)c->sm[i], d);

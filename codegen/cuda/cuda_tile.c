@@ -17,11 +17,6 @@ static int64_t up(int64_t v, int64_t m)
     return (v + m - 1) / m * m;
 }
 
-static int64_t cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
 /* Lane layout of every step linear for NT threads; false if one does not
  * fit.  x is staged kc columns at a time (kc = 0: all of K). */
 static bool lay_linears(cu_ctx *c, int64_t kc)
@@ -280,13 +275,13 @@ void cu_try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit
 {
     *fits = false;
     /* a group of NP passes of bt rows (NP = 1 but in cuda_passes.c) */
-    c->NBB = (int)cdiv(c->B, bt * c->NP);
-    c->BT = (int)cdiv(cdiv(c->B, c->NBB), c->NP);
+    c->NBB = (int)cu_cdiv(c->B, bt * c->NP);
+    c->BT = (int)cu_cdiv(cu_cdiv(c->B, c->NBB), c->NP);
     int64_t ut = c->cfg.unit_tile;
     if (!ut)
-        ut = cdiv(c->H, sm_count / c->NBB > 0 ? sm_count / c->NBB : 1);
+        ut = cu_cdiv(c->H, sm_count / c->NBB > 0 ? sm_count / c->NBB : 1);
     c->UT = (int)ut;
-    c->NUB = (int)cdiv(c->H, ut);
+    c->NUB = (int)cu_cdiv(c->H, ut);
     if ((int64_t)c->NUB * c->NBB > sm_count)
         return;
     choose_register_tiles(c);
@@ -321,7 +316,7 @@ int cu_batch_tiles(const cu_ctx *c, int64_t *out)
     out[n++] = bt0;
     for (int64_t b = bt0 * 2; b < c->B * 2 && n < 30; b *= 2)
         out[n++] = b < c->B ? b : c->B;
-    for (int64_t b = cdiv(bt0, 2); n < 40; b = cdiv(b, 2)) {
+    for (int64_t b = cu_cdiv(bt0, 2); n < 40; b = cu_cdiv(b, 2)) {
         out[n++] = b;
         if (b == 1)
             break;
@@ -382,10 +377,10 @@ static bool try_wstream(cu_ctx *c, int sm_count, int64_t limit)
         return false;
     int nt = c->cfg.threads, ut = c->cfg.unit_tile;
     int64_t bt = c->cfg.batch_tile > 0 ? c->cfg.batch_tile : c->B < 128 ? c->B : 128;
-    int64_t nbb = cdiv(c->B, bt), per = sm_count / nbb > 0 ? sm_count / nbb : 1;
-    int64_t u = ut ? ut : up(cdiv(c->H, per), 8);
+    int64_t nbb = cu_cdiv(c->B, bt), per = sm_count / nbb > 0 ? sm_count / nbb : 1;
+    int64_t u = ut ? ut : up(cu_cdiv(c->H, per), 8);
     bool fits;
-    if (cdiv(c->H, u) * nbb > sm_count)
+    if (cu_cdiv(c->H, u) * nbb > sm_count)
         return false;
     c->cfg.unit_tile = (int)u;
     c->cfg.threads = 0;
@@ -395,7 +390,7 @@ static bool try_wstream(cu_ctx *c, int sm_count, int64_t limit)
     c->cfg.unit_tile = ut;
     /* batch groups after the first start at a multiple of 8 rows (the
      * swizzle of h's chunks, cu_bulk_linear): B = 320 takes 112, 112, 96 */
-    if (c->NBB > 1 && cdiv(c->B, up(c->BT, 8)) == c->NBB)
+    if (c->NBB > 1 && cu_cdiv(c->B, up(c->BT, 8)) == c->NBB)
         c->BT = (int)up(c->BT, 8);
     /* wgmma's N: the batch rows padded to a multiple of 32, which the
      * result's layout (KSP) needs; the padding's products are never read */
