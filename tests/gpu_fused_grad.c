@@ -4,8 +4,8 @@
  * states, dx, the initial states' gradients and every weight gradient
  * within 1e-4 relative, for every built-in cell x layers {1, 2} x {uni,
  * bi} x {padded, lengths} x dropout {0, 0.3}; and against cuDNN for lstm,
- * gru, rnn_tanh and rnn_relu; and at sizes that take the large GEMM
- * tiles.  A case the fused backward does not run
+ * gru, rnn_tanh and rnn_relu; at sizes that take the large GEMM
+ * tiles; and at batches that take passes (B = 16384 and 32768).  A case the fused backward does not run
  * must be refused with RNNC_ERR_UNSUPPORTED (counted and printed).
  * Exits 77 without a GPU.
  */
@@ -31,7 +31,7 @@ typedef struct out {
 
 typedef struct data {
     float *x, *init[2], *dy, *dfinal[2];
-    int64_t lengths[B_ * 4];
+    int64_t *lengths; /* nb of them */
     bool use_len;
 } data;
 
@@ -161,7 +161,7 @@ static void one(const char *cell_name, int layers, bool bi, bool use_len, double
     out o[2] = {0};
     for (int k = 0; k < 2; k++)
         out_alloc(&o[k], m[k], ns, layers, bi);
-    data d = {.use_len = use_len};
+    data d = {.use_len = use_len, .lengths = malloc(sizeof(int64_t) * (size_t)nb)};
     for (int64_t b = 0; b < nb; b++)
         d.lengths[b] = 1 + (b * 5 + 3) % T_;
     d.x = alloc_poisoned(o[0].nx), d.dy = alloc_poisoned(o[0].ny);
@@ -205,7 +205,7 @@ static void one(const char *cell_name, int layers, bool bi, bool use_len, double
         out_free(&o[k]);
         rnnc_model_destroy(m[k]);
     }
-    free(d.x), free(d.dy);
+    free(d.x), free(d.dy), free(d.lengths);
     for (int k = 0; k < ns; k++)
         free(d.init[k]), free(d.dfinal[k]);
     rnnc_cell_destroy(cell);
@@ -237,6 +237,25 @@ static void test_large(void **st)
     I_ = 24, H_ = 32, nb = B_;
 }
 
+/* Batches no one-pass tiling fits (codegen/cuda/cuda_passes.c): the
+ * recurrence takes its rows in passes with the values that cross its
+ * phases kept in global memory, as does the layernorm LSTM's forward
+ * (refused before: the copies a pass took all of a block's batch group). */
+static void test_huge_batches(void **st)
+{
+    (void)st;
+    int refused = n_refused;
+    I_ = 64, H_ = 64, nb = 32768;
+    if (rnnc_backend_available(RNNC_BACKEND_CUDNN)) {
+        one("lstm", 1, false, true, 0.0, RNNC_BACKEND_CUDNN);
+        one("gru", 1, true, false, 0.0, RNNC_BACKEND_CUDNN);
+    }
+    I_ = 128, H_ = 128, nb = 16384;
+    one("layernorm_lstm", 1, false, true, 0.0, RNNC_BACKEND_INTERP);
+    I_ = 24, H_ = 32, nb = B_;
+    assert_int_equal(n_refused, refused);
+}
+
 static void test_vs_cudnn(void **st)
 {
     (void)st;
@@ -257,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_vs_interp),
         cmocka_unit_test(test_vs_cudnn),
         cmocka_unit_test(test_large),
+        cmocka_unit_test(test_huge_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

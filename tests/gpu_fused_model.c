@@ -311,6 +311,9 @@ static void test_model_shapes(void **state)
         {"lstm", 3, 16384, 64, 128, 32, 1, false, true, false, 0.0},
         {"cifg", 3, 32768, 32, 64, 0, 2, false, true, true, 0.0},
         {"gru", 3, 65536, 32, 32, 0, 1, true, false, false, 0.0},
+        /* the values crossing a layernorm LSTM's three phases kept in
+         * global memory (a copy a pass would be all of the group's) */
+        {"layernorm_lstm", 3, 16384, 64, 128, 0, 2, true, true, false, 0.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], &rng);

@@ -7,7 +7,8 @@
  * at such shapes for an H100 and an A100 in fp32, TF32 and bf16;
  * test_passes_source checks the loop and the group's rows;
  * test_passes_phases the copies a pass of what crosses phases;
- * test_passes_compile compiles some with NVRTC (no GPU needed). */
+ * test_passes_keeps those values in global memory where the copies do not
+ * fit; test_passes_compile compiles some with NVRTC (no GPU needed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,8 +111,8 @@ static void test_passes_source(void **state)
     free(src);
 }
 
-/* A layernorm LSTM on a GPU of 4 SMs (no such shape on 132 fits: its
- * copies a pass take all of a block's elements in shared memory): the
+/* A layernorm LSTM on a GPU of 4 SMs (on 132 SMs its copies a pass would
+ * take all of a block's elements: test_passes_keeps): the
  * linear's result that the next phase normalises and the values kept for
  * the last phase take a copy a pass; the H100 gave 0.63 against the
  * interpreter when the result had one copy. */
@@ -146,6 +147,55 @@ static void test_passes_phases(void **state)
     free(src);
 }
 
+/* A layernorm LSTM at H = 128, B = 16384 on an H100 (and every built-in
+ * cell's at H = 1024, B = 2048 on an A100): a copy a pass of what crosses
+ * phases would be all of a block's elements of it, so those values live in
+ * global memory: the normalised linear's result written in phase 0 and
+ * read in phase 1, c's pre-norm sum and o's gate into phase 2; none in
+ * shared memory.  Refused before (issue 9: cuDNN runs these batches). */
+static char *keeps_source(const char *cell, int64_t H, int64_t B, int sm, cg_cuda_plan *plan)
+{
+    rnnc_cell *c = tu_builtin(cell);
+    cg_cuda_config cfg = {.sizes = {H, H, H}, .batch = B, .sm = sm,
+                          .sm_count = sm == 80 ? 108 : 132};
+    char *src = NULL;
+    if (tu_cuda_source(c, RNNC_HOIST_ALL, &cfg, &src, plan) != RNNC_OK)
+        fail_msg("%s H=%lld B=%lld: %s", cell, (long long)H, (long long)B, rnnc_last_error());
+    rnnc_cell_destroy(c);
+    return src;
+}
+
+static void test_passes_keeps(void **state)
+{
+    (void)state;
+    cg_cuda_plan plan;
+    char *src = keeps_source("layernorm_lstm", 128, 16384, 90, &plan);
+    check_passes(src, &plan, 3);
+    assert_null(strstr(src, "#define SM_V"));
+    const char *l = strstr(src, "#define SM_L13 "), *copy = l ? strstr(l, "pass_") : NULL;
+    assert_true(l && (!copy || copy > strchr(l, '\n'))); /* one copy, not one a pass */
+    assert_non_null(strstr(src, "/* %13 linear(h, weight_hh): kept for a later phase at xb + "));
+    assert_non_null(strstr(src, "/* %25 add(%21, %24): kept for a later phase at xb + "));
+    assert_non_null(strstr(src, "/* %27 sigmoid(o): kept for a later phase at xb + "));
+    /* the linear's result goes out in its own phase, normalised from there */
+    const char *p1 = strstr(src, "/* phase 1 */"), *p2 = strstr(src, "/* phase 2 */");
+    const char *put = strstr(src, "__stcg(xb + 0 + (size_t)gb * 512 + 384 + gu, sm_[SM_L13 + ");
+    const char *get = strstr(src, "((__ldcg(xb + 0 + (size_t)gb * 512 + 0 + gu)) - sm_[SM_S14");
+    assert_true(put && p1 && p2 && get && put < p1 && p1 < get && get < p2);
+    assert_true(plan.xb_floats >= 16384LL * (512 + 128 + 128));
+    free(src);
+    const char *const *names = rnnc_cell_builtin_names();
+    for (int i = 0; names[i]; i++) {
+        src = keeps_source(names[i], 1024, 2048, 80, &plan);
+        assert_true(plan.launch[plan.n_launch - 1].grid <= 108u);
+        free(src);
+    }
+    tu_require_nvrtc();
+    src = keeps_source("layernorm_lstm", 128, 16384, 90, &plan);
+    tu_compile_clean(src, "layernorm_lstm H=128 B=16384", 90);
+    free(src);
+}
+
 static void test_passes_compile(void **state)
 {
     (void)state;
@@ -176,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_never_refuses),
         cmocka_unit_test(test_passes_source),
         cmocka_unit_test(test_passes_phases),
+        cmocka_unit_test(test_passes_keeps),
         cmocka_unit_test(test_passes_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,8 @@
  * ops; its kernels generate at two shapes and NVRTC compiles the larger
  * without warnings, as it does the cell-independent kernels) or is refused as UNSUPPORTED naming why; the
  * four cells cuDNN runs always build, and an LSTM's split is the one the
- * design says (docs/training.md).
+ * design says (docs/training.md); at batches that take passes (B = 2048,
+ * H = 1024 and larger) the kernels still generate (test_huge_batches).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,39 @@ static void test_lstm_split(void **st)
     rnnc_cell_destroy(c);
 }
 
+/* Batches no one-pass tiling fits (B x H over about 2M): the backward
+ * step's values that cross its phases are all of a block's batch group,
+ * so they are kept in global memory and the recurrence takes its rows in
+ * passes (codegen/cuda/cuda_passes.c); both kernels generate for every
+ * cell that builds, and the LSTM's backward compiles. */
+static void test_huge_batches(void **st)
+{
+    (void)st;
+    static const struct {
+        const char *cell;
+        int64_t H, B;
+    } cases[] = {{"lstm", 1024, 2048}, {"gru", 1024, 2048},       {"rnn_tanh", 2048, 4096},
+                 {"lstm", 64, 32768},  {"layernorm_lstm", 128, 16384}, {"peephole_lstm", 1024, 2048}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rnnc_cell *c = NULL;
+        assert_ok(rnnc_cell_builtin(&c, cases[i].cell, NULL));
+        assert_ok(ir_optimise(c, false));
+        ir_arena *a = ir_arena_create();
+        fg_kind kd;
+        memset(&kd, 0, sizeof kd);
+        ir_sizes sz = {cases[i].H, cases[i].H, cases[i].H};
+        assert_ok(fg_kind_build(c, sz, a, &kd));
+        char label[96];
+        snprintf(label, sizeof label, "%s_rec_B%lld", cases[i].cell, (long long)cases[i].B);
+        generate(&kd.rec_sched, sz, cases[i].B, label, false);
+        snprintf(label, sizeof label, "%s_bwd_B%lld", cases[i].cell, (long long)cases[i].B);
+        generate(&kd.bwd_sched, sz, cases[i].B, label, i == 0);
+        fg_kind_free(&kd);
+        ir_arena_destroy(a);
+        rnnc_cell_destroy(c);
+    }
+}
+
 static void test_util_kernels_compile(void **st)
 {
     (void)st;
@@ -132,6 +166,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lstm_split),
         cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_huge_batches),
         cmocka_unit_test(test_util_kernels_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

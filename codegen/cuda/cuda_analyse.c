@@ -486,13 +486,14 @@ rnnc_status cu_analyse(cu_ctx *c)
                         "fused backend: cell '%s' needs exactly one input and at most %d states",
                         f->name, CG_CUDA_MAX_ITEMS);
     for (int32_t i = 0; i < f->n; i++)
-        c->off[i] = c->xb[i] = c->xp[i] = c->sm[i] = c->wsm[i] = c->pt[i] = -1;
+        c->off[i] = c->xb[i] = c->xp[i] = c->xg[i] = c->sm[i] = c->wsm[i] = c->pt[i] = -1;
     if ((st = classify(c)) || (st = place_reads(c)))
         return st;
     mark_needs(c);
     place_global(c);
     if ((st = cu_wstream_place(c)) || (st = cu_choose_tiles(c)))
         return st;
+    cu_place_keeps(c);
     cu_ll_choose(c);
     mark_whole_reads(c);
     cu_mark_live(c);

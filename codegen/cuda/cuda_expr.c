@@ -41,6 +41,29 @@ void cu_lin_result(const cu_ctx *c, int32_t v, const char *r, char *buf, size_t 
         snprintf(buf, n, "sm_[SM_L%d + (%s) * (BTP + 1) + b]", (int)v, r);
 }
 
+/* Where column col (an expression) of batch row gb of kept value v lives
+ * in global memory (c->gkeep, cu_place_keeps). */
+void cu_keep_at(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+{
+    snprintf(buf, n, "xb + %lld + (size_t)gb * %lld + %s", (long long)c->xg[v],
+             (long long)c->cols[v], col);
+}
+
+/* Where slice sl of kept value v lives at this element (gb, gu). */
+void cu_keep_elem(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
+{
+    char col[64];
+    elem_col(c, v, sl, col, sizeof col);
+    cu_keep_at(c, v, col, buf, n);
+}
+
+static void keep_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
+{
+    char at[192];
+    cu_keep_elem(c, v, sl, at, sizeof at);
+    snprintf(buf, n, "__ldcg(%s)", at);
+}
+
 /* State leaf v is read through s<k>_: its copy of this step (cuda_step.c). */
 static int state_k(const cu_ctx *c, int32_t v)
 {
@@ -130,12 +153,17 @@ bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, 
     case CU_STEP_LINEAR: {
         char r[32];
         snprintf(r, sizeof r, "%d * UT + u", sl);
-        cu_lin_result(c, v, r, buf, n);
+        if (c->xg[v] >= 0 && cur_phase > c->phase[v])
+            keep_load(c, v, sl, buf, n);
+        else
+            cu_lin_result(c, v, r, buf, n);
         return true;
     }
     case CU_STEP_ELEM:
         if (c->phase[v] == cur_phase)
             snprintf(buf, n, "v%d_%d", (int)v, sl);
+        else if (c->xg[v] >= 0)
+            keep_load(c, v, sl, buf, n);
         else if (c->xp[v] >= 0)
             snprintf(buf, n, "sm_[SM_V%d + %d * E + e]", (int)v, sl);
         else

@@ -86,6 +86,12 @@ typedef struct cu_ctx {
      * one after the other each step (cuda_passes.c; 1 but where
      * no tiling of one pass fits the GPU). */
     int NP;
+    /* With passes where a copy a pass does not fit shared memory: values
+     * kept for a later phase, and step linears' results a later phase
+     * reads, live in global memory at xb + xg[v], a row of cols[v] floats
+     * a batch row, written in their own phase (cuda_passes.c). */
+    bool gkeep;
+    int64_t *xg;
     /* Weights streamed from L2/HBM every step (they do not fit on chip). */
     bool stream;
     /* Register caches (cu_place_regs): per-element leaves (folds, hoisted
@@ -207,6 +213,10 @@ bool cu_try_passes(cu_ctx *c, int sm_count, int64_t limit);
 /* Copies of a step linear's result in shared memory: one a batch pass
  * (c->NP) where a later phase reads it, else one (cuda_passes.c). */
 int cu_lin_copies(const cu_ctx *c, int32_t lin);
+/* Step linear lin's result is read by a phase after its own. */
+bool cu_lin_read_later(const cu_ctx *c, int32_t lin);
+/* The global slots of c->gkeep (cuda_passes.c; after the tiling). */
+void cu_place_keeps(cu_ctx *c);
 /* The plan's next launch, zeroed, its tile g (NULL: no GEMM); NULL with the
  * error recorded when the plan is full (cuda_analyse.c). */
 cg_cuda_launch *cu_new_launch(cu_ctx *c, const cu_tile *g);
@@ -286,6 +296,11 @@ void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl);
 bool cu_elem_expr(const cu_ctx *c, int32_t v, int sl, int cur_phase, char *buf, size_t n);
 /* Row r (an expression) of step linear v's result at batch row b. */
 void cu_lin_result(const cu_ctx *c, int32_t v, const char *r, char *buf, size_t n);
+/* Where column col (an expression) of batch row gb of kept value v lives
+ * in global memory (c->gkeep). */
+void cu_keep_at(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);
+/* The same at this element's column of slice sl (gb, gu). */
+void cu_keep_elem(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n);
 /* Expression of a whole-vector value v at batch row `gb` and column `col`
  * (C expressions) for staging a linear's x. */
 bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);

@@ -102,6 +102,7 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->off = take(m, n, sizeof *c->off);
     c->xb = take(m, n, sizeof *c->xb);
     c->xp = take(m, n, sizeof *c->xp);
+    c->xg = take(m, n, sizeof *c->xg);
     c->sm = take(m, n, sizeof *c->sm);
     c->wsm = take(m, n, sizeof *c->wsm);
     c->pt = take(m, n, sizeof *c->pt);
@@ -115,7 +116,7 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->pfuse = take(m, n, sizeof *c->pfuse);
     c->pl2 = take(m, n, sizeof *c->pl2);
     c->live = take(m, n, sizeof *c->live);
-    if (m->n != 20)
+    if (m->n != 21)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }

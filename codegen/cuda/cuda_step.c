@@ -110,6 +110,9 @@ static void emit_smem_names(const cu_ctx *c, cu_text *t)
             emit_smem_name(t, "L", i, c->sm[i],
                            cu_lin_copies(c, i) > 1 ? cu_slices(c, i) * c->UT * (c->BTP + 1) : 0, d,
                            cu_lin_copies(c, i) > 1 ? "result, a copy a pass" : "result");
+        if (c->xg[i] >= 0)
+            cu_printf(t, "/* %s: kept for a later phase at xb + %lld (global memory) */\n", d,
+                      (long long)c->xg[i]);
         if (c->xp[i] >= 0)
             emit_smem_name(t, "V", i, c->xp[i],
                            c->NP > 1 ? (int64_t)cu_slices(c, i) * c->UT * c->BTP : 0, d,
@@ -197,11 +200,15 @@ static void emit_combine(const cu_ctx *c, int32_t r, cu_text *t)
 static void emit_partials(const cu_ctx *c, int32_t r, cu_text *t)
 {
     int32_t xv = c->f->nodes[r].a[0];
-    char val[160];
-    if (c->role[xv] == CU_STEP_LINEAR)
+    char val[224], at[192];
+    if (c->role[xv] == CU_STEP_LINEAR) {
         cu_lin_result(c, xv, "sl * UT + u", val, sizeof val);
-    else
+    } else if (c->xg[xv] >= 0) {
+        cu_keep_at(c, xv, c->cols[xv] == 1 ? "0" : "sl * H + u0 + u", at, sizeof at);
+        snprintf(val, sizeof val, "__ldcg(%s)", at);
+    } else {
         snprintf(val, sizeof val, "sm_[SM_V%d + sl * E + b * UT + u]", (int)xv);
+    }
     /* a warp per batch row, lanes over the block's elements of that row */
     cu_printf(t,
               "    for (int b = tid >> 5; b < BT; b += NT / 32) {\n"
@@ -267,7 +274,11 @@ static rnnc_status emit_stores(const cu_ctx *c, int p, bool last, cu_text *t)
         for (int sl = 0; sl < cu_slices(c, i); sl++) {
             if (!opnd(c, i, sl, p, v, sizeof v))
                 return RNNC_ERR_UNSUPPORTED;
-            if ((c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM)
+            char at[192];
+            if (c->xg[i] >= 0 && c->xg[i] != c->xb[i]) {
+                cu_keep_elem(c, i, sl, at, sizeof at);
+                cu_printf(t, "        __stcg(%s, %s);\n", at, v);
+            } else if ((c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM && c->xg[i] < 0)
                 cu_printf(t, "        sm_[SM_V%d + %d * E + e] = %s;\n", (int)i, sl, v);
             if (c->need[i] & CU_NEED_XB)
                 cu_printf(t, "        __stcg(xb + %lld + (size_t)gb * %lld + %lld + gu, %s);\n",

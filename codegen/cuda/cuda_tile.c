@@ -63,8 +63,9 @@ static bool lay_linears(cu_ctx *c, int64_t kc)
 }
 
 /* Shared memory in floats: xs (staged x), weight slices (unless streamed),
- * linear results, per-element values kept across phases, reduction row
- * stats.  A half model's weight slices are 16-bit. */
+ * linear results, per-element values kept across phases (unless in global
+ * memory, c->gkeep), reduction row stats.  A half model's weight slices
+ * are 16-bit. */
 static int64_t lay_smem(cu_ctx *c)
 {
     const ir_fn *f = c->f;
@@ -104,7 +105,8 @@ static int64_t lay_smem(cu_ctx *c)
         at = up(at + cu_lin_copies(c, i) * R * (c->BTP + 1), 4);
     }
     for (int32_t i = 0; i < f->n; i++) {
-        if (c->need[i] & CU_NEED_XP) {
+        c->xp[i] = -1;
+        if ((c->need[i] & CU_NEED_XP) && !c->gkeep) {
             c->xp[i] = at; /* a copy a batch pass */
             at = up(at + (int64_t)c->NP * cu_slices(c, i) * c->UT * c->BTP, 4);
         }
