@@ -190,6 +190,31 @@ static rnnc_status try_on(rnnc_model *m, rnnc_backend b, const rnnc_forward_args
     return s;
 }
 
+/* Whether backend b's kernels for this call are a second choice
+ * (rt_backend.second_choice): it is then tried after the next in order. */
+static bool second_choice(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a)
+{
+    if (!auto_may_try(m, b, a, false) || open_one(m, b) != RNNC_OK)
+        return false;
+    const rt_backend *be = m->slot[b].be;
+    return be->second_choice && be->second_choice(m->slot[b].state, a);
+}
+
+/* This call's order: auto_order, a second choice swapped with the backend
+ * after it (the fused backend's batch passes after cuDNN, still before
+ * the CPU). */
+static void call_order(rnnc_model *m, const rnnc_forward_args *a, rnnc_backend *order)
+{
+    for (size_t i = 0; i < N_AUTO; i++)
+        order[i] = auto_order[i];
+    for (size_t i = 0; i + 1 < N_AUTO; i++)
+        if (second_choice(m, order[i], a)) {
+            order[i] = order[i + 1];
+            order[i + 1] = auto_order[i];
+            break;
+        }
+}
+
 rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_fn call, void *ctx)
 {
     if (!m->auto_pick) {
@@ -198,11 +223,13 @@ rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_
     }
     /* A training forward goes first to a backend that can also run the backward. */
     rnnc_status s = RNNC_ERR_UNSUPPORTED;
+    rnnc_backend order[N_AUTO];
+    call_order(m, a, order);
     for (int pass = a->training ? 0 : 1; pass < 2; pass++)
         for (size_t i = 0; i < N_AUTO; i++) {
-            if (!auto_may_try(m, auto_order[i], a, pass == 0))
+            if (!auto_may_try(m, order[i], a, pass == 0))
                 continue;
-            s = try_on(m, auto_order[i], a, call, ctx, pass == 0);
+            s = try_on(m, order[i], a, call, ctx, pass == 0);
             if (!passes_on(s)) {
                 if (s == RNNC_OK && cm_log_enabled("info"))
                     fprintf(stderr, "rnnc: auto: the call ran on '%s'\n",

@@ -182,6 +182,8 @@ typedef struct cg_cuda_plan {
     int64_t out_cols;                      /* y: [T, B, out_cols] */
     int64_t in_cols;                       /* x: [T, B, in_cols] */
     char tuning[96];                       /* the chosen tiles, as text */
+    int passes;                            /* batch passes a step: 1 but where no tiling
+                                              of one pass fits (cuda_passes.c) */
 } cg_cuda_plan;
 
 /* CUDA C for the schedule (caller frees *src with free()).  A node the

@@ -494,6 +494,7 @@ rnnc_status cu_choose_tiles(cu_ctx *c)
                         c->f->name, (long long)c->B, (long long)c->H, c->UT, c->BT,
                         (long long)(c->smem_floats * 4), c->NUB * c->NBB, sm_count);
     place_partials(c);
+    c->plan->passes = c->NP;
     int kc = 0;
     for (int32_t i = 0; i < c->f->n; i++)
         if (c->role[i] == CU_STEP_LINEAR && c->kc[i] < (c->cols[c->f->nodes[i].a[0]] + 3) / 4 * 4)

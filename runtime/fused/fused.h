@@ -84,6 +84,8 @@ struct rt_fused {
     const char *tuning_from;     /* and where it came from (static text) */
     /* the kernel set for batch `batch` (0: none yet) */
     int64_t batch;
+    int64_t passes_batch; /* rt_fused_takes_passes's last batch (0: none), its answer */
+    bool passes;
     char *src;
     cg_cuda_plan plan;
     rt_kernel kern;
@@ -152,6 +154,10 @@ rnnc_status rt_fused_bind(rt_fused *m, const rt_weights *w);
 
 /* Generates (not compiles) the kernel set for `batch` into m->plan/m->src. */
 rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch);
+/* The forward's step kernels at `batch` take batch passes (the heuristic
+ * tiles, generated, not compiled: no autotuning; the answer kept for the
+ * batch). */
+bool rt_fused_takes_passes(rt_fused *m, int64_t batch);
 /* The generator's configuration for this model at `batch`; `tuned` picks
  * the tuning (rt_fused_choose; may autotune), else the defaults (the check
  * at create time). */

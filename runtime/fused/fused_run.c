@@ -46,6 +46,24 @@ rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch)
     return RNNC_OK;
 }
 
+bool rt_fused_takes_passes(rt_fused *m, int64_t batch)
+{
+    if (m->passes_batch == batch)
+        return m->passes;
+    m->passes = false;
+    for (int k = 0; k < (m->spec.layers > 1 ? 2 : 1) && !m->passes; k++) {
+        cg_cuda_config cfg;
+        cg_cuda_plan plan;
+        char *src = NULL;
+        rt_fused_config_kind(m, k, batch, false, &cfg);
+        if (cg_cuda_generate(k ? &m->up.sched : &m->sched, &cfg, &src, &plan) == RNNC_OK)
+            m->passes = plan.passes > 1;
+        free(src);
+    }
+    m->passes_batch = batch;
+    return m->passes;
+}
+
 /* Loads the kernel set of layer kind k (0 or 1) from the kernel cache. */
 static rnnc_status load_kind(rt_fused *m, int k)
 {

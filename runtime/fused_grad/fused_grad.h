@@ -107,6 +107,9 @@ rnnc_status rt_fgrad_forward(rt_fused *m, const rnnc_forward_args *a);
 rnnc_status rt_fgrad_backward(void *state, const rnnc_backward_args *b);
 rnnc_status rt_fgrad_weight_grad(void *state, int pseudo, int param, float *out, int64_t count);
 rnnc_status rt_fgrad_can_train(void *state);
+/* The recurrence's step kernels at `batch` take batch passes (generated,
+ * not compiled; the answer kept for the batch). */
+bool rt_fgrad_takes_passes(rt_fused *m, int64_t batch);
 /* The training timer: forward and backward on device buffers, CUDA events. */
 rnnc_status rt_fgrad_time_training(void *state, const rnnc_forward_args *f,
                                    const rnnc_backward_args *b, int warmup, int iters,
@@ -147,6 +150,8 @@ struct rt_fgrad {
     int64_t *hw_off, *hw_cnt, hw_floats;
     bool bound, arenas_ok;
     int64_t batch;         /* the kernel sets' batch (0: none) */
+    int64_t passes_batch;  /* rt_fgrad_takes_passes's last batch (0: none), its answer */
+    bool passes;
     fg_set rec[2], bwd[2];
     rt_kernel util;
     bool util_loaded;

@@ -102,6 +102,27 @@ rnnc_status rt_fgrad_can_train(void *state)
     return rt_fgrad_check(state);
 }
 
+bool rt_fgrad_takes_passes(rt_fused *m, int64_t batch)
+{
+    if (rt_fgrad_check(m) != RNNC_OK)
+        return false;
+    rt_fgrad *g = m->grad;
+    if (g->passes_batch == batch)
+        return g->passes;
+    g->passes = false;
+    for (int k = 0; k < g->n_kinds && !g->passes; k++) {
+        cg_cuda_config cfg;
+        cg_cuda_plan plan;
+        char *src = NULL;
+        config(m, k, batch, &cfg);
+        if (cg_cuda_generate(&g->kind[k].bwd_sched, &cfg, &src, &plan) == RNNC_OK)
+            g->passes = plan.passes > 1;
+        free(src);
+    }
+    g->passes_batch = batch;
+    return g->passes;
+}
+
 /* ---------------------------------------------------------------- weights */
 
 static int64_t param_count(const rt_fused *m, int p, int i)

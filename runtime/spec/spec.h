@@ -90,6 +90,11 @@ typedef struct rt_backend {
     /* Optional (NULL: backward decides): RNNC_OK when a training forward
      * here can be differentiated, else why not (AUTO then moves on). */
     rnnc_status (*can_train)(void *state);
+    /* Optional (NULL: false): this call would run here on kernels made for
+     * shapes nothing better fits (the fused backend's batch passes), which
+     * cuDNN beats wherever it runs the call; AUTO then tries the next
+     * backend in its order (cuDNN) before this one. */
+    bool (*second_choice)(void *state, const rnnc_forward_args *a);
     void (*destroy)(void *state);
 } rt_backend;
 
