@@ -57,6 +57,8 @@ struct rnnc_model {
     unsigned weights_gen;    /* bumped on every weight change */
     void *ext_weights;       /* a caller's flat weight buffer (cudnn), or NULL */
     api_packed_call packed;  /* the last training forward, when it was packed */
+    char race_key[384];      /* AUTO's last race between fused and cudnn (auto_race.c) */
+    bool race_cudnn;         /* and whether cudnn won it */
 };
 
 /* ---- weights (weights.c) */
@@ -97,6 +99,16 @@ const rt_backend *api_backend_ops(rnnc_backend b);
  * interp that this machine has and that accepts the model. */
 rnnc_status api_backend_open(rnnc_model *m, rnnc_backend want);
 void api_backend_close_all(rnnc_model *m);
+/* Times call `a` on backend b (opened, weights bound): a forward, or with
+ * bw a training step; the current backend is left as it was. */
+rnnc_status api_backend_time(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
+                             const rnnc_backward_args *bw, int warmup, int iters, double *ms);
+
+/* ---- AUTO between fused and cudnn (auto_race.c) */
+/* For an AUTO call that the fused backend and cudnn may both run: whether
+ * cudnn goes first, from a race timed once per shape (cudnn first: a cell
+ * it refuses costs no fused timing) and kept with the tuning records. */
+bool api_race_cudnn_first(rnnc_model *m, const rnnc_forward_args *a);
 
 /* One call on the current backend: forward, or timed forward. */
 typedef rnnc_status (*api_call_fn)(rnnc_model *m, const rnnc_forward_args *a, void *ctx);

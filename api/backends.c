@@ -190,6 +190,29 @@ static rnnc_status try_on(rnnc_model *m, rnnc_backend b, const rnnc_forward_args
     return s;
 }
 
+rnnc_status api_backend_time(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
+                             const rnnc_backward_args *bw, int warmup, int iters, double *ms)
+{
+    rnnc_status s = open_one(m, b);
+    if (s != RNNC_OK)
+        return s;
+    rnnc_backend was = m->kind;
+    make_current(m, b);
+    if ((s = api_weights_sync(m)) != RNNC_OK)
+        ;
+    else if (bw)
+        s = m->be->time_training
+                ? m->be->time_training(m->be_state, a, bw, warmup, iters, ms)
+                : err_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no training timer",
+                           rnnc_backend_name(b));
+    else if (m->be->time_forward)
+        s = m->be->time_forward(m->be_state, a, warmup, iters, ms);
+    else
+        s = rt_time_host(m->be, m->be_state, a, warmup, iters, ms);
+    make_current(m, was);
+    return s;
+}
+
 /* Whether backend b's kernels for this call are a second choice
  * (rt_backend.second_choice): it is then tried after the next in order. */
 static bool second_choice(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a)
@@ -200,19 +223,20 @@ static bool second_choice(rnnc_model *m, rnnc_backend b, const rnnc_forward_args
     return be->second_choice && be->second_choice(m->slot[b].state, a);
 }
 
-/* This call's order: auto_order, a second choice swapped with the backend
- * after it (the fused backend's batch passes after cuDNN, still before
- * the CPU). */
+/* This call's order: auto_order, with cudnn before the fused backend where
+ * the fused kernels for the call are a second choice (batch passes) or
+ * cudnn won the race for its shape; both before the CPU. */
 static void call_order(rnnc_model *m, const rnnc_forward_args *a, rnnc_backend *order)
 {
     for (size_t i = 0; i < N_AUTO; i++)
         order[i] = auto_order[i];
-    for (size_t i = 0; i + 1 < N_AUTO; i++)
-        if (second_choice(m, order[i], a)) {
-            order[i] = order[i + 1];
-            order[i + 1] = auto_order[i];
-            break;
-        }
+    if (second_choice(m, RNNC_BACKEND_FUSED, a) ||
+        (auto_may_try(m, RNNC_BACKEND_FUSED, a, false) &&
+         auto_may_try(m, RNNC_BACKEND_CUDNN, a, false) && api_race_cudnn_first(m, a))) {
+        order[0] = RNNC_BACKEND_CUDNN;
+        order[1] = RNNC_BACKEND_FUSED;
+    }
+    err_clear(); /* a refusal on the way is the call's to make again */
 }
 
 rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_fn call, void *ctx)

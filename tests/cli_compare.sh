@@ -28,6 +28,14 @@ for key in '"hostname"' '"rnnc_version"' '"results"' '"max_rel_err_vs_interp"' '
     grep -q "$key" c.json || fail "c.json lacks $key"
 done
 [ "$(grep -c '"backend":' c.json)" -eq 4 ] || fail "c.json does not hold 4 rows"
+# auto: what a model made with AUTO picks, its row naming the backend that ran
+"$RNNC" compare --cell gru --seq 4 --batch 2 --input-size 8 --hidden-size 16 \
+    --backends auto,interp --warmup 1 --iters 2 --json a.json > out.txt 2> err.txt ||
+    { fail "compare auto exit $?"; cat out.txt err.txt >&2; }
+line=$(grep -E '^auto=(fused|cudnn|cpu|interp) +[0-9]' out.txt) || { fail "no auto row"; cat out.txt >&2; }
+err=$(echo "$line" | awk '{print $4}')
+awk -v e="$err" 'BEGIN { exit !(e + 0 <= 1e-5) }' || fail "auto differs from interp: $err"
+grep -q '"ran_on":' a.json || fail "a.json does not say where auto ran"
 "$RNNC" compare --seq 2 --batch 1 --input-size 2 --hidden-size 2 --backends interp,bogus \
     > /dev/null 2>&1
 [ $? -eq 2 ] || fail "compare with an unknown backend: want exit 2"

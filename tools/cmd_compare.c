@@ -13,7 +13,7 @@
 static const char compare_help[] =
     "Usage: rnnc compare --cell lstm --seq T --batch B --input-size I --hidden-size H\n"
     "                    [--layers L --bidirectional --proj-size P --lengths random[:MIN]]\n"
-    "                    [--backends fused,cudnn,cpu,interp] [--seed S]\n"
+    "                    [--backends fused,cudnn,cpu,interp,auto] [--seed S]\n"
     "                    [--warmup N --iters N] [--json FILE] [--quiet]\n"
     "\n"
     "Makes random weights (uniform(-1/sqrt(H), 1/sqrt(H)), as PyTorch) and inputs from\n"
@@ -30,7 +30,10 @@ static const char compare_help[] =
     "\n"
     "  --seq T                 sequence length\n"
     "  --batch B               batch size\n"
-    "  --backends LIST         comma-separated (default fused,cudnn,cpu,interp)\n"
+    "  --backends LIST         comma-separated (default fused,cudnn,cpu,interp); auto\n"
+    "                          is what a model made with AUTO picks (its row names the\n"
+    "                          backend that ran: with autotuning on, the faster of fused\n"
+    "                          and cudnn for the shape, timed once and recorded)\n"
     "  --lengths full|random[:MIN]  all sequences of length T (default) or random in\n"
     "                          [MIN, T] (MIN 1 unless given)\n"
     "  --warmup N              untimed runs first (default 5)\n"
@@ -57,8 +60,9 @@ static bool parse_backends(cli_compare *c, const char *list)
     c->n_rows = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         rnnc_backend b;
-        if (rnnc_backend_from_name(t, &b) != RNNC_OK || b == RNNC_BACKEND_AUTO) {
-            cli_usage("compare", "--backends wants fused, cudnn, cpu or interp, not '%s'", t);
+        if (rnnc_backend_from_name(t, &b) != RNNC_OK) {
+            cli_usage("compare", "--backends wants fused, cudnn, cpu, interp or auto, not '%s'",
+                      t);
             return false;
         }
         if (c->n_rows == CLI_MAX_BACKENDS) {
@@ -171,6 +175,7 @@ static rnnc_status run_row(cli_compare *c, const rnnc_cell *cell, rnnc_hoist hoi
     if (s == RNNC_OK && r->backend == RNNC_BACKEND_CUDNN)
         s = rnnc_model_cudnn_algo(m, &r->algo);
 destroy:
+    r->ran = m ? rnnc_model_backend(m) : r->backend;
     rnnc_model_destroy(m);
     return s;
 }

@@ -25,6 +25,7 @@ typedef struct cli_grads {
 /* One backend's row of `rnnc compare`. */
 typedef struct cli_compare_row {
     rnnc_backend backend;
+    rnnc_backend ran;     /* the backend that ran the row's last call (AUTO's pick) */
     rnnc_status status;   /* RNNC_OK: it ran */
     char why[512];        /* the detail when it did not */
     double ms;            /* median forward time */

@@ -84,7 +84,11 @@ void cli_compare_print_header(const cli_compare *c)
 void cli_compare_print_row(const cli_compare *c, int i)
 {
     const cli_compare_row *r = &c->rows[i];
-    const char *name = rnnc_backend_name(r->backend);
+    char name[32];
+    if (r->backend == RNNC_BACKEND_AUTO && r->status == RNNC_OK)
+        snprintf(name, sizeof name, "auto=%s", rnnc_backend_name(r->ran));
+    else
+        snprintf(name, sizeof name, "%s", rnnc_backend_name(r->backend));
     if (r->status != RNNC_OK) {
         printf("%-8s %s: %s\n", name, r->status == RNNC_ERR_NOT_BUILT ||
                                               r->status == RNNC_ERR_NO_DEVICE ||
@@ -175,6 +179,8 @@ static cJSON *row_json(const cli_compare *c, const cli_compare_row *r)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "backend", rnnc_backend_name(r->backend));
     cJSON_AddBoolToObject(o, "ran", r->status == RNNC_OK);
+    if (r->backend == RNNC_BACKEND_AUTO && r->status == RNNC_OK)
+        cJSON_AddStringToObject(o, "ran_on", rnnc_backend_name(r->ran));
     if (r->status != RNNC_OK) {
         cJSON_AddStringToObject(o, "status", rnnc_status_string(r->status));
         cJSON_AddStringToObject(o, "why", r->why);

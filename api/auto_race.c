@@ -1,0 +1,131 @@
+/*
+ * auto_race.c: AUTO between the fused backend and cuDNN, by timing.  Where
+ * both run a call (a cell cuDNN has), which is faster depends on the shape:
+ * on an H100 in fp32 FFMA the fused backend ran an LSTM at 1.4-2.2x cuDNN's
+ * speed at H <= 1024, B <= 128 and at 0.45-0.9x at H = 2048, at B >= 256,
+ * and at H = 1024, B = 1 (bench/results/h100/auto-race/).  So the first
+ * call of a shape times both on the call's own buffers (median of 5 after
+ * 2; a training call a training step on zero gradients) and the winner is
+ * kept with the tuning records, keyed by the cell's text and everything
+ * the times depend on; later calls, and later processes, read it.  With
+ * RNNC_AUTOTUNE=0 there is no race and the order stays fused first, as
+ * for packed calls (padded on one side, not the other) and for training
+ * calls on device pointers (whose timing needs device gradients).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "api/api.h"
+
+enum { RACE_WARMUP = 2, RACE_ITERS = 5 };
+
+static bool race_off(void)
+{
+    return cm_env_is("RNNC_AUTOTUNE", "0");
+}
+
+/* The device's sm_XX and SM count; false without CUDA's headers at build
+ * time (then neither GPU backend is built). */
+static bool device_of(int device, int *sm, int *sms)
+{
+#ifdef RT_HAVE_CUDA_H
+    return rt_cuda_arch(device, sm) == RNNC_OK && rt_cuda_sm_count(device, sms) == RNNC_OK;
+#else
+    (void)device, (void)sm, (void)sms;
+    return false;
+#endif
+}
+
+/* What the two times depend on; false where it cannot be said. */
+static bool race_key(const rnnc_model *m, const rnnc_forward_args *a, char *buf, size_t n)
+{
+    const rt_spec *s = &m->spec;
+    char *text = NULL;
+    int sm = 0, sms = 0;
+    if (!device_of(s->device, &sm, &sms) || ir_print(m->fn, &text) != RNNC_OK) {
+        free(text);
+        return false;
+    }
+    unsigned long long cell = XXH3_64bits(text, strlen(text));
+    free(text);
+    snprintf(buf, n,
+             "auto %s %016llx I=%lld H=%lld P=%lld L=%d D=%d bias=%d bf=%d hoist=%d math=%d "
+             "dtype=%d drop=%d T=%lld B=%lld len=%d dev=%d train=%d sm_%d sms=%d",
+             m->fn->name, cell, (long long)s->sizes[0].I, (long long)s->sizes[0].H,
+             (long long)s->hout, s->layers, s->dirs, !s->no_bias, s->batch_first, (int)s->hoist,
+             (int)s->math, (int)s->dtype, s->dropout > 0, (long long)a->seq_len,
+             (long long)a->batch, a->lengths != NULL, a->device_pointers, a->training, sm, sms);
+    return true;
+}
+
+/* Zero gradients for a training step's timing (host memory). */
+typedef struct race_grads {
+    void *dy, *dx;
+    rnnc_backward_args b;
+} race_grads;
+
+static bool grads_make(const rnnc_model *m, const rnnc_forward_args *a, race_grads *g)
+{
+    int64_t hout = 0;
+    size_t es = rt_dtype_is_half(m->spec.dtype) ? 2 : 4;
+    size_t rows = (size_t)(a->seq_len * a->batch);
+    if (rnnc_model_output_size(m, &hout) != RNNC_OK)
+        return false;
+    g->dy = calloc(rows * (size_t)(m->spec.dirs * hout), es);
+    g->dx = calloc(rows * (size_t)m->spec.sizes[0].I, es);
+    g->b = (rnnc_backward_args){.dy = g->dy, .dx = g->dx};
+    return g->dy && g->dx;
+}
+
+static void grads_free(race_grads *g)
+{
+    free(g->dy);
+    free(g->dx);
+}
+
+/* The race; false where neither could be timed. */
+static bool race(rnnc_model *m, const rnnc_forward_args *a, bool *cudnn)
+{
+    race_grads g = {0};
+    const rnnc_backward_args *bw = NULL;
+    if (a->training) {
+        if (!grads_make(m, a, &g)) {
+            grads_free(&g);
+            return false;
+        }
+        bw = &g.b;
+    }
+    double t[2] = {0, 0};
+    rnnc_status c = api_backend_time(m, RNNC_BACKEND_CUDNN, a, bw, RACE_WARMUP, RACE_ITERS, &t[1]);
+    rnnc_status f = api_backend_time(m, RNNC_BACKEND_FUSED, a, bw, RACE_WARMUP, RACE_ITERS, &t[0]);
+    grads_free(&g);
+    if (c != RNNC_OK && f != RNNC_OK)
+        return false;
+    *cudnn = c == RNNC_OK && (f != RNNC_OK || t[1] < t[0]);
+    if (cm_log_enabled("info"))
+        fprintf(stderr, "rnnc: auto: fused %.3f ms, cudnn %.3f ms: %s first for this shape\n",
+                f == RNNC_OK ? t[0] : -1.0, c == RNNC_OK ? t[1] : -1.0,
+                *cudnn ? "cudnn" : "fused");
+    return true;
+}
+
+bool api_race_cudnn_first(rnnc_model *m, const rnnc_forward_args *a)
+{
+    char key[sizeof m->race_key], text[16];
+    if (race_off() || a->batch_sizes || (a->training && a->device_pointers) ||
+        !race_key(m, a, key, sizeof key))
+        return false;
+    if (strcmp(key, m->race_key) == 0)
+        return m->race_cudnn;
+    bool cudnn = false;
+    if (rt_tuning_get(key, text, sizeof text) == RNNC_OK)
+        cudnn = strcmp(text, "cudnn") == 0;
+    else if (race(m, a, &cudnn))
+        (void)rt_tuning_put(key, cudnn ? "cudnn" : "fused"); /* a cache: failure is harmless */
+    snprintf(m->race_key, sizeof m->race_key, "%s", key);
+    m->race_cudnn = cudnn;
+    err_clear();
+    return cudnn;
+}
