@@ -181,7 +181,8 @@ static void test_large_shapes_compile(void **state)
 /* Streamed W_hh with 8 x 8 register tiles keeps the leading columns of
  * each block's slice in the shared memory x leaves (I = H = 1024, B = 64,
  * 16-row batch tiles: 288 of 1024 columns at 256 threads); other tiles
- * keep none.  LSTM and GRU, sm_80 and sm_90. */
+ * keep none but tiles of one output a lane (I = H = 2048, B = 1, 2, 4:
+ * 864 of 2048 columns at B = 1 on sm_90).  LSTM and GRU, sm_80 and sm_90. */
 static void test_kept_columns_compile(void **state)
 {
     (void)state;
@@ -213,6 +214,26 @@ static void test_kept_columns_compile(void **state)
                              kept ? "kept columns with 8 x 4 tiles" : "no kept columns");
                 snprintf(label, sizeof label, "%s_kept_sm%d (%s)", cells[c], sms[k][0],
                          plan.tuning);
+                tu_compile_clean(src, label, sms[k][0]);
+                free(src);
+            }
+        for (int k = 0; k < 2; k++)
+            for (int64_t B = 1; B <= 4; B *= 2) {
+                cg_cuda_config cfg = {.sizes = {2048, 2048, 2048}, .batch = B,
+                                      .sm = sms[k][0], .sm_count = sms[k][1]};
+                char *src = NULL, label[200];
+                cg_cuda_plan plan;
+                if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+                    fail_msg("%s B=%lld sm_%d: %s", cells[c], (long long)B, sms[k][0],
+                             rnnc_last_error());
+                assert_non_null(strstr(plan.tuning, "stream"));
+                assert_non_null(strstr(plan.tuning, "rr=1 bb=1"));
+                assert_non_null(strstr(src, "columns 0 .. "));
+                assert_true(plan.launch[plan.n_launch - 1].smem <= 227 * 1024);
+                if (c == 0 && k == 0 && B == 1)
+                    assert_non_null(strstr(src, "columns 0 .. 863 of the weight slice"));
+                snprintf(label, sizeof label, "%s_kept_B%lld_sm%d (%s)", cells[c], (long long)B,
+                         sms[k][0], plan.tuning);
                 tu_compile_clean(src, label, sms[k][0]);
                 free(src);
             }

@@ -125,15 +125,20 @@ static int64_t lay_smem(cu_ctx *c)
 }
 
 /* Streamed weights (fp32, FFMA, x staged whole, register tiles of 64
- * values or more, such as 8 x 8): the shared memory left under `limit`
- * holds the leading columns of the step linears' slices, so each step
- * reads that much less of W from L2 (the first linears first).  H100, I = H = 1024, B = 64, 16-row batch
- * tiles (22% of the columns kept): LSTM 3.499 -> 3.418 ms, GRU 3.266 ->
- * 3.159; with 8 x 4 tiles at 512 threads it lost (3.489 -> 3.592), whose
- * multiply already waits on shared memory (bench/results/h100/keep/). */
+ * values or more, such as 8 x 8, or of one): the shared memory left under
+ * `limit` holds the leading columns of the step linears' slices, so each
+ * step reads that much less of W from L2 (the first linears first).  H100,
+ * I = H = 1024, B = 64, 16-row batch tiles (22% of the columns kept): LSTM
+ * 3.499 -> 3.418 ms, GRU 3.266 -> 3.159; with 8 x 4 tiles at 512 threads
+ * it lost (3.489 -> 3.592), whose multiply already waits on shared memory
+ * (bench/results/h100/keep/).  With one output a lane (B = 1 .. 4) the
+ * step is W's bytes alone, and the 42% kept at H = 2048 leave 39 MB a step,
+ * which L2 holds where 67 MB came from HBM: LSTM I = H = 2048, B = 1 2.68
+ * -> 1.26 ms, GRU 2.08 -> 0.84, B = 4 4.98 -> 3.86, I = H = 1536, B = 1
+ * 0.70 -> 0.64 (T = 100, heuristic tiles; bench/results/h100/keep-b1/). */
 static void keep_columns(cu_ctx *c, int64_t limit)
 {
-    if (!c->stream || c->half || c->mma || c->RR * c->BB < 64)
+    if (!c->stream || c->half || c->mma || (c->RR * c->BB < 64 && c->RR * c->BB > 1))
         return;
     for (int32_t i = 0; i < c->f->n; i++) {
         if (c->role[i] != CU_STEP_LINEAR)
