@@ -7,7 +7,8 @@
  * call of a shape times both on the call's own buffers (median of 5 after
  * 2; a training call a training step on zero gradients) and the winner is
  * kept with the tuning records, keyed by the cell's text and everything
- * the times depend on; later calls, and later processes, read it.  With
+ * the times depend on (the generator's version among it: a new one may
+ * change the fused times); later calls, and later processes, read it.  With
  * RNNC_AUTOTUNE=0 there is no race and the order stays fused first, as
  * for packed calls (padded on one side, not the other) and for training
  * calls on device pointers (whose timing needs device gradients).
@@ -52,11 +53,12 @@ static bool race_key(const rnnc_model *m, const rnnc_forward_args *a, char *buf,
     free(text);
     snprintf(buf, n,
              "auto %s %016llx I=%lld H=%lld P=%lld L=%d D=%d bias=%d bf=%d hoist=%d math=%d "
-             "dtype=%d drop=%d T=%lld B=%lld len=%d dev=%d train=%d sm_%d sms=%d",
+             "dtype=%d drop=%d T=%lld B=%lld len=%d dev=%d train=%d cg=%d sm_%d sms=%d",
              m->fn->name, cell, (long long)s->sizes[0].I, (long long)s->sizes[0].H,
              (long long)s->hout, s->layers, s->dirs, !s->no_bias, s->batch_first, (int)s->hoist,
              (int)s->math, (int)s->dtype, s->dropout > 0, (long long)a->seq_len,
-             (long long)a->batch, a->lengths != NULL, a->device_pointers, a->training, sm, sms);
+             (long long)a->batch, a->lengths != NULL, a->device_pointers, a->training,
+             RT_CODEGEN_VERSION, sm, sms);
     return true;
 }
 
