@@ -4,6 +4,9 @@
  * order fused, cuDNN, the CPU, the interpreter: a cell, option or call
  * (lengths, training, a shape) that a backend refuses moves it on to the
  * next, so AUTO never answers with a refusal another backend would not give.
+ * cuDNN goes before the fused backend for a call whose fused kernels are a
+ * second choice (batch passes) or whose shape cuDNN won AUTO's race
+ * (auto_race.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -198,16 +201,15 @@ rnnc_status api_backend_time(rnnc_model *m, rnnc_backend b, const rnnc_forward_a
         return s;
     rnnc_backend was = m->kind;
     make_current(m, b);
-    if ((s = api_weights_sync(m)) != RNNC_OK)
-        ;
-    else if (bw)
-        s = m->be->time_training
-                ? m->be->time_training(m->be_state, a, bw, warmup, iters, ms)
-                : err_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no training timer",
-                           rnnc_backend_name(b));
-    else if (m->be->time_forward)
+    s = api_weights_sync(m);
+    if (s == RNNC_OK && bw && !m->be->time_training)
+        s = err_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no training timer",
+                     rnnc_backend_name(b));
+    else if (s == RNNC_OK && bw)
+        s = m->be->time_training(m->be_state, a, bw, warmup, iters, ms);
+    else if (s == RNNC_OK && m->be->time_forward)
         s = m->be->time_forward(m->be_state, a, warmup, iters, ms);
-    else
+    else if (s == RNNC_OK)
         s = rt_time_host(m->be, m->be_state, a, warmup, iters, ms);
     make_current(m, was);
     return s;
