@@ -211,7 +211,10 @@ const char *rnnc_tensors_name(const rnnc_tensors *ts, int i);
 
 typedef enum rnnc_backend {
     RNNC_BACKEND_AUTO = 0, /* per call: the first of fused, cudnn, cpu, interp that can run it
-                            * (a training forward: first one that can also run its backward) */
+                            * (a training forward: first one that can also run its backward);
+                            * cudnn before fused where it was faster for the shape, timed once
+                            * and recorded (RNNC_AUTOTUNE=0: no timing), or where the fused
+                            * kernels would take batch passes */
     RNNC_BACKEND_INTERP = 1,
     RNNC_BACKEND_CPU = 2,
     RNNC_BACKEND_FUSED = 3,
@@ -309,7 +312,8 @@ rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d);
 void rnnc_model_destroy(rnnc_model *m);
 /* The backend that ran the model's last call; before the first call, the one
  * AUTO opened first.  An AUTO model picks per call (lengths, training, a shape
- * one backend refuses), so this can change from call to call. */
+ * one backend refuses or another runs faster), so this can change from call
+ * to call. */
 rnnc_backend rnnc_model_backend(const rnnc_model *m);
 
 /* Weights, by PyTorch's state_dict names: `<param>_l<k>` and `<param>_l<k>_reverse`.
