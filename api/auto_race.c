@@ -121,13 +121,16 @@ bool api_race_cudnn_first(rnnc_model *m, const rnnc_forward_args *a)
         return false;
     if (strcmp(key, m->race_key) == 0)
         return m->race_cudnn;
-    bool cudnn = false;
-    if (rt_tuning_get(key, text, sizeof text) == RNNC_OK)
+    bool cudnn = false, known = rt_tuning_get(key, text, sizeof text) == RNNC_OK;
+    if (known)
         cudnn = strcmp(text, "cudnn") == 0;
-    else if (race(m, a, &cudnn))
+    else if ((known = race(m, a, &cudnn)))
         (void)rt_tuning_put(key, cudnn ? "cudnn" : "fused"); /* a cache: failure is harmless */
-    snprintf(m->race_key, sizeof m->race_key, "%s", key);
-    m->race_cudnn = cudnn;
     err_clear();
+    /* a race neither side could run (weights not set yet) is run again */
+    if (known) {
+        snprintf(m->race_key, sizeof m->race_key, "%s", key);
+        m->race_cudnn = cudnn;
+    }
     return cudnn;
 }
