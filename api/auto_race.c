@@ -7,8 +7,9 @@
  * call of a shape times both on the call's own buffers (median of 5 after
  * 2; a training call a training step on zero gradients) and the winner is
  * kept with the tuning records, keyed by the cell's text and everything
- * the times depend on (the generator's version among it: a new one may
- * change the fused times); later calls, and later processes, read it.  With
+ * the times depend on (the generator's and cuDNN's versions among it: a
+ * new one may change the times); later calls, and later processes, read
+ * it.  With
  * RNNC_AUTOTUNE=0 there is no race and the order stays fused first, as
  * for packed calls (padded on one side, not the other) and for training
  * calls on device pointers (whose timing needs device gradients).
@@ -39,6 +40,16 @@ static bool device_of(int device, int *sm, int *sms)
 #endif
 }
 
+/* cuDNN's version, a new one may change its times (0 without cuDNN). */
+static size_t cudnn_version(void)
+{
+#ifdef RNNC_HAVE_CUDNN
+    return fb_cudnn_version();
+#else
+    return 0;
+#endif
+}
+
 /* What the two times depend on; false where it cannot be said. */
 static bool race_key(const rnnc_model *m, const rnnc_forward_args *a, char *buf, size_t n)
 {
@@ -53,12 +64,12 @@ static bool race_key(const rnnc_model *m, const rnnc_forward_args *a, char *buf,
     free(text);
     snprintf(buf, n,
              "auto %s %016llx I=%lld H=%lld P=%lld L=%d D=%d bias=%d bf=%d hoist=%d math=%d "
-             "dtype=%d drop=%d T=%lld B=%lld len=%d dev=%d train=%d cg=%d sm_%d sms=%d",
+             "dtype=%d drop=%d T=%lld B=%lld len=%d dev=%d train=%d cg=%d cudnn=%zu sm_%d sms=%d",
              m->fn->name, cell, (long long)s->sizes[0].I, (long long)s->sizes[0].H,
              (long long)s->hout, s->layers, s->dirs, !s->no_bias, s->batch_first, (int)s->hoist,
              (int)s->math, (int)s->dtype, s->dropout > 0, (long long)a->seq_len,
              (long long)a->batch, a->lengths != NULL, a->device_pointers, a->training,
-             RT_CODEGEN_VERSION, sm, sms);
+             RT_CODEGEN_VERSION, cudnn_version(), sm, sms);
     return true;
 }
 

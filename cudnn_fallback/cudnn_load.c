@@ -81,6 +81,12 @@ rnnc_status fb_cudnn_load(void)
     return RNNC_OK;
 }
 
+size_t fb_cudnn_version(void)
+{
+    pthread_once(&g_once, load_once);
+    return g_loaded ? fb_dnn.p_cudnnGetVersion() : 0;
+}
+
 bool fb_cudnn_available(void)
 {
     pthread_once(&g_once, load_once);

@@ -19,6 +19,9 @@
 /* True when the library was built with cuDNN and a device and cuDNN >= 9
  * are usable now (for rnnc_backend_available).  Sets no error text. */
 bool fb_cudnn_available(void);
+/* cuDNN's version (major * 10000 + minor * 100 + patch), 0 when it is not
+ * loaded. */
+size_t fb_cudnn_version(void);
 /*
  * Opens libcudnn (once, thread-safe; $RNNC_CUDNN_PATH, else libcudnn.so.9,
  * else libcudnn.so) and fills the function table.  RNNC_ERR_NO_DEVICE with
