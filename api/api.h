@@ -58,6 +58,7 @@ struct rnnc_model {
     void *ext_weights;       /* a caller's flat weight buffer (cudnn), or NULL */
     api_packed_call packed;  /* the last training forward, when it was packed */
     char race_key[384];      /* AUTO's last race between fused and cudnn (auto_race.c) */
+    uint64_t race_cell;      /* XXH3 of the printed cell, for its key (0: not yet) */
     bool race_cudnn;         /* and whether cudnn won it */
 };
 
