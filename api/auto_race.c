@@ -7,12 +7,12 @@
  * call of a shape times both on the call's own buffers (median of 5 after
  * 2; a training call a training step on zero gradients) and the winner is
  * kept with the tuning records, keyed by the cell's text and everything
- * the times depend on (the generator's and cuDNN's versions among it: a
- * new one may change the times); later calls, and later processes, read
- * it.  With
- * RNNC_AUTOTUNE=0 there is no race and the order stays fused first, as
- * for packed calls (padded on one side, not the other) and for training
- * calls on device pointers (whose timing needs device gradients).
+ * the times depend on: T by class (1, 2-15, 16 and more), the generator's
+ * and cuDNN's versions (a new one may change the times).  Later calls,
+ * and later processes, read it.  With RNNC_AUTOTUNE=0 there is no race and
+ * the order stays fused first, as for packed calls (padded on one side,
+ * not the other) and for training calls on device pointers (whose timing
+ * needs device gradients).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +61,14 @@ static bool cell_hash(rnnc_model *m, unsigned long long *out)
     return m->race_cell != 0;
 }
 
+/* Sequence lengths in three classes, not each T: both backends' times grow
+ * with T alike past the first steps, and a model fed batches of many
+ * padded lengths would race at each (T = 1 has launches of its own). */
+static const char *steps_class(int64_t T)
+{
+    return T == 1 ? "1" : T < 16 ? "2-15" : "16+";
+}
+
 /* What the two times depend on; false where it cannot be said. */
 static bool race_key(rnnc_model *m, const rnnc_forward_args *a, char *buf, size_t n)
 {
@@ -71,10 +79,10 @@ static bool race_key(rnnc_model *m, const rnnc_forward_args *a, char *buf, size_
         return false;
     snprintf(buf, n,
              "auto %s %016llx I=%lld H=%lld P=%lld L=%d D=%d bias=%d bf=%d hoist=%d math=%d "
-             "dtype=%d drop=%d T=%lld B=%lld len=%d dev=%d train=%d cg=%d cudnn=%zu sm_%d sms=%d",
+             "dtype=%d drop=%d T=%s B=%lld len=%d dev=%d train=%d cg=%d cudnn=%zu sm_%d sms=%d",
              m->fn->name, cell, (long long)s->sizes[0].I, (long long)s->sizes[0].H,
              (long long)s->hout, s->layers, s->dirs, !s->no_bias, s->batch_first, (int)s->hoist,
-             (int)s->math, (int)s->dtype, s->dropout > 0, (long long)a->seq_len,
+             (int)s->math, (int)s->dtype, s->dropout > 0, steps_class(a->seq_len),
              (long long)a->batch, a->lengths != NULL, a->device_pointers, a->training,
              RT_CODEGEN_VERSION, cudnn_version(), sm, sms);
     return true;
