@@ -58,7 +58,7 @@ struct rnnc_model {
     void *ext_weights;       /* a caller's flat weight buffer (cudnn), or NULL */
     api_packed_call packed;  /* the last training forward, when it was packed */
     char race_key[384];      /* AUTO's last race between fused and cudnn (auto_race.c) */
-    uint64_t race_cell;      /* XXH3 of the printed cell, for its key (0: not yet) */
+    char race_model[320];    /* the model's part of its key ("": not made yet) */
     bool race_cudnn;         /* and whether cudnn won it */
 };
 
@@ -100,17 +100,6 @@ const rt_backend *api_backend_ops(rnnc_backend b);
  * interp that this machine has and that accepts the model. */
 rnnc_status api_backend_open(rnnc_model *m, rnnc_backend want);
 void api_backend_close_all(rnnc_model *m);
-/* Times call `a` on backend b (opened, weights bound): a forward, or with
- * bw a training step; the current backend is left as it was. */
-rnnc_status api_backend_time(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
-                             const rnnc_backward_args *bw, int warmup, int iters, double *ms);
-
-/* ---- AUTO between fused and cudnn (auto_race.c) */
-/* For an AUTO call that the fused backend and cudnn may both run: whether
- * cudnn goes first, from a race timed once per shape (cudnn first: a cell
- * it refuses costs no fused timing) and kept with the tuning records. */
-bool api_race_cudnn_first(rnnc_model *m, const rnnc_forward_args *a);
-
 /* One call on the current backend: forward, or timed forward. */
 typedef rnnc_status (*api_call_fn)(rnnc_model *m, const rnnc_forward_args *a, void *ctx);
 /* Runs `call` on the current backend, or for an AUTO model on the first of
@@ -119,5 +108,26 @@ typedef rnnc_status (*api_call_fn)(rnnc_model *m, const rnnc_forward_args *a, vo
  * fused and cudnn): a backend that refuses the call (UNSUPPORTED, NO_DEVICE,
  * NOT_BUILT) passes it to the next.  The one that ran becomes current. */
 rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_fn call, void *ctx);
+/* Runs `call` on backend b as AUTO tries one (opened; with need_backward,
+ * refused where b could not differentiate it; weights bound); b stays the
+ * current backend unless it refused. */
+rnnc_status api_backend_try(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
+                            api_call_fn call, void *ctx, bool need_backward);
+
+/* ---- timing calls (model.c, time_train.c): api_call_fns whose ctx is an
+ * api_timing; b is the backward of a training step (time_train.c only) */
+typedef struct api_timing {
+    const rnnc_backward_args *b;
+    int warmup, iters;
+    double *median_ms;
+} api_timing;
+rnnc_status api_call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx);
+rnnc_status api_call_time_training(rnnc_model *m, const rnnc_forward_args *f, void *ctx);
+
+/* ---- AUTO between fused and cudnn (auto_race.c) */
+/* For an AUTO call that the fused backend and cudnn may both run: whether
+ * cudnn goes first, from a race timed once per shape (cudnn first: a cell
+ * it refuses costs no fused timing) and kept with the tuning records. */
+bool api_race_cudnn_first(rnnc_model *m, const rnnc_forward_args *a);
 
 #endif /* RNNC_API_H */

@@ -50,17 +50,6 @@ static size_t cudnn_version(void)
 #endif
 }
 
-/* The cell's text, hashed once a model (every AUTO call builds the key). */
-static bool cell_hash(rnnc_model *m, unsigned long long *out)
-{
-    char *text = NULL;
-    if (!m->race_cell && ir_print(m->fn, &text) == RNNC_OK)
-        m->race_cell = XXH3_64bits(text, strlen(text)) | 1u;
-    free(text);
-    *out = m->race_cell;
-    return m->race_cell != 0;
-}
-
 /* Sequence lengths in three classes, not each T: both backends' times grow
  * with T alike past the first steps, and a model fed batches of many
  * padded lengths would race at each (T = 1 has launches of its own). */
@@ -69,22 +58,39 @@ static const char *steps_class(int64_t T)
     return T == 1 ? "1" : T < 16 ? "2-15" : "16+";
 }
 
+/* The model's part of the key (its cell's text hashed, sizes, options, the
+ * generator's and cuDNN's versions, the device), made once a model: every
+ * AUTO call builds its key. */
+static bool model_key(rnnc_model *m)
+{
+    const rt_spec *s = &m->spec;
+    char *text = NULL;
+    int sm = 0, sms = 0;
+    if (m->race_model[0])
+        return true;
+    if (!device_of(s->device, &sm, &sms) || ir_print(m->fn, &text) != RNNC_OK) {
+        free(text);
+        return false;
+    }
+    snprintf(m->race_model, sizeof m->race_model,
+             "auto %s %016llx I=%lld H=%lld P=%lld L=%d D=%d bias=%d bf=%d hoist=%d math=%d "
+             "dtype=%d drop=%d cg=%d cudnn=%zu sm_%d sms=%d",
+             m->fn->name, (unsigned long long)XXH3_64bits(text, strlen(text)),
+             (long long)s->sizes[0].I, (long long)s->sizes[0].H, (long long)s->hout, s->layers,
+             s->dirs, !s->no_bias, s->batch_first, (int)s->hoist, (int)s->math, (int)s->dtype,
+             s->dropout > 0, RT_CODEGEN_VERSION, cudnn_version(), sm, sms);
+    free(text);
+    return true;
+}
+
 /* What the two times depend on; false where it cannot be said. */
 static bool race_key(rnnc_model *m, const rnnc_forward_args *a, char *buf, size_t n)
 {
-    const rt_spec *s = &m->spec;
-    unsigned long long cell;
-    int sm = 0, sms = 0;
-    if (!device_of(s->device, &sm, &sms) || !cell_hash(m, &cell))
+    if (!model_key(m))
         return false;
-    snprintf(buf, n,
-             "auto %s %016llx I=%lld H=%lld P=%lld L=%d D=%d bias=%d bf=%d hoist=%d math=%d "
-             "dtype=%d drop=%d T=%s B=%lld len=%d dev=%d train=%d cg=%d cudnn=%zu sm_%d sms=%d",
-             m->fn->name, cell, (long long)s->sizes[0].I, (long long)s->sizes[0].H,
-             (long long)s->hout, s->layers, s->dirs, !s->no_bias, s->batch_first, (int)s->hoist,
-             (int)s->math, (int)s->dtype, s->dropout > 0, steps_class(a->seq_len),
-             (long long)a->batch, a->lengths != NULL, a->device_pointers, a->training,
-             RT_CODEGEN_VERSION, cudnn_version(), sm, sms);
+    snprintf(buf, n, "%s T=%s B=%lld len=%d dev=%d train=%d", m->race_model,
+             steps_class(a->seq_len), (long long)a->batch, a->lengths != NULL,
+             a->device_pointers, a->training);
     return true;
 }
 
@@ -125,9 +131,12 @@ static bool race(rnnc_model *m, const rnnc_forward_args *a, bool *cudnn)
         }
         bw = &g.b;
     }
+    /* each as AUTO runs it (rnnc_model_time_forward's and _training's timers) */
     double t[2] = {0, 0};
-    rnnc_status c = api_backend_time(m, RNNC_BACKEND_CUDNN, a, bw, RACE_WARMUP, RACE_ITERS, &t[1]);
-    rnnc_status f = api_backend_time(m, RNNC_BACKEND_FUSED, a, bw, RACE_WARMUP, RACE_ITERS, &t[0]);
+    api_timing tc = {bw, RACE_WARMUP, RACE_ITERS, &t[1]}, tf = {bw, RACE_WARMUP, RACE_ITERS, &t[0]};
+    api_call_fn time = a->training ? api_call_time_training : api_call_time;
+    rnnc_status c = api_backend_try(m, RNNC_BACKEND_CUDNN, a, time, &tc, a->training);
+    rnnc_status f = api_backend_try(m, RNNC_BACKEND_FUSED, a, time, &tf, a->training);
     grads_free(&g);
     if (c != RNNC_OK && f != RNNC_OK)
         return false;

@@ -170,8 +170,8 @@ static bool auto_may_try(const rnnc_model *m, rnnc_backend b, const rnnc_forward
     return !need_backward || !api_backend_ops(b) || api_backend_ops(b)->backward;
 }
 
-static rnnc_status try_on(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
-                          api_call_fn call, void *ctx, bool need_backward)
+rnnc_status api_backend_try(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
+                            api_call_fn call, void *ctx, bool need_backward)
 {
     rnnc_status s = open_one(m, b);
     if (s != RNNC_OK)
@@ -190,28 +190,6 @@ static rnnc_status try_on(rnnc_model *m, rnnc_backend b, const rnnc_forward_args
                     rnnc_last_error());
         make_current(m, was);
     }
-    return s;
-}
-
-rnnc_status api_backend_time(rnnc_model *m, rnnc_backend b, const rnnc_forward_args *a,
-                             const rnnc_backward_args *bw, int warmup, int iters, double *ms)
-{
-    rnnc_status s = open_one(m, b);
-    if (s != RNNC_OK)
-        return s;
-    rnnc_backend was = m->kind;
-    make_current(m, b);
-    s = api_weights_sync(m);
-    if (s == RNNC_OK && bw && !m->be->time_training)
-        s = err_fail(RNNC_ERR_UNSUPPORTED, "backend '%s' has no training timer",
-                     rnnc_backend_name(b));
-    else if (s == RNNC_OK && bw)
-        s = m->be->time_training(m->be_state, a, bw, warmup, iters, ms);
-    else if (s == RNNC_OK && m->be->time_forward)
-        s = m->be->time_forward(m->be_state, a, warmup, iters, ms);
-    else if (s == RNNC_OK)
-        s = rt_time_host(m->be, m->be_state, a, warmup, iters, ms);
-    make_current(m, was);
     return s;
 }
 
@@ -255,7 +233,7 @@ rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_
         for (size_t i = 0; i < N_AUTO; i++) {
             if (!auto_may_try(m, order[i], a, pass == 0))
                 continue;
-            s = try_on(m, order[i], a, call, ctx, pass == 0);
+            s = api_backend_try(m, order[i], a, call, ctx, pass == 0);
             if (!passes_on(s)) {
                 if (s == RNNC_OK && cm_log_enabled("info"))
                     fprintf(stderr, "rnnc: auto: the call ran on '%s'\n",

@@ -194,14 +194,9 @@ rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, 
     return err_fail(RNNC_ERR_NOT_FOUND, "model has no weight '%s'", name);
 }
 
-typedef struct time_ctx {
-    int warmup, iters;
-    double *median_ms;
-} time_ctx;
-
-static rnnc_status call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
+rnnc_status api_call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
 {
-    const time_ctx *t = ctx;
+    const api_timing *t = ctx;
     if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN)
         return api_forward_packed(m, a, t->warmup, t->iters, t->median_ms);
     if (m->be->time_forward)
@@ -219,6 +214,6 @@ rnnc_status rnnc_model_time_forward(rnnc_model *m, const rnnc_forward_args *a, i
         s = check_device_pointers(m, a);
     if (s != RNNC_OK)
         return s;
-    time_ctx t = {warmup, iters, median_ms};
-    return api_backend_run(m, a, call_time, &t);
+    api_timing t = {NULL, warmup, iters, median_ms};
+    return api_backend_run(m, a, api_call_time, &t);
 }

@@ -9,12 +9,6 @@
 
 #include "api/api.h"
 
-typedef struct train_ctx {
-    const rnnc_backward_args *b;
-    int warmup, iters;
-    double *median_ms;
-} train_ctx;
-
 /* One forward and backward as rnnc_model_forward / _backward run them. */
 static rnnc_status step_once(rnnc_model *m, const rnnc_forward_args *f,
                              const rnnc_backward_args *b)
@@ -30,7 +24,7 @@ static rnnc_status step_once(rnnc_model *m, const rnnc_forward_args *f,
     return m->be->backward(m->be_state, b);
 }
 
-static rnnc_status time_host(rnnc_model *m, const rnnc_forward_args *f, const train_ctx *c)
+static rnnc_status time_host(rnnc_model *m, const rnnc_forward_args *f, const api_timing *c)
 {
     double *t = malloc(sizeof(double) * (size_t)c->iters);
     if (!t)
@@ -49,9 +43,9 @@ static rnnc_status time_host(rnnc_model *m, const rnnc_forward_args *f, const tr
     return s;
 }
 
-static rnnc_status call_time_training(rnnc_model *m, const rnnc_forward_args *f, void *ctx)
+rnnc_status api_call_time_training(rnnc_model *m, const rnnc_forward_args *f, void *ctx)
 {
-    const train_ctx *c = ctx;
+    const api_timing *c = ctx;
     if (!m->be->backward)
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "backend '%s' has no backward (interp, cudnn and fused have one)",
@@ -74,6 +68,6 @@ rnnc_status rnnc_model_time_training(rnnc_model *m, const rnnc_forward_args *f,
     rnnc_status s = rt_check_forward(&m->spec, f);
     if (s != RNNC_OK)
         return s;
-    train_ctx c = {b, warmup, iters, median_ms};
-    return api_backend_run(m, f, call_time_training, &c);
+    api_timing c = {b, warmup, iters, median_ms};
+    return api_backend_run(m, f, api_call_time_training, &c);
 }

@@ -192,6 +192,9 @@ rnnc_status cg_cuda_source(const ir_schedule *s, const cg_cuda_config *cfg, char
 /* The same, with what the runtime needs to run it. */
 rnnc_status cg_cuda_generate(const ir_schedule *s, const cg_cuda_config *cfg, char **src,
                              cg_cuda_plan *plan);
+/* Whether the step kernel for cfg takes batch passes (plan.passes > 1): the
+ * analysis alone, nothing emitted; false where it cannot be generated. */
+bool cg_cuda_takes_passes(const ir_schedule *s, const cg_cuda_config *cfg);
 /* A valid reg_rows or reg_batch: 0 (the generator's choice) or a power of 2
  * up to 16. */
 bool cg_cuda_reg_tile_ok(int v);

@@ -147,6 +147,11 @@ static void test_huge_batches(void **st)
         generate(&kd.rec_sched, sz, cases[i].B, label, false);
         snprintf(label, sizeof label, "%s_bwd_B%lld", cases[i].cell, (long long)cases[i].B);
         generate(&kd.bwd_sched, sz, cases[i].B, label, i == 0);
+        /* what AUTO asks before it gives such a training call to cuDNN */
+        cg_cuda_config cfg = {.sizes = sz, .batch = cases[i].B, .sm = 90, .sm_count = 132};
+        assert_true(cg_cuda_takes_passes(&kd.bwd_sched, &cfg));
+        cfg.batch = 64;
+        assert_false(cg_cuda_takes_passes(&kd.bwd_sched, &cfg));
         fg_kind_free(&kd);
         ir_arena_destroy(a);
         rnnc_cell_destroy(c);

@@ -44,13 +44,20 @@ int cu_lin_copies(const cu_ctx *c, int32_t lin)
     return c->NP > 1 && !c->gkeep && cu_lin_read_later(c, lin) ? c->NP : 1;
 }
 
+/* Node i's value crosses into a later phase: kept a copy a pass, or in
+ * global memory (gkeep). */
+static bool crosses_phases(const cu_ctx *c, int32_t i)
+{
+    return ((c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM) ||
+           (c->role[i] == CU_STEP_LINEAR && cu_lin_read_later(c, i));
+}
+
 /* Whether anything crosses phases (so that keeping it in global memory
  * could free shared memory). */
 static bool keeps_any(const cu_ctx *c)
 {
     for (int32_t i = 0; i < c->f->n; i++)
-        if (((c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM) ||
-            (c->role[i] == CU_STEP_LINEAR && cu_lin_read_later(c, i)))
+        if (crosses_phases(c, i))
             return true;
     return false;
 }
@@ -184,9 +191,7 @@ void cu_place_keeps(cu_ctx *c)
         return;
     cg_cuda_plan *p = c->plan;
     for (int32_t i = 0; i < c->f->n; i++) {
-        bool elem = (c->need[i] & CU_NEED_XP) && c->role[i] == CU_STEP_ELEM;
-        bool lin = c->role[i] == CU_STEP_LINEAR && cu_lin_read_later(c, i);
-        if (!elem && !lin)
+        if (!crosses_phases(c, i))
             continue;
         if (c->xb[i] >= 0) {
             c->xg[i] = c->xb[i];

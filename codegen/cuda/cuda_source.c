@@ -216,6 +216,18 @@ fail:
     return st;
 }
 
+bool cg_cuda_takes_passes(const ir_schedule *s, const cg_cuda_config *cfg)
+{
+    cg_cuda_plan plan;
+    cu_ctx c;
+    ctx_mem m = {.n = 0};
+    bool passes = check_config(s, cfg) == RNNC_OK && init_ctx(&c, &m, s, cfg, &plan) == RNNC_OK &&
+                  cu_analyse(&c) == RNNC_OK && plan.passes > 1;
+    release(&m);
+    err_clear();
+    return passes;
+}
+
 rnnc_status cg_cuda_source(const ir_schedule *s, const cg_cuda_config *cfg, char **src)
 {
     cg_cuda_plan plan;

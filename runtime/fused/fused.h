@@ -155,7 +155,7 @@ rnnc_status rt_fused_bind(rt_fused *m, const rt_weights *w);
 /* Generates (not compiles) the kernel set for `batch` into m->plan/m->src. */
 rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch);
 /* The forward's step kernels at `batch` take batch passes (the heuristic
- * tiles, generated, not compiled: no autotuning; the answer kept for the
+ * tiles, analysed, not generated: no autotuning; the answer kept for the
  * batch). */
 bool rt_fused_takes_passes(rt_fused *m, int64_t batch);
 /* The generator's configuration for this model at `batch`; `tuned` picks

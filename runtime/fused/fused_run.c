@@ -53,12 +53,8 @@ bool rt_fused_takes_passes(rt_fused *m, int64_t batch)
     m->passes = false;
     for (int k = 0; k < (m->spec.layers > 1 ? 2 : 1) && !m->passes; k++) {
         cg_cuda_config cfg;
-        cg_cuda_plan plan;
-        char *src = NULL;
         rt_fused_config_kind(m, k, batch, false, &cfg);
-        if (cg_cuda_generate(k ? &m->up.sched : &m->sched, &cfg, &src, &plan) == RNNC_OK)
-            m->passes = plan.passes > 1;
-        free(src);
+        m->passes = cg_cuda_takes_passes(k ? &m->up.sched : &m->sched, &cfg);
     }
     m->passes_batch = batch;
     return m->passes;

@@ -107,8 +107,8 @@ rnnc_status rt_fgrad_forward(rt_fused *m, const rnnc_forward_args *a);
 rnnc_status rt_fgrad_backward(void *state, const rnnc_backward_args *b);
 rnnc_status rt_fgrad_weight_grad(void *state, int pseudo, int param, float *out, int64_t count);
 rnnc_status rt_fgrad_can_train(void *state);
-/* The recurrence's step kernels at `batch` take batch passes (generated,
- * not compiled; the answer kept for the batch). */
+/* The recurrence's step kernels at `batch` take batch passes (analysed, not
+ * generated; the answer kept for the batch). */
 bool rt_fgrad_takes_passes(rt_fused *m, int64_t batch);
 /* The training timer: forward and backward on device buffers, CUDA events. */
 rnnc_status rt_fgrad_time_training(void *state, const rnnc_forward_args *f,

@@ -112,12 +112,8 @@ bool rt_fgrad_takes_passes(rt_fused *m, int64_t batch)
     g->passes = false;
     for (int k = 0; k < g->n_kinds && !g->passes; k++) {
         cg_cuda_config cfg;
-        cg_cuda_plan plan;
-        char *src = NULL;
         config(m, k, batch, &cfg);
-        if (cg_cuda_generate(&g->kind[k].bwd_sched, &cfg, &src, &plan) == RNNC_OK)
-            g->passes = plan.passes > 1;
-        free(src);
+        g->passes = cg_cuda_takes_passes(&g->kind[k].bwd_sched, &cfg);
     }
     g->passes_batch = batch;
     return g->passes;
