@@ -3,7 +3,8 @@
  * a cold compile writes an entry that a second process finds; damaged
  * entries are recompiled and replaced; a read-only directory works
  * uncached with one warning; 8 processes racing leave one good entry;
- * eviction keeps the size under the limit; keys and tuning records.
+ * eviction keeps the size under the limit; keys and tuning records;
+ * several requests compiled at once (rt_cubin_get_all).
  *
  * The binary re-runs itself as the "second process":
  *   test_cache --child ORIGIN TUNING   exits 0 iff rt_cubin_get succeeds
@@ -337,6 +338,46 @@ static void test_threads_share_one_entry(void **state)
     assert_int_equal(get_free("threads"), RT_FROM_DISK);
 }
 
+/* rt_cubin_get_all: each request's cubin as rt_cubin_get makes it (the
+ * requests on threads of their own, the cache off so that all compile);
+ * one that does not compile fails the call, named in the message, and no
+ * cubin is left; more than 8 at once is refused. */
+static void test_batch(void **state)
+{
+    (void)state;
+    static const char k_add[] = "extern \"C\" __global__ void scale(float *x, float a, int n)\n"
+                                "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += a; }\n";
+    setenv("RNNC_CACHE", "0", 1);
+    rt_kernel_req r[3] = {make_req("b0"), make_req("b1"), make_req("b2")};
+    r[1].source = k_add;
+    const rt_kernel_req *reqs[3] = {&r[0], &r[1], &r[2]};
+    void *one[3], *all[3];
+    size_t n1[3], na[3];
+    rt_origin o;
+    for (int i = 0; i < 3; i++)
+        assert_ok(rt_cubin_get(&r[i], &one[i], &n1[i], &o));
+    assert_ok(rt_cubin_get_all(reqs, 3, all, na));
+    /* each output is its own request's: the two sources' cubins differ */
+    assert_true(na[0] != na[1] || memcmp(all[0], all[1], na[0]) != 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(na[i], n1[i]);
+        assert_memory_equal(all[i], one[i], na[i]);
+        free(one[i]);
+        free(all[i]);
+    }
+    r[1].source = "extern \"C\" __global__ void scale(float *x) { x[0] = ; }\n";
+    r[1].name = "broken";
+    assert_int_equal(rt_cubin_get_all(reqs, 3, all, na), RNNC_ERR_NVRTC);
+    assert_non_null(strstr(rnnc_last_error(), "broken"));
+    for (int i = 0; i < 3; i++)
+        assert_null(all[i]);
+    const rt_kernel_req *many[9] = {&r[0], &r[0], &r[0], &r[0], &r[0], &r[0], &r[0], &r[0], &r[0]};
+    void *c9[9];
+    size_t s9[9];
+    assert_int_equal(rt_cubin_get_all(many, 9, c9, s9), RNNC_ERR_INVALID_ARG);
+    unsetenv("RNNC_CACHE");
+}
+
 static bool exists(const char *path)
 {
     struct stat st;
@@ -470,6 +511,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_readonly_dir_one_warning, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eight_processes_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_one_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_lru, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tuning_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_info_list_clear, setup, teardown),

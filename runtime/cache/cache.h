@@ -68,6 +68,10 @@ void rt_cache_key_hex(rt_cache_key k, char hex[33]);
 /* The cubin for req (req->sm must be set); *cubin is malloc'ed (free()). */
 rnnc_status rt_cubin_get(const rt_kernel_req *req, void **cubin, size_t *size,
                          rt_origin *origin);
+/* rt_cubin_get for n (at most 8) requests at once, as rt_kernel_get_all;
+ * on failure every cubins[i] is NULL. */
+rnnc_status rt_cubin_get_all(const rt_kernel_req *const *reqs, int n, void **cubins,
+                             size_t *sizes);
 
 #ifdef RT_HAVE_CUDA_H
 /* A loaded kernel set, owned by the cache: valid until rt_kernel_cache_clear. */
@@ -81,6 +85,10 @@ typedef struct rt_kernel {
 
 /* Makes device's primary context current, then finds or builds req's module. */
 rnnc_status rt_kernel_get(const rt_kernel_req *req, int device, rt_kernel *out);
+/* rt_kernel_get for n (at most 8) requests at once, each on a thread of its
+ * own (cache_batch.c): the first failure in request order is the result. */
+rnnc_status rt_kernel_get_all(const rt_kernel_req *const *reqs, int n, int device,
+                              rt_kernel *const *outs);
 /* Unloads every module (no rt_kernel may be in use). */
 void rt_kernel_cache_clear(void);
 #endif

@@ -15,25 +15,25 @@
 
 static rnnc_status add_set(rt_fused *m, int64_t batch, rt_bundle *b)
 {
-    const char *names[CG_CUDA_MAX_LAUNCH];
-    char label[64], key[512], text[64];
-    rt_kernel_req req;
-    void *cubin = NULL;
-    size_t size = 0;
-    rt_origin origin;
-    /* layer 0's kernels, and those of the layers above */
-    for (int k = 0; k < (m->spec.layers > 1 ? 2 : 1); k++) {
-        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, batch, names,
-                         label, &req);
-        rnnc_status st = rt_cubin_get(&req, &cubin, &size, &origin);
-        if (st)
-            return st;
-        st = rt_bundle_add(b, &req, cubin, size);
-        free(cubin);
-        cubin = NULL;
-        if (st)
-            return st;
+    const char *names[2][CG_CUDA_MAX_LAUNCH];
+    char label[2][64], key[512], text[64];
+    rt_kernel_req req[2];
+    const rt_kernel_req *reqs[2] = {&req[0], &req[1]};
+    void *cubin[2] = {NULL, NULL};
+    size_t size[2] = {0, 0};
+    /* layer 0's kernels, and those of the layers above, compiled at once */
+    int n = m->spec.layers > 1 ? 2 : 1;
+    for (int k = 0; k < n; k++)
+        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, batch,
+                         names[k], label[k], &req[k]);
+    rnnc_status st = rt_cubin_get_all(reqs, n, cubin, size);
+    for (int k = 0; k < n; k++) {
+        if (st == RNNC_OK)
+            st = rt_bundle_add(b, &req[k], cubin[k], size[k]);
+        free(cubin[k]);
     }
+    if (st)
+        return st;
     rt_fused_shape_key(m, batch, key, sizeof key);
     rt_fused_tuning_text(m->tuning, text, sizeof text);
     return rt_bundle_add_tuning(b, key, text);

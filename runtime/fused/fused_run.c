@@ -60,21 +60,30 @@ bool rt_fused_takes_passes(rt_fused *m, int64_t batch)
     return m->passes;
 }
 
-/* Loads the kernel set of layer kind k (0 or 1) from the kernel cache. */
-static rnnc_status load_kind(rt_fused *m, int k)
+/* Loads the kernel sets of layer kinds 0 and, for a stack, 1 (the layers
+ * above) from the kernel cache; those it must compile compile at once. */
+static rnnc_status load_sets(rt_fused *m)
 {
-    bool *loaded = k ? &m->up.loaded : &m->loaded;
-    if (*loaded)
-        return RNNC_OK;
-    const char *names[CG_CUDA_MAX_LAUNCH];
-    char label[64];
-    rt_kernel_req req;
-    rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, m->batch, names,
-                     label, &req);
-    req.sm = 0;
-    rnnc_status st = rt_kernel_get(&req, m->spec.device, k ? &m->up.kern : &m->kern);
-    if (st == RNNC_OK)
-        *loaded = true;
+    const char *names[2][CG_CUDA_MAX_LAUNCH];
+    char label[2][64];
+    rt_kernel_req req[2];
+    const rt_kernel_req *reqs[2] = {NULL, NULL};
+    rt_kernel *outs[2] = {NULL, NULL};
+    bool *loaded[2] = {NULL, NULL};
+    int n = 0;
+    for (int k = 0; k < (m->spec.layers > 1 ? 2 : 1); k++) {
+        if (k ? m->up.loaded : m->loaded)
+            continue;
+        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, m->batch,
+                         names[n], label[n], &req[n]);
+        req[n].sm = 0;
+        reqs[n] = &req[n];
+        outs[n] = k ? &m->up.kern : &m->kern;
+        loaded[n++] = k ? &m->up.loaded : &m->loaded;
+    }
+    rnnc_status st = rt_kernel_get_all(reqs, n, m->spec.device, outs);
+    for (int i = 0; st == RNNC_OK && i < n; i++)
+        *loaded[i] = true;
     return st;
 }
 
@@ -102,13 +111,12 @@ static bool clusters_fit(const rt_fused *m, int k)
 static rnnc_status load_kinds(rt_fused *m, int64_t batch)
 {
     rnnc_status st = rt_fused_prepare(m, batch);
-    bool fits = true;
-    for (int k = 0; st == RNNC_OK && k < (m->spec.layers > 1 ? 2 : 1); k++) {
-        bool had = k ? m->up.loaded : m->loaded;
-        st = load_kind(m, k);
-        if (st == RNNC_OK && !had && m->cluster != 1)
+    bool had[2] = {m->loaded, m->up.loaded}, fits = true;
+    if (st == RNNC_OK)
+        st = load_sets(m);
+    for (int k = 0; st == RNNC_OK && k < (m->spec.layers > 1 ? 2 : 1); k++)
+        if (!had[k] && m->cluster != 1)
             fits = fits && clusters_fit(m, k);
-    }
     if (st != RNNC_OK || fits)
         return st;
     if (cm_log_enabled("info"))
