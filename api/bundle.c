@@ -47,20 +47,21 @@ static rnnc_status check_args(const int64_t *batches, int n_batches, const int *
 static rnnc_status fill(rt_bundle *b, const rt_spec *s, const int64_t *batches, int n_batches,
                         const int *archs, int n_archs, int sm_count)
 {
+    int n = n_archs * n_batches;
+    rt_fused_aot_target *t = calloc((size_t)n, sizeof *t);
+    if (!t)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle: out of memory");
     for (int a = 0; a < n_archs; a++)
-        for (int i = 0; i < n_batches; i++) {
-            const char *from = NULL;
-            int n = sm_count ? sm_count : default_sm_count(archs[a]);
-            rnnc_status st = rt_fused_aot_add(s, batches[i], archs[a], n, b, &from);
-            if (st) {
-                err_fail_append("bundle: B=%lld for sm_%d", (long long)batches[i], archs[a]);
-                return st;
-            }
-            if (cm_log_enabled("info"))
-                fprintf(stderr, "rnnc: bundle: B=%lld sm_%d (%d SMs), tuning from %s\n",
-                        (long long)batches[i], archs[a], n, from);
-        }
-    return RNNC_OK;
+        for (int i = 0; i < n_batches; i++)
+            t[a * n_batches + i] = (rt_fused_aot_target){
+                .batch = batches[i], .sm = archs[a],
+                .sm_count = sm_count ? sm_count : default_sm_count(archs[a])};
+    rnnc_status st = rt_fused_aot_add_all(s, t, n, b);
+    for (int i = 0; st == RNNC_OK && i < n && cm_log_enabled("info"); i++)
+        fprintf(stderr, "rnnc: bundle: B=%lld sm_%d (%d SMs), tuning from %s\n",
+                (long long)t[i].batch, t[i].sm, t[i].sm_count, t[i].from);
+    free(t);
+    return st;
 }
 
 rnnc_status rnnc_bundle_compile(const rnnc_model_desc *d, const int64_t *batches, int n_batches,

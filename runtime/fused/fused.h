@@ -205,11 +205,15 @@ void rt_fused_choose(rt_fused *m, int64_t batch, rt_fused_tuning *t, const char 
 void rt_fused_tune_reset(void);
 
 /* ---- ahead of time (fused_aot.c): no GPU needed */
-/* Generates the kernel set of model s for `batch` on sm_`sm` with sm_count
- * SMs exactly as the forward would, compiles it (disk cache or NVRTC) and
- * adds the cubin and its tuning record to b.  *from: where the tuning came from. */
-rnnc_status rt_fused_aot_add(const rt_spec *s, int64_t batch, int sm, int sm_count,
-                             rt_bundle *b, const char **from);
+typedef struct rt_fused_aot_target {
+    int64_t batch;
+    int sm, sm_count;
+    const char *from; /* out: where the tuning came from */
+} rt_fused_aot_target;
+/* Generates the kernel sets of model s for each target exactly as the
+ * forward would, compiles them (disk cache or NVRTC; several at once) and
+ * adds the cubins and their tuning records to b, in target order. */
+rnnc_status rt_fused_aot_add_all(const rt_spec *s, rt_fused_aot_target *t, int n, rt_bundle *b);
 rnnc_status rt_fused_upload_weights(rt_fused *m, const float *wts, const float *fold,
                                     int64_t wts_floats, int64_t fold_floats);
 /* ---- whole models (fused_model.c) */

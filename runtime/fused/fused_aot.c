@@ -13,48 +13,101 @@
 
 #ifdef RT_HAVE_CUDA_H
 
-static rnnc_status add_set(rt_fused *m, int64_t batch, rt_bundle *b)
+/* A target's model, made and prepared as the forward would make it. */
+static rnnc_status make(const rt_spec *s, const rt_fused_aot_target *t, rt_fused **out)
 {
-    const char *names[2][CG_CUDA_MAX_LAUNCH];
-    char label[2][64], key[512], text[64];
-    rt_kernel_req req[2];
-    const rt_kernel_req *reqs[2] = {&req[0], &req[1]};
-    void *cubin[2] = {NULL, NULL};
-    size_t size[2] = {0, 0};
-    /* layer 0's kernels, and those of the layers above, compiled at once */
-    int n = m->spec.layers > 1 ? 2 : 1;
-    for (int k = 0; k < n; k++)
-        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, batch,
-                         names[k], label[k], &req[k]);
-    rnnc_status st = rt_cubin_get_all(reqs, n, cubin, size);
-    for (int k = 0; k < n; k++) {
-        if (st == RNNC_OK)
-            st = rt_bundle_add(b, &req[k], cubin[k], size[k]);
-        free(cubin[k]);
-    }
-    if (st)
-        return st;
-    rt_fused_shape_key(m, batch, key, sizeof key);
-    rt_fused_tuning_text(m->tuning, text, sizeof text);
-    return rt_bundle_add_tuning(b, key, text);
-}
-
-rnnc_status rt_fused_aot_add(const rt_spec *s, int64_t batch, int sm, int sm_count,
-                             rt_bundle *b, const char **from)
-{
-    if (!s || !b || batch < 1 || sm < 1 || sm_count < 1)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rt_fused_aot_add: bad argument");
+    if (t->batch < 1 || t->sm < 1 || t->sm_count < 1)
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_fused_aot_add_all: bad target");
     rt_fused *m = calloc(1, sizeof *m);
     if (!m)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
-    rnnc_status st = rt_fused_init(m, s, sm, sm_count);
+    rnnc_status st = rt_fused_init(m, s, t->sm, t->sm_count);
     if (st == RNNC_OK)
-        st = rt_fused_prepare(m, batch);
-    if (st == RNNC_OK)
-        st = add_set(m, batch, b);
-    if (st == RNNC_OK && from)
-        *from = m->tuning_from;
-    rt_fused_free(m);
+        st = rt_fused_prepare(m, t->batch);
+    if (st != RNNC_OK) {
+        rt_fused_free(m);
+        m = NULL;
+    }
+    *out = m;
+    return st;
+}
+
+/* The kernel requests of a prepared model: layer 0's set, and that of the
+ * layers above. */
+typedef struct aot_req {
+    const char *names[CG_CUDA_MAX_LAUNCH];
+    char label[64];
+    rt_kernel_req req;
+} aot_req;
+
+static int requests(const rt_fused *m, int64_t batch, aot_req *r)
+{
+    int n = m->spec.layers > 1 ? 2 : 1;
+    for (int k = 0; k < n; k++)
+        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, batch,
+                         r[k].names, r[k].label, &r[k].req);
+    return n;
+}
+
+/* Compiles the requests of models[0..n) (at most four targets, eight
+ * requests) at once and adds them, with each target's tuning record, to
+ * b in target order. */
+static rnnc_status add_group(rt_fused *const *models, const rt_fused_aot_target *t, int n,
+                             rt_bundle *b)
+{
+    aot_req r[8];
+    const rt_kernel_req *reqs[8];
+    void *cubin[8] = {NULL};
+    size_t size[8] = {0};
+    int at[5] = {0}, nr = 0;
+    for (int i = 0; i < n; i++) {
+        nr += requests(models[i], t[i].batch, &r[nr]);
+        at[i + 1] = nr;
+    }
+    for (int i = 0; i < nr; i++)
+        reqs[i] = &r[i].req;
+    rnnc_status st = rt_cubin_get_all(reqs, nr, cubin, size);
+    for (int i = 0; st == RNNC_OK && i < n; i++) {
+        char key[512], text[64];
+        for (int j = at[i]; st == RNNC_OK && j < at[i + 1]; j++)
+            st = rt_bundle_add(b, &r[j].req, cubin[j], size[j]);
+        rt_fused_shape_key(models[i], t[i].batch, key, sizeof key);
+        rt_fused_tuning_text(models[i]->tuning, text, sizeof text);
+        if (st == RNNC_OK)
+            st = rt_bundle_add_tuning(b, key, text);
+    }
+    for (int i = 0; i < nr; i++)
+        free(cubin[i]);
+    return st;
+}
+
+/* Targets are made one after the other (the generator is cheap) and
+ * compiled four at a time, a thread a kernel set (rt_cubin_get_all): a
+ * bundle of several batch sizes and archs costs a few compiles' time,
+ * not their sum. */
+rnnc_status rt_fused_aot_add_all(const rt_spec *s, rt_fused_aot_target *t, int n, rt_bundle *b)
+{
+    if (!s || !t || !b || n < 0)
+        return err_fail(RNNC_ERR_INVALID_ARG, "rt_fused_aot_add_all: bad argument");
+    rnnc_status st = RNNC_OK;
+    for (int g = 0; st == RNNC_OK && g < n; g += 4) {
+        rt_fused *models[4] = {NULL};
+        int k = n - g < 4 ? n - g : 4, made = 0;
+        for (; made < k; made++) {
+            if ((st = make(s, &t[g + made], &models[made]))) {
+                err_fail_append("bundle: B=%lld for sm_%d", (long long)t[g + made].batch,
+                                t[g + made].sm);
+                break;
+            }
+            t[g + made].from = models[made]->tuning_from;
+        }
+        if (st == RNNC_OK && (st = add_group(models, &t[g], k, b)))
+            err_fail_append("bundle: B=%lld to B=%lld for sm_%d to sm_%d",
+                            (long long)t[g].batch, (long long)t[g + k - 1].batch, t[g].sm,
+                            t[g + k - 1].sm);
+        for (int i = 0; i < made; i++)
+            rt_fused_free(models[i]);
+    }
     return st;
 }
 
