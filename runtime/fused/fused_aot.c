@@ -49,9 +49,8 @@ static int requests(const rt_fused *m, int64_t batch, aot_req *r)
     return n;
 }
 
-/* Compiles the requests of models[0..n) (at most four targets, eight
- * requests) at once and adds them, with each target's tuning record, to
- * b in target order. */
+/* Compiles the requests of models[0..n) (at most eight) at once and adds
+ * them, with each target's tuning record, to b in target order. */
 static rnnc_status add_group(rt_fused *const *models, const rt_fused_aot_target *t, int n,
                              rt_bundle *b)
 {
@@ -59,7 +58,7 @@ static rnnc_status add_group(rt_fused *const *models, const rt_fused_aot_target 
     const rt_kernel_req *reqs[8];
     void *cubin[8] = {NULL};
     size_t size[8] = {0};
-    int at[5] = {0}, nr = 0;
+    int at[9] = {0}, nr = 0;
     for (int i = 0; i < n; i++) {
         nr += requests(models[i], t[i].batch, &r[nr]);
         at[i + 1] = nr;
@@ -82,17 +81,19 @@ static rnnc_status add_group(rt_fused *const *models, const rt_fused_aot_target 
 }
 
 /* Targets are made one after the other (the generator is cheap) and
- * compiled four at a time, a thread a kernel set (rt_cubin_get_all): a
- * bundle of several batch sizes and archs costs a few compiles' time,
- * not their sum. */
+ * compiled in groups of eight kernel sets, a thread a set
+ * (rt_cubin_get_all): eight targets of a single layer, four of a stack.
+ * A bundle of several batch sizes and archs thus costs a few compiles'
+ * time, not their sum. */
 rnnc_status rt_fused_aot_add_all(const rt_spec *s, rt_fused_aot_target *t, int n, rt_bundle *b)
 {
     if (!s || !t || !b || n < 0)
         return err_fail(RNNC_ERR_INVALID_ARG, "rt_fused_aot_add_all: bad argument");
     rnnc_status st = RNNC_OK;
-    for (int g = 0; st == RNNC_OK && g < n; g += 4) {
-        rt_fused *models[4] = {NULL};
-        int k = n - g < 4 ? n - g : 4, made = 0;
+    int per = s->layers > 1 ? 4 : 8;
+    for (int g = 0; st == RNNC_OK && g < n; g += per) {
+        rt_fused *models[8] = {NULL};
+        int k = n - g < per ? n - g : per, made = 0;
         for (; made < k; made++) {
             if ((st = make(s, &t[g + made], &models[made]))) {
                 err_fail_append("bundle: B=%lld for sm_%d", (long long)t[g + made].batch,
