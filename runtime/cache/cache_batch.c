@@ -80,8 +80,8 @@ static rnnc_status check_batch(const void *reqs, int n, const void *outs)
 rnnc_status rt_cubin_get_all(const rt_kernel_req *const *reqs, int n, void **cubins,
                              size_t *sizes)
 {
-    rnnc_status st = check_batch(reqs, n, cubins);
-    if (st != RNNC_OK || (st = check_batch(reqs, n, sizes)) != RNNC_OK || n == 0)
+    rnnc_status st = check_batch(reqs, n, cubins && sizes ? (const void *)cubins : NULL);
+    if (st != RNNC_OK || n == 0)
         return st;
     batch_job jobs[BATCH_MAX];
     for (int i = 0; i < n; i++)

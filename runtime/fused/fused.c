@@ -204,6 +204,12 @@ void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *pl
                            .n_kernels = plan->n_launch, .sm = m->sm, .tuning = plan->tuning};
 }
 
+void rt_fused_request_kind(const rt_fused *m, int k, int64_t batch, rt_fused_req *r)
+{
+    rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, batch, r->names,
+                     r->label, &r->req);
+}
+
 /* Elements of parameter i of the cell of layer kind k. */
 static int64_t param_numel(const rt_fused *m, int k, int i)
 {

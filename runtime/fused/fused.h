@@ -176,6 +176,14 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count);
  * request points into, as are src and plan; req->sm = m->sm. */
 void rt_fused_request(const rt_fused *m, const char *src, const cg_cuda_plan *plan,
                       int64_t batch, const char **names, char *label, rt_kernel_req *req);
+/* A kernel request with the storage it points into. */
+typedef struct rt_fused_req {
+    const char *names[CG_CUDA_MAX_LAUNCH];
+    char label[64];
+    rt_kernel_req req;
+} rt_fused_req;
+/* rt_fused_request of layer kind k's set (0: layer 0, 1: the layers above). */
+void rt_fused_request_kind(const rt_fused *m, int k, int64_t batch, rt_fused_req *r);
 
 /* The step kernels' barrier: one arrival counter (u32) per batch group in
  * the first words, and a count of finished blocks at word gridDim.x,

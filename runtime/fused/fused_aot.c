@@ -32,35 +32,20 @@ static rnnc_status make(const rt_spec *s, const rt_fused_aot_target *t, rt_fused
     return st;
 }
 
-/* The kernel requests of a prepared model: layer 0's set, and that of the
- * layers above. */
-typedef struct aot_req {
-    const char *names[CG_CUDA_MAX_LAUNCH];
-    char label[64];
-    rt_kernel_req req;
-} aot_req;
-
-static int requests(const rt_fused *m, int64_t batch, aot_req *r)
-{
-    int n = m->spec.layers > 1 ? 2 : 1;
-    for (int k = 0; k < n; k++)
-        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, batch,
-                         r[k].names, r[k].label, &r[k].req);
-    return n;
-}
-
 /* Compiles the requests of models[0..n) (at most eight) at once and adds
  * them, with each target's tuning record, to b in target order. */
 static rnnc_status add_group(rt_fused *const *models, const rt_fused_aot_target *t, int n,
                              rt_bundle *b)
 {
-    aot_req r[8];
+    rt_fused_req r[8];
     const rt_kernel_req *reqs[8];
     void *cubin[8] = {NULL};
     size_t size[8] = {0};
     int at[9] = {0}, nr = 0;
+    /* layer 0's set of each model, and that of the layers above */
     for (int i = 0; i < n; i++) {
-        nr += requests(models[i], t[i].batch, &r[nr]);
+        for (int k = 0; k < (models[i]->spec.layers > 1 ? 2 : 1); k++)
+            rt_fused_request_kind(models[i], k, t[i].batch, &r[nr++]);
         at[i + 1] = nr;
     }
     for (int i = 0; i < nr; i++)

@@ -64,9 +64,7 @@ bool rt_fused_takes_passes(rt_fused *m, int64_t batch)
  * above) from the kernel cache; those it must compile compile at once. */
 static rnnc_status load_sets(rt_fused *m)
 {
-    const char *names[2][CG_CUDA_MAX_LAUNCH];
-    char label[2][64];
-    rt_kernel_req req[2];
+    rt_fused_req r[2];
     const rt_kernel_req *reqs[2] = {NULL, NULL};
     rt_kernel *outs[2] = {NULL, NULL};
     bool *loaded[2] = {NULL, NULL};
@@ -74,10 +72,9 @@ static rnnc_status load_sets(rt_fused *m)
     for (int k = 0; k < (m->spec.layers > 1 ? 2 : 1); k++) {
         if (k ? m->up.loaded : m->loaded)
             continue;
-        rt_fused_request(m, k ? m->up.src : m->src, k ? &m->up.plan : &m->plan, m->batch,
-                         names[n], label[n], &req[n]);
-        req[n].sm = 0;
-        reqs[n] = &req[n];
+        rt_fused_request_kind(m, k, m->batch, &r[n]);
+        r[n].req.sm = 0;
+        reqs[n] = &r[n].req;
         outs[n] = k ? &m->up.kern : &m->kern;
         loaded[n++] = k ? &m->up.loaded : &m->loaded;
     }

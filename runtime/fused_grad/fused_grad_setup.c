@@ -275,14 +275,8 @@ static rnnc_status make_set(rt_fused *m, const ir_schedule *sched, int k, int64_
 }
 
 /* The kernel request of a made set. */
-typedef struct set_req {
-    const char *names[CG_CUDA_MAX_LAUNCH];
-    char label[64];
-    rt_kernel_req req;
-} set_req;
-
 static void request(const rt_fused *m, const fg_set *set, const char *what, int k, int64_t batch,
-                    set_req *r)
+                    rt_fused_req *r)
 {
     for (int i = 0; i < set->plan.n_launch; i++)
         r->names[i] = set->plan.launch[i].name;
@@ -299,7 +293,7 @@ static void request(const rt_fused *m, const fg_set *set, const char *what, int 
  * of one. */
 static rnnc_status make_sets(rt_fused *m, rt_fgrad *g, int64_t batch)
 {
-    set_req r[5];
+    rt_fused_req r[5];
     const rt_kernel_req *reqs[5];
     rt_kernel *outs[5];
     int n = 0;
