@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""step_probe.py: marks for bench/step_probe.cu in a dumped FFMA step kernel.
+
+Usage: step_probe.py KERNEL.cu VARIANT > OUT.cu, where KERNEL.cu is
+`rnnc dump --stage cuda` of a one-phase FFMA step, with bulk staging
+(cuda_bulk.c), or with x staged whole (then marks, nobar and noelem
+only), and VARIANT is one of
+  marks    the marks alone
+  nobar    no wait at the grid barrier (the data race is harmless to timing)
+  noelem   no element phase after the multiply
+  nomul    no multiply-adds (the chunks are still copied and waited for)
+  norel    the refill of a buffer not waiting for every warp to be past it
+           (thread 0's warp waits for the slowest each chunk)
+  pure     no copies and no waits for them in steps after the first: the
+           chunk loop's multiply-adds over whatever the buffers hold
+  dbuf     the k loop's shared-memory operands loaded one k step ahead into
+           a second set of registers (KS = 1 tiles); puredbuf: with pure
+  unroll8  the k loop unrolled 8 deep rather than 4
+  mod      the chunk's columns as fused computes them (ptxas allocates
+           registers differently), to compare fused with
+  fused    a stand-in for the input projection inside the step: the chunk
+           loop runs twice over K (the first pass for x W_ih, here h again
+           against W_hh, so without the cost of streaming W_ih), and the
+           grid barrier is waited for by thread 0 just before it copies
+           the second pass's first chunk, so the first pass hides it
+           (K = 1024 kernels)
+Every variant keeps the marks.  A text the instrumenter expects and does not
+find is an error: the generator changed, and the probe must follow it.
+"""
+import re
+import sys
+
+STEP_TOP = "    for (int t = 0; t < tend_; ++t) {\n"
+CHUNK0 = "                    ph_ ^= 1u << (ch_ % NSB);\n"
+REFILL = "rnnc_bulk_get(sm_ + xo_"
+KANY = re.compile(r"( *)for \(int k = ks \* 4; k < [^;]+; k \+= \d+\) \{\n")
+LOOP_END = "            __syncthreads();\n"
+ELEM = "        for (int e = tid; e < E; e += NT) {\n"
+ELEM_END = "        if (t + 1 < tend_) {\n"
+ARRIVE = "            if (tid == 0) rnnc_arrive(bar + bb);\n"
+WAIT = "            if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n            __syncthreads();\n"
+KLOOP = re.compile(r"for \(int k = ks \* 4; k < kn_; k \+= (\d+)\)")
+
+
+def once(src, old, new):
+    if src.count(old) < 1:
+        sys.exit(f"step_probe.py: not found: {old!r}")
+    return src.replace(old, new, 1)
+
+
+def no_copies(src):
+    src = once(src, "                    rnnc_mb_wait(mb_ + ch_ % NSB, (ph_ >> (ch_ % NSB)) & 1u);\n", "")
+    src = once(src, "rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_);", ";")
+    src = once(src, "rnnc_mb_wait(mb_ + NSB + ch_ % NSB, (eph_ >> (ch_ % NSB)) & 1u);", "")
+    return once(src, "rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ % NSB);", "")
+
+
+def dbuf(src):
+    head = "#pragma unroll 4\n                for (int k = ks * 4; k < kn_; k += 4) {\n"
+    at = src.find(head)
+    end = src.find("\n                }\n", at)
+    if at < 0 or end < 0:
+        sys.exit("step_probe.py: no k loop of step 4")
+    body = src[at + len(head):end + 1].splitlines(keepends=True)
+    loads = [l for l in body if l.strip().startswith("const float4 ")]
+    fmas = [l for l in body if "fmaf(" in l]
+    names = [l.split("=")[0].split()[-1] for l in loads]
+    exprs = [l.split("=", 1)[1].strip().rstrip(";") for l in loads]
+    ind = "                "
+    out = [ind + "float4 " + ", ".join(names) + ";\n",
+           ind + "{\n", ind + "    const int k = ks * 4, kk = k0_ + k;\n"]
+    out += [ind + f"    {n} = {e};\n" for n, e in zip(names, exprs)]
+    out += [ind + "}\n", head]
+    out += [ind + f"    const float4 c{n} = {n};\n" for n in names]
+    out += [ind + "    if (k + 4 < kn_) {\n",
+            ind + "        const int kk = k0_ + k + 4, k_ = k + 4;\n"]
+    out += [ind + f"        {n} = {e.replace('k >> 2', 'k_ >> 2')};\n" for n, e in zip(names, exprs)]
+    out += [ind + "    }\n"]
+    for l in fmas:
+        for n in names:
+            l = l.replace(f"({n}.", f"(c{n}.").replace(f" {n}.", f" c{n}.")
+        out.append(l)
+    return src[:at] + "".join(out) + src[end + 1:]
+
+
+def fused(src):
+    src = once(src, "for (int ch_ = 0; ch_ < NCHB; ++ch_) {", "for (int ch_ = 0; ch_ < 2 * NCHB; ++ch_) {")
+    src = once(src, "(size_t)gb * 1024 + ch_ * KCB + c4 * 4", "(size_t)gb * 1024 + (ch_ % NCHB) * KCB + c4 * 4")
+    src = once(src, "const int kn_ = min(32, 1024 - ch_ * 32), k0_ = ch_ * 32;",
+               "const int kn_ = 32, k0_ = (ch_ & (NCHB - 1)) * 32;")
+    src = once(src, "                        if (ch_ + NSB < NCHB) {\n",
+               "                        if (ch_ + NSB < 2 * NCHB) {\n"
+               "                            if (ch_ + NSB == NCHB && t > 0) {\n"
+               "                                unsigned a_;\n"
+               "                                do asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(a_) : \"l\"(bar + bb) : \"memory\");\n"
+               "                                while ((int)(a_ - epoch * NUB) < 0);\n"
+               "                                asm volatile(\"fence.proxy.async.global;\" : : : \"memory\");\n"
+               "                            }\n")
+    src = once(src, "BSRC(t & 1, ch_ + NSB)", "BSRC(t & 1, (ch_ + NSB) % NCHB)")
+    src = once(src, CHUNK0, CHUNK0 + "                    if (ch_ == NCHB) TS(7);\n")
+    return once(src, "            if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n", "")
+
+
+def main():
+    src = open(sys.argv[1]).read()
+    variant = sys.argv[2]
+    # the marks
+    src = once(src, STEP_TOP, STEP_TOP + "        TS(0);\n")
+    if CHUNK0 in src:
+        src = once(src, CHUNK0, CHUNK0 + "                    if (ch_ == 0) TS(1);\n")
+        # the chunk loop ends at the first block barrier after the refill
+        at = src.find(LOOP_END, src.find(REFILL))
+        if src.find(REFILL) < 0 or at < 0:
+            sys.exit("step_probe.py: no chunk loop end")
+        src = src[:at] + "            TS(2);\n" + src[at:]
+    else:
+        # x staged whole: its barrier, then one k loop
+        top = src.find(STEP_TOP)
+        at = src.find(LOOP_END, top) + len(LOOP_END)
+        src = src[:at] + "            TS(1);\n" + src[at:]
+        m = KANY.search(src, at)
+        if not m:
+            sys.exit("step_probe.py: no k loop")
+        close = src.find("\n" + m.group(1) + "}\n", m.end()) + len(m.group(1)) + 3
+        src = src[:close] + m.group(1) + "TS(2);\n" + src[close:]
+    src = once(src, ELEM, "        TS(3);\n" + ELEM)
+    src = once(src, ELEM_END, "        TS(4);\n" + ELEM_END)
+    src = once(src, ARRIVE, ARRIVE + "            TS(5);\n")
+    src = once(src, WAIT, WAIT + "            TS(6);\n")
+    if variant == "nobar":
+        src = once(src, "            if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n", "")
+    elif variant == "noelem":
+        src = once(src, "        TS(3);\n" + ELEM,
+                   "        TS(3);\n        for (int e = tid; e < 0 * E; e += NT) {\n")
+    elif variant == "nomul":
+        src, n = KLOOP.subn(r"for (int k = ks * 4; k < 0 * kn_; k += \1)", src, count=1)
+        if n != 1:
+            sys.exit("step_probe.py: no k loop")
+    elif variant == "norel":
+        src = once(src, "                            rnnc_mb_wait(mb_ + NSB + ch_ % NSB, (eph_ >> (ch_ % NSB)) & 1u);\n", "")
+    elif variant == "pure":
+        src = no_copies(src)
+    elif variant == "dbuf":
+        src = dbuf(src)
+    elif variant == "puredbuf":
+        src = dbuf(no_copies(src))
+    elif variant == "unroll8":
+        at = KLOOP.search(src)
+        pre = src.rfind("#pragma unroll 4\n", 0, at.start() if at else 0)
+        if not at or pre < 0:
+            sys.exit("step_probe.py: no k loop")
+        src = src[:pre] + "#pragma unroll 8\n" + src[pre + len("#pragma unroll 4\n"):]
+    elif variant == "mod":
+        src = once(src, "const int kn_ = min(32, 1024 - ch_ * 32), k0_ = ch_ * 32;",
+                   "const int kn_ = 32, k0_ = (ch_ & (NCHB - 1)) * 32;")
+    elif variant == "fused":
+        src = fused(src)
+    elif variant != "marks":
+        sys.exit(f"step_probe.py: no variant {variant}")
+    sys.stdout.write(src)
+
+
+if __name__ == "__main__":
+    main()
