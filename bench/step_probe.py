@@ -3,8 +3,8 @@
 
 Usage: step_probe.py KERNEL.cu VARIANT > OUT.cu, where KERNEL.cu is
 `rnnc dump --stage cuda` of a one-phase FFMA step, with bulk staging
-(cuda_bulk.c), or with x staged whole (then marks, nobar and noelem
-only), and VARIANT is one of
+(cuda_bulk.c), or with x staged whole (then marks, nobar, noelem, dbuf,
+xahead and wahead only), and VARIANT is one of
   marks    the marks alone
   nobar    no wait at the grid barrier (the data race is harmless to timing)
   noelem   no element phase after the multiply
@@ -14,7 +14,8 @@ only), and VARIANT is one of
   pure     no copies and no waits for them in steps after the first: the
            chunk loop's multiply-adds over whatever the buffers hold
   dbuf     the k loop's shared-memory operands loaded one k step ahead into
-           a second set of registers (KS = 1 tiles); puredbuf: with pure
+           a second set of registers; xahead, wahead: only the state's
+           rows or only the weights' (any kernel); puredbuf: dbuf with pure
   unroll8  the k loop unrolled 8 deep rather than 4
   mod      the chunk's columns as fused computes them (ptxas allocates
            registers differently), to compare fused with
@@ -55,31 +56,45 @@ def no_copies(src):
     return once(src, "rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ % NSB);", "")
 
 
-def dbuf(src):
-    head = "#pragma unroll 4\n                for (int k = ks * 4; k < kn_; k += 4) {\n"
-    at = src.find(head)
-    end = src.find("\n                }\n", at)
-    if at < 0 or end < 0:
-        sys.exit("step_probe.py: no k loop of step 4")
-    body = src[at + len(head):end + 1].splitlines(keepends=True)
-    loads = [l for l in body if l.strip().startswith("const float4 ")]
-    fmas = [l for l in body if "fmaf(" in l]
+def dbuf(src, which="wx"):
+    """The k loop's operands named in `which` (w: weight rows, x: state rows)
+    loaded one k step ahead into a second set of registers."""
+    m = KANY.search(src)
+    if not m:
+        sys.exit("step_probe.py: no k loop")
+    ind = m.group(1)
+    hdr = re.match(r" *for \(int k = (ks \* 4); k < ([^;]+); k \+= (\d+)\) \{\n", m.group(0))
+    first, limit, step = hdr.group(1), hdr.group(2), hdr.group(3)
+    end = src.find("\n" + ind + "}\n", m.end())
+    body = src[m.end():end + 1].splitlines(keepends=True)
+    loads = [l for l in body if l.strip().startswith("const float4 ") and l.strip()[13] in which]
+    rest = [l for l in body if l not in loads]
     names = [l.split("=")[0].split()[-1] for l in loads]
     exprs = [l.split("=", 1)[1].strip().rstrip(";") for l in loads]
-    ind = "                "
-    out = [ind + "float4 " + ", ".join(names) + ";\n",
-           ind + "{\n", ind + "    const int k = ks * 4, kk = k0_ + k;\n"]
+    kk = [l for l in body if l.strip().startswith("const int kk =")][0].split("=", 1)[1].strip().rstrip(";")
+    out = [ind + "float4 " + ", ".join(names) + ";\n", ind + "{\n",
+           ind + f"    const int k = {first}, kk = {kk};\n"]
     out += [ind + f"    {n} = {e};\n" for n, e in zip(names, exprs)]
-    out += [ind + "}\n", head]
-    out += [ind + f"    const float4 c{n} = {n};\n" for n in names]
-    out += [ind + "    if (k + 4 < kn_) {\n",
-            ind + "        const int kk = k0_ + k + 4, k_ = k + 4;\n"]
-    out += [ind + f"        {n} = {e.replace('k >> 2', 'k_ >> 2')};\n" for n, e in zip(names, exprs)]
-    out += [ind + "    }\n"]
-    for l in fmas:
-        for n in names:
-            l = l.replace(f"({n}.", f"(c{n}.").replace(f" {n}.", f" c{n}.")
+    out += [ind + "}\n", m.group(0)]
+    for l in rest:
+        if "fmaf(" in l:
+            for n in names:
+                l = l.replace(f"({n}.", f"(c{n}.").replace(f" {n}.", f" c{n}.")
         out.append(l)
+        if l.strip().startswith("const int kk ="):
+            out += [ind + f"    const float4 c{n} = {n};\n" for n in names]
+            out += [ind + f"    if (k + {step} < {limit}) {{\n",
+                    ind + f"        const int k_ = k + {step};\n",
+                    ind + f"        const int kn2_ = {kk.replace('k', 'k_') if kk == 'k' else kk.replace('+ k', '+ k_')};\n"]
+            out += [ind + "        " + f"{n} = " + re.sub(r"\bk\b", "k_", e.replace("kk", "kn2_")) + ";\n"
+                    for n, e in zip(names, exprs)]
+            out += [ind + "    }\n"]
+    # the loop's own pragma stays on the loop
+    at = m.start()
+    pragma = re.search(r"#pragma unroll \d*\n$", src[:at])
+    if pragma:
+        at = pragma.start()
+        out.insert(out.index(m.group(0)), pragma.group(0))
     return src[:at] + "".join(out) + src[end + 1:]
 
 
@@ -142,6 +157,10 @@ def main():
         src = no_copies(src)
     elif variant == "dbuf":
         src = dbuf(src)
+    elif variant == "xahead":
+        src = dbuf(src, "x")
+    elif variant == "wahead":
+        src = dbuf(src, "w")
     elif variant == "puredbuf":
         src = dbuf(no_copies(src))
     elif variant == "unroll8":
