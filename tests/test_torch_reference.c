@@ -190,7 +190,7 @@ static void write_inputs(const rnnc_tensors *io, const char *path)
 
 static void grad_case(const tcase *tc, const char *bin, const char *dir)
 {
-    char in[1024], out[1024], cmd[8192], proj[32] = "", wpath[1024], dpath[1024];
+    char in[1024], out[1024], cmd[16384], proj[32] = "", wpath[4096], dpath[4096];
     rnnc_tensors *io, *ref, *res;
     assert_ok(rnnc_tensors_load(&io, data_path(tc->name, "io")));
     assert_ok(rnnc_tensors_load(&ref, data_path(tc->name, "grad")));
