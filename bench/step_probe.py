@@ -16,6 +16,8 @@ xahead and wahead only), and VARIANT is one of
   dbuf     the k loop's shared-memory operands loaded one k step ahead into
            a second set of registers; xahead, wahead: only the state's
            rows or only the weights' (any kernel); puredbuf: dbuf with pure
+  jorder   the k loop's FFMAs of each k by state row, then weight row (the
+           generator's order is weight row, then state row)
   unroll8  the k loop unrolled 8 deep rather than 4
   mod      the chunk's columns as fused computes them (ptxas allocates
            registers differently), to compare fused with
@@ -98,6 +100,29 @@ def dbuf(src, which="wx"):
     return src[:at] + "".join(out) + src[end + 1:]
 
 
+def jorder(src):
+    """Each k's run of FFMAs a{i}_{j} = fmaf(w{i}.c, x{j}.c, ...) sorted by
+    (j, i) instead of (i, j)."""
+    m = KANY.search(src)
+    if not m:
+        sys.exit("step_probe.py: no k loop")
+    end = src.find("\n" + m.group(1) + "}\n", m.end())
+    lines = src[m.end():end + 1].splitlines(keepends=True)
+    key = re.compile(r"a(\d+)_(\d+) = fmaf\(\w+\.(\w), ")
+    out, run = [], []
+    for l in lines + [""]:
+        k = key.search(l)
+        if k and (not run or key.search(run[0]).group(3) == k.group(3)):
+            run.append(l)
+            continue
+        run.sort(key=lambda r: (int(key.search(r).group(2)), int(key.search(r).group(1))))
+        out += run
+        run = [l] if k else []
+        if not k:
+            out.append(l)
+    return src[:m.end()] + "".join(out) + src[end + 1:]
+
+
 def fused(src):
     src = once(src, "for (int ch_ = 0; ch_ < NCHB; ++ch_) {", "for (int ch_ = 0; ch_ < 2 * NCHB; ++ch_) {")
     src = once(src, "(size_t)gb * 1024 + ch_ * KCB + c4 * 4", "(size_t)gb * 1024 + (ch_ % NCHB) * KCB + c4 * 4")
@@ -163,6 +188,8 @@ def main():
         src = dbuf(src, "w")
     elif variant == "puredbuf":
         src = dbuf(no_copies(src))
+    elif variant == "jorder":
+        src = jorder(src)
     elif variant == "unroll8":
         at = KLOOP.search(src)
         pre = src.rfind("#pragma unroll 4\n", 0, at.start() if at else 0)
