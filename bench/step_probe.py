@@ -18,6 +18,10 @@ xahead and wahead only), and VARIANT is one of
            rows or only the weights' (any kernel); puredbuf: dbuf with pure
   jorder   the k loop's FFMAs of each k by state row, then weight row (the
            generator's order is weight row, then state row)
+  wbcast, xbcast, bcast  the k loop's weight (w), state (x) or all
+           operand loads at lane ks = 0's columns, so the lanes of a K
+           split read alike (what a layout whose lanes share columns
+           would cost in shared-memory wavefronts; the sums are wrong)
   unroll8  the k loop unrolled 8 deep rather than 4
   mod      the chunk's columns as fused computes them (ptxas allocates
            registers differently), to compare fused with
@@ -98,6 +102,21 @@ def dbuf(src, which="wx"):
         at = pragma.start()
         out.insert(out.index(m.group(0)), pragma.group(0))
     return src[:at] + "".join(out) + src[end + 1:]
+
+
+def bcast(src, which):
+    m = KANY.search(src)
+    if not m:
+        sys.exit("step_probe.py: no k loop")
+    end = src.find("\n" + m.group(1) + "}\n", m.end())
+    out = []
+    for l in src[m.end():end + 1].splitlines(keepends=True):
+        t = l.strip()
+        if t.startswith("const float4 ") and t[13] in which:
+            l = re.sub(r"\+ (kk|k)\]", r"+ \1 - ks * 4]", l)
+            l = re.sub(r", k >> 2\)", ", (k - ks * 4) >> 2)", l)
+        out.append(l)
+    return src[:m.end()] + "".join(out) + src[end + 1:]
 
 
 def jorder(src):
@@ -188,6 +207,8 @@ def main():
         src = dbuf(src, "w")
     elif variant == "puredbuf":
         src = dbuf(no_copies(src))
+    elif variant in ("wbcast", "xbcast", "bcast"):
+        src = bcast(src, {"wbcast": "w", "xbcast": "x", "bcast": "wx"}[variant])
     elif variant == "jorder":
         src = jorder(src)
     elif variant == "unroll8":
