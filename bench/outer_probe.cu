@@ -2,27 +2,27 @@
  * outer_probe.cu: would the FFMA step's multiply run nearer the FMA rate as
  * outer products, the way the hoisted GEMM's tile does?
  *
- * bench/results/h200/step-probe/: at B = 256, I = H = 1024 the generated
- * step's chunk loop (a block's 32 rows of W_hh against 256 batch rows, K =
- * 1024 in 32 chunks; 256 threads, 8 x 4 tiles, float4s along k, 168
- * registers: two warps a scheduler) runs at 60% of the FMA rate with no
- * copies at all (110 K cycles against 65.5 K), while the GEMM tile (8 x 8
- * outer products over k-major shared memory, four warps a scheduler) runs
- * its FMA pipes at 84%.  This probe runs the same block's products laid out
- * like the GEMM: W's slice and h's chunks k-major in shared memory, 512
- * threads in four groups that split each chunk's k, each thread 8 x 8
- * outputs (rows r4 .. r4 + 3 and 16 + those, batch rows b4 .. b4 + 3 and 128
- * + those, so a warp's loads are 64 and 128 contiguous bytes), and after
- * the 32 chunks the groups' partial sums added through the chunk buffers,
- * as a step would before its element phase.  The chunks are not copied
- * (the `pure` variant of the step probe: three buffers reused), so the
- * figure to compare is 110 K cycles (loop) + 0.4 K (sums).
+ * bench/results/h200/step-probe/: the generated step's multiply (float4s
+ * along k, 8 x 4 register tiles) runs at 57-61% of the FMA rate at every
+ * tiling tried, with no copies at all at B = 256 (110 K cycles a step
+ * against 65.5 K), while the GEMM tile (8 x 8 outer products over k-major
+ * shared memory, four warps a scheduler) runs its FMA pipes at 84%.  This
+ * probe runs one block's products of a step laid out like the GEMM: W's
+ * slice (R rows) and the state's rows (BT) k-major in shared memory, a
+ * thread TR x TB outputs (rows in runs of 4 spread over TR / 4 parts of the
+ * slice, batch rows likewise, so a warp's loads are contiguous), the
+ * threads in G groups that split each chunk's k, and after the chunks the
+ * groups' partial sums added through the chunk buffers, as a step would
+ * before its element phase.  The chunks are not copied in (as the step
+ * probe's `pure` variant): NSB buffers reused, refilled from L2 after each
+ * step's sums.  The shapes are the generated steps' of
+ * bench/results/h200/step-probe/ (k8x4, b64, b64g64).
  *
  * Build and run (GPU machine): nvcc -O3 -gencode arch=compute_90a,code=sm_90a
  * -Xptxas -v -o outer_probe bench/outer_probe.cu && ./outer_probe.  Prints
- * the cycles a step (mean over 128 blocks and 20 steps, SM clock) of the
- * products and their sums, and of the whole step with the buffers' refill
- * from L2, and the sums' error against the host.
+ * for each shape the cycles a step (mean over 128 blocks and 20 steps, SM
+ * clock) of the products and their sums, and of the whole step with the
+ * buffers' refill, and the sums' error against the host.
  */
 #include <cstdio>
 #include <cstdlib>
@@ -30,85 +30,93 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-constexpr int R = 32, BT = 256, K = 1024, KC = 32, NCH = K / KC, NSB = 3;
-constexpr int NT = 512, G = 4, KG = KC / G, GRID = 128, STEPS = 20;
-constexpr int CHF = KC * BT;                  /* floats of a chunk buffer */
-constexpr int SMEM = (NSB * CHF + K * R) * 4; /* 96 KB of buffers, 128 KB of W */
+constexpr int GRID = 128, STEPS = 20;
 
-/* row i (0..7) of a thread's tile, batch row j (0..7) */
-__device__ __host__ inline int trow(int rc, int i) { return (i / 4) * 16 + rc * 4 + i % 4; }
-__device__ __host__ inline int tcol(int bc, int j) { return (j / 4) * 128 + bc * 4 + j % 4; }
+template <int R, int BT, int K, int KC, int NSB, int TR, int TB, int NT>
+struct shape {
+    static constexpr int NCH = K / KC, CHF = KC * BT, RC = R / TR, BC = BT / TB;
+    static constexpr int G = NT / (RC * BC), KG = KC / G, GT = RC * BC;
+    static constexpr int SMEM = (NSB * CHF + K * R) * 4;
+    static_assert((G - 1) * R * BT <= NSB * CHF, "the partial sums go over the buffers");
+    static_assert(KC % G == 0 && TR % 4 == 0 && TB % 4 == 0, "tiles");
+    /* row i of a thread's tile (cell rc), batch row j (cell bc) */
+    __device__ __host__ static int trow(int rc, int i) { return (i / 4) * (R / (TR / 4)) + rc * 4 + i % 4; }
+    __device__ __host__ static int tcol(int bc, int j) { return (j / 4) * (BT / (TB / 4)) + bc * 4 + j % 4; }
+};
 
-__global__ void __launch_bounds__(NT, 1) outer(const float *wt, const float *ht, float *out,
-                                               long long *cyc)
+template <class S, int R, int BT, int K, int KC, int NSB, int TR, int TB, int NT>
+__global__ void __launch_bounds__(NT, 1) outer(const float *wt, const float *ht, float *out, long long *cyc)
 {
     extern __shared__ float4 sm4[];
-    float *sm = (float *)sm4, *W = sm + NSB * CHF;
-    const int tid = threadIdx.x, g = tid / 128, lt = tid % 128;
-    const int rc = lt % 4, bc = lt / 4; /* 4 x 32 cells a group */
+    float *sm = (float *)sm4, *W = sm + NSB * S::CHF;
+    const int tid = threadIdx.x, g = tid / S::GT, lt = tid % S::GT;
+    const int rc = lt % S::RC, bc = lt / S::RC;
     for (int i = tid; i < K * R / 4; i += NT)
-        sm4[NSB * CHF / 4 + i] = ((const float4 *)wt)[i];
-    for (int i = tid; i < NSB * CHF / 4; i += NT)
+        sm4[NSB * S::CHF / 4 + i] = ((const float4 *)wt)[i];
+    for (int i = tid; i < NSB * S::CHF / 4; i += NT)
         sm4[i] = ((const float4 *)ht)[i];
     __syncthreads();
     long long t0 = clock64(), tl = 0;
-    float acc[8][8];
+    float acc[TR][TB];
     for (int s = 0; s < STEPS; ++s) {
         const long long t1 = clock64();
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
+        for (int i = 0; i < TR; ++i)
 #pragma unroll
-            for (int j = 0; j < 8; ++j)
+            for (int j = 0; j < TB; ++j)
                 acc[i][j] = 0.f;
-        for (int ch = 0; ch < NCH; ++ch) {
-            const float *X = sm + (ch % NSB) * CHF, *Wc = W + ch * KC * R;
+        for (int ch = 0; ch < S::NCH; ++ch) {
+            const float *X = sm + (ch % NSB) * S::CHF, *Wc = W + ch * KC * R;
+#pragma unroll 8
+            for (int kk = 0; kk < S::KG; ++kk) {
+                const int k = g * S::KG + kk;
+                float a[TR], b[TB];
 #pragma unroll
-            for (int kk = 0; kk < KG; ++kk) {
-                const int k = g * KG + kk;
-                const float4 w0 = *(const float4 *)&Wc[k * R + rc * 4];
-                const float4 w1 = *(const float4 *)&Wc[k * R + 16 + rc * 4];
-                const float4 x0 = *(const float4 *)&X[k * BT + bc * 4];
-                const float4 x1 = *(const float4 *)&X[k * BT + 128 + bc * 4];
-                const float a[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-                const float b[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+                for (int p = 0; p < TR / 4; ++p) {
+                    const float4 w = *(const float4 *)&Wc[k * R + p * (R / (TR / 4)) + rc * 4];
+                    a[4 * p] = w.x, a[4 * p + 1] = w.y, a[4 * p + 2] = w.z, a[4 * p + 3] = w.w;
+                }
 #pragma unroll
-                for (int i = 0; i < 8; ++i)
+                for (int p = 0; p < TB / 4; ++p) {
+                    const float4 x = *(const float4 *)&X[k * BT + p * (BT / (TB / 4)) + bc * 4];
+                    b[4 * p] = x.x, b[4 * p + 1] = x.y, b[4 * p + 2] = x.z, b[4 * p + 3] = x.w;
+                }
 #pragma unroll
-                    for (int j = 0; j < 8; ++j)
+                for (int i = 0; i < TR; ++i)
+#pragma unroll
+                    for (int j = 0; j < TB; ++j)
                         acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
             }
         }
-        /* groups 1..3 leave their partial sums in buffers 0..2 ([row][batch]),
-         * group 0 adds them and writes the step's sums over buffer 0 */
+        /* groups 1.. leave their partial sums over the buffers ([row][batch]),
+         * group 0 adds them (a step's sums, here written out at the end) */
         __syncthreads();
         if (g > 0)
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
+            for (int i = 0; i < TR; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; j += 4)
-                    *(float4 *)&sm[(g - 1) * CHF + trow(rc, i) * BT + tcol(bc, j)] =
+                for (int j = 0; j < TB; j += 4)
+                    *(float4 *)&sm[(g - 1) * R * BT + S::trow(rc, i) * BT + S::tcol(bc, j)] =
                         make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
         __syncthreads();
         if (g == 0)
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
+            for (int i = 0; i < TR; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; j += 4) {
+                for (int j = 0; j < TB; j += 4) {
                     float4 v = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
-#pragma unroll
-                    for (int p = 0; p < 3; ++p) {
-                        const float4 q = *(const float4 *)&sm[p * CHF + trow(rc, i) * BT + tcol(bc, j)];
+                    for (int p = 0; p < S::G - 1; ++p) {
+                        const float4 q = *(const float4 *)&sm[p * R * BT + S::trow(rc, i) * BT + S::tcol(bc, j)];
                         v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
                     }
                     if (s == STEPS - 1 && blockIdx.x == 0)
-                        *(float4 *)&out[trow(rc, i) * BT + tcol(bc, j)] = v;
+                        *(float4 *)&out[S::trow(rc, i) * BT + S::tcol(bc, j)] = v;
                 }
         __syncthreads();
         tl += clock64() - t1;
         /* the buffers back as they were, as a step's copies would refill them */
-        if (g > 0)
-            for (int i = lt; i < CHF / 4; i += 128)
-                sm4[(g - 1) * CHF / 4 + i] = ((const float4 *)ht)[(g - 1) * CHF / 4 + i];
+        for (int i = tid; i < NSB * S::CHF / 4; i += NT)
+            sm4[i] = ((const float4 *)ht)[i];
         __syncthreads();
     }
     if (tid == 0) {
@@ -117,9 +125,12 @@ __global__ void __launch_bounds__(NT, 1) outer(const float *wt, const float *ht,
     }
 }
 
-int main()
+template <int R, int BT, int K, int KC, int NSB, int TR, int TB, int NT>
+static int run(const char *name)
 {
-    std::vector<float> wt((size_t)K * R), ht((size_t)NSB * CHF), out((size_t)R * BT);
+    using S = shape<R, BT, K, KC, NSB, TR, TB, NT>;
+    auto kern = outer<S, R, BT, K, KC, NSB, TR, TB, NT>;
+    std::vector<float> wt((size_t)K * R), ht((size_t)NSB * S::CHF), out((size_t)R * BT);
     for (auto &v : wt)
         v = (float)rand() / RAND_MAX - 0.5f;
     for (auto &v : ht)
@@ -133,11 +144,11 @@ int main()
     cudaMemcpy(dw, wt.data(), wt.size() * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(dh, ht.data(), ht.size() * 4, cudaMemcpyHostToDevice);
     cudaMemset(dout, 0xff, out.size() * 4); /* poisoned */
-    cudaFuncSetAttribute(outer, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
+    cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
     for (int rep = 0; rep < 3; rep++) {
-        outer<<<GRID, NT, SMEM>>>(dw, dh, dout, dcyc);
+        kern<<<GRID, NT, S::SMEM>>>(dw, dh, dout, dcyc);
         if (cudaDeviceSynchronize() != cudaSuccess) {
-            fprintf(stderr, "outer_probe: %s\n", cudaGetErrorString(cudaGetLastError()));
+            fprintf(stderr, "outer_probe %s: %s\n", name, cudaGetErrorString(cudaGetLastError()));
             return 1;
         }
     }
@@ -153,12 +164,26 @@ int main()
         for (int b = 0; b < BT; b++) {
             double ref = 0;
             for (int k = 0; k < K; k++)
-                ref += (double)wt[(size_t)k * R + r] * ht[(size_t)(k / KC % NSB) * CHF + (k % KC) * BT + b];
+                ref += (double)wt[(size_t)k * R + r] *
+                       ht[(size_t)(k / KC % NSB) * S::CHF + (k % KC) * BT + b];
             err = fmax(err, fabs(out[(size_t)r * BT + b] - ref));
             top = fmax(top, fabs(ref));
         }
-    printf("outer products, 512 threads, 8 x 8: the products and their sums %.0f cycles a step "
+    printf("%s: %d x %d tiles, %d threads in %d groups: products and sums %.0f cycles a step "
            "(FMA floor %d), %.0f with the buffers' refill; max |sum - ref| / max |ref| %.2e\n",
-           loop, R * BT * K / 128, mean, err / top);
+           name, TR, TB, NT, S::G, loop, R * BT * K / 128, mean, err / top);
     return 0;
+}
+
+int main()
+{
+    int rc = 0;
+    rc |= run<32, 256, 1024, 32, 3, 8, 8, 512>("B=256 I=H=1024 (k8x4's block)");
+    rc |= run<64, 16, 512, 512, 1, 4, 4, 512>("B=64 I=H=512 grid 128 (b64's block)");
+    rc |= run<64, 16, 512, 512, 1, 4, 4, 256>("B=64 I=H=512 grid 128 (b64's block)");
+    rc |= run<64, 16, 512, 512, 1, 8, 4, 256>("B=64 I=H=512 grid 128 (b64's block)");
+    rc |= run<64, 32, 512, 512, 1, 4, 4, 512>("B=64 I=H=512 grid 64 (b64g64's block)");
+    rc |= run<64, 32, 512, 512, 1, 8, 4, 512>("B=64 I=H=512 grid 64 (b64g64's block)");
+    rc |= run<64, 32, 512, 512, 1, 8, 8, 256>("B=64 I=H=512 grid 64 (b64g64's block)");
+    return rc;
 }
