@@ -97,8 +97,10 @@ int main(int argc, char **argv)
     std::sort(ms.begin(), ms.end());
     std::vector<unsigned long long> p((size_t)grid * PROF_STEPS * PROF_MARKS);
     CK(cudaMemcpyFromSymbol(p.data(), prof_, p.size() * sizeof p[0]));
-    /* the mean of each interval between consecutive marks a step recorded,
-     * and the whole step (mark 0 to the next step's mark 0), in cycles */
+    /* the mean of each interval between consecutive marks a step recorded
+     * (a mark set before the one numbered before it, as the `fused`
+     * variant's 7, from the step's start), and the whole step (mark 0 to
+     * the next step's mark 0), in cycles */
     double sum[PROF_MARKS] = {0}, whole = 0;
     long n[PROF_MARKS] = {0}, nw = 0;
     for (int b = 0; b < grid; b++)
@@ -108,7 +110,7 @@ int main(int argc, char **argv)
             for (int i = 1; i < PROF_MARKS; i++) {
                 if (!m[i])
                     continue;
-                sum[i] += (double)(m[i] - m[prev]);
+                sum[i] += (double)(m[i] - (m[i] >= m[prev] ? m[prev] : m[0]));
                 n[i]++;
                 prev = i;
             }
