@@ -3,8 +3,8 @@
 
 Usage: step_probe.py KERNEL.cu VARIANT > OUT.cu, where KERNEL.cu is
 `rnnc dump --stage cuda` of a one-phase FFMA step, with bulk staging
-(cuda_bulk.c), or with x staged whole (then marks, nobar, noelem, dbuf,
-xahead and wahead only), and VARIANT is one of
+(cuda_bulk.c), or with x staged whole (then not the variants of the
+chunks' copies: norel, pure, puredbuf, mod, fused), and VARIANT is one of
   marks    the marks alone
   nobar    no wait at the grid barrier (the data race is harmless to timing)
   noelem   no element phase after the multiply
@@ -40,19 +40,27 @@ import sys
 STEP_TOP = "    for (int t = 0; t < tend_; ++t) {\n"
 CHUNK0 = "                    ph_ ^= 1u << (ch_ % NSB);\n"
 REFILL = "rnnc_bulk_get(sm_ + xo_"
-KANY = re.compile(r"( *)for \(int k = ks \* 4; k < [^;]+; k \+= \d+\) \{\n")
+KANY = re.compile(r"( *)for \(int k = (ks \* 4); k < ([^;]+); k \+= (\d+)\) \{\n")
 LOOP_END = "            __syncthreads();\n"
 ELEM = "        for (int e = tid; e < E; e += NT) {\n"
 ELEM_END = "        if (t + 1 < tend_) {\n"
 ARRIVE = "            if (tid == 0) rnnc_arrive(bar + bb);\n"
 WAIT = "            if (tid >= NT - 32) rnnc_wait(bar + bb, epoch * NUB);\n            __syncthreads();\n"
-KLOOP = re.compile(r"for \(int k = ks \* 4; k < kn_; k \+= (\d+)\)")
 
 
 def once(src, old, new):
     if src.count(old) < 1:
         sys.exit(f"step_probe.py: not found: {old!r}")
     return src.replace(old, new, 1)
+
+
+def k_loop(src, at=0):
+    """The first k loop from `at`: its header's match (indent, first k,
+    limit, step) and where its closing brace's line starts, less one."""
+    m = KANY.search(src, at)
+    if not m:
+        sys.exit("step_probe.py: no k loop")
+    return m, src.find("\n" + m.group(1) + "}\n", m.end())
 
 
 def no_copies(src):
@@ -65,13 +73,8 @@ def no_copies(src):
 def dbuf(src, which="wx"):
     """The k loop's operands named in `which` (w: weight rows, x: state rows)
     loaded one k step ahead into a second set of registers."""
-    m = KANY.search(src)
-    if not m:
-        sys.exit("step_probe.py: no k loop")
-    ind = m.group(1)
-    hdr = re.match(r" *for \(int k = (ks \* 4); k < ([^;]+); k \+= (\d+)\) \{\n", m.group(0))
-    first, limit, step = hdr.group(1), hdr.group(2), hdr.group(3)
-    end = src.find("\n" + ind + "}\n", m.end())
+    m, end = k_loop(src)
+    ind, first, limit, step = m.groups()
     body = src[m.end():end + 1].splitlines(keepends=True)
     loads = [l for l in body if l.strip().startswith("const float4 ") and l.strip()[13] in which]
     rest = [l for l in body if l not in loads]
@@ -105,10 +108,7 @@ def dbuf(src, which="wx"):
 
 
 def bcast(src, which):
-    m = KANY.search(src)
-    if not m:
-        sys.exit("step_probe.py: no k loop")
-    end = src.find("\n" + m.group(1) + "}\n", m.end())
+    m, end = k_loop(src)
     out = []
     for l in src[m.end():end + 1].splitlines(keepends=True):
         t = l.strip()
@@ -122,10 +122,7 @@ def bcast(src, which):
 def jorder(src):
     """Each k's run of FFMAs a{i}_{j} = fmaf(w{i}.c, x{j}.c, ...) sorted by
     (j, i) instead of (i, j)."""
-    m = KANY.search(src)
-    if not m:
-        sys.exit("step_probe.py: no k loop")
-    end = src.find("\n" + m.group(1) + "}\n", m.end())
+    m, end = k_loop(src)
     lines = src[m.end():end + 1].splitlines(keepends=True)
     key = re.compile(r"a(\d+)_(\d+) = fmaf\(\w+\.(\w), ")
     out, run = [], []
@@ -177,10 +174,8 @@ def main():
         top = src.find(STEP_TOP)
         at = src.find(LOOP_END, top) + len(LOOP_END)
         src = src[:at] + "            TS(1);\n" + src[at:]
-        m = KANY.search(src, at)
-        if not m:
-            sys.exit("step_probe.py: no k loop")
-        close = src.find("\n" + m.group(1) + "}\n", m.end()) + len(m.group(1)) + 3
+        m, end = k_loop(src, at)
+        close = end + len(m.group(1)) + 3
         src = src[:close] + m.group(1) + "TS(2);\n" + src[close:]
     src = once(src, ELEM, "        TS(3);\n" + ELEM)
     src = once(src, ELEM_END, "        TS(4);\n" + ELEM_END)
@@ -192,9 +187,8 @@ def main():
         src = once(src, "        TS(3);\n" + ELEM,
                    "        TS(3);\n        for (int e = tid; e < 0 * E; e += NT) {\n")
     elif variant == "nomul":
-        src, n = KLOOP.subn(r"for (int k = ks * 4; k < 0 * kn_; k += \1)", src, count=1)
-        if n != 1:
-            sys.exit("step_probe.py: no k loop")
+        m, _ = k_loop(src)
+        src = src[:m.start(3)] + "0 * " + src[m.start(3):]
     elif variant == "norel":
         src = once(src, "                            rnnc_mb_wait(mb_ + NSB + ch_ % NSB, (eph_ >> (ch_ % NSB)) & 1u);\n", "")
     elif variant == "pure":
@@ -212,9 +206,9 @@ def main():
     elif variant == "jorder":
         src = jorder(src)
     elif variant == "unroll8":
-        at = KLOOP.search(src)
-        pre = src.rfind("#pragma unroll 4\n", 0, at.start() if at else 0)
-        if not at or pre < 0:
+        m, _ = k_loop(src)
+        pre = src.rfind("#pragma unroll 4\n", 0, m.start())
+        if pre < 0:
             sys.exit("step_probe.py: no k loop")
         src = src[:pre] + "#pragma unroll 8\n" + src[pre + len("#pragma unroll 4\n"):]
     elif variant == "mod":
