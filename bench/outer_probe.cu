@@ -24,11 +24,9 @@
  * clock) of the products and their sums, and of the whole step with the
  * buffers' refill, and the sums' error against the host.
  */
-#include <cstdio>
-#include <cstdlib>
 #include <cmath>
-#include <vector>
-#include <cuda_runtime.h>
+
+#include "probe_check.h"
 
 constexpr int GRID = 128, STEPS = 20;
 
@@ -137,20 +135,17 @@ static int run(const char *name)
         v = (float)rand() / RAND_MAX - 0.5f;
     float *dw, *dh, *dout;
     long long *dcyc;
-    cudaMalloc(&dw, wt.size() * 4);
-    cudaMalloc(&dh, ht.size() * 4);
-    cudaMalloc(&dout, out.size() * 4);
-    cudaMalloc(&dcyc, 2 * GRID * sizeof(long long));
-    cudaMemcpy(dw, wt.data(), wt.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(dh, ht.data(), ht.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemset(dout, 0xff, out.size() * 4); /* poisoned */
-    cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM);
+    CK(cudaMalloc(&dw, wt.size() * 4));
+    CK(cudaMalloc(&dh, ht.size() * 4));
+    CK(cudaMalloc(&dout, out.size() * 4));
+    CK(cudaMalloc(&dcyc, 2 * GRID * sizeof(long long)));
+    CK(cudaMemcpy(dw, wt.data(), wt.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dh, ht.data(), ht.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dout, 0xff, out.size() * 4)); /* poisoned */
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM));
     for (int rep = 0; rep < 3; rep++) {
         kern<<<GRID, NT, S::SMEM>>>(dw, dh, dout, dcyc);
-        if (cudaDeviceSynchronize() != cudaSuccess) {
-            fprintf(stderr, "outer_probe %s: %s\n", name, cudaGetErrorString(cudaGetLastError()));
-            return 1;
-        }
+        CK(cudaDeviceSynchronize());
     }
     std::vector<long long> cyc(2 * GRID);
     cudaMemcpy(cyc.data(), dcyc, 2 * GRID * sizeof(long long), cudaMemcpyDeviceToHost);

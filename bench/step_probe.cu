@@ -17,11 +17,7 @@
  * Prints the kernel's median time over 10 launches after 3 (CUDA events),
  * and the mean over blocks and steps of each interval between marks.
  */
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
+#include "probe_check.h"
 
 #define PROF_STEPS 64
 #define PROF_MARKS 8
@@ -33,15 +29,6 @@ __device__ unsigned long long prof_[256 * PROF_STEPS * PROF_MARKS];
     } while (0)
 
 #include STEP_SRC
-
-#define CK(x)                                                                    \
-    do {                                                                         \
-        cudaError_t e_ = (x);                                                    \
-        if (e_ != cudaSuccess) {                                                 \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-            return 1;                                                            \
-        }                                                                        \
-    } while (0)
 
 static float *dev_random(size_t n, float scale)
 {
@@ -80,21 +67,8 @@ int main(int argc, char **argv)
     const int *len = nullptr;
     int rev = 0;
     void *args[] = {&cx, &y, &st, &hz, &cfold, &cw, &xb, &dummy, &bar, &T, &len, &rev, &io};
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ms;
-    for (int i = 0; i < 13; i++) {
-        cudaEventRecord(e0);
-        CK(cudaLaunchCooperativeKernel((void *)rnnc_step, grid, NT, args, smem, 0));
-        cudaEventRecord(e1);
-        CK(cudaEventSynchronize(e1));
-        float m = 0;
-        cudaEventElapsedTime(&m, e0, e1);
-        if (i >= 3)
-            ms.push_back(m);
-    }
-    std::sort(ms.begin(), ms.end());
+    const double ms = median_ms(
+        [&] { CK(cudaLaunchCooperativeKernel((void *)rnnc_step, grid, NT, args, smem, 0)); }, 3, 10);
     std::vector<unsigned long long> p((size_t)grid * PROF_STEPS * PROF_MARKS);
     CK(cudaMemcpyFromSymbol(p.data(), prof_, p.size() * sizeof p[0]));
     /* the mean of each interval between consecutive marks a step recorded
@@ -120,7 +94,7 @@ int main(int argc, char **argv)
             }
         }
     printf("%s: %.3f ms (median of 10), %.1f us a step; cycles a step %.0f:", name,
-           ms[ms.size() / 2], ms[ms.size() / 2] * 1000.0 / T, whole / (nw ? nw : 1));
+           ms, ms * 1000.0 / T, whole / (nw ? nw : 1));
     for (int i = 1; i < PROF_MARKS; i++)
         if (n[i])
             printf(" [%d] %.0f", i, sum[i] / n[i]);
