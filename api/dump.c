@@ -31,7 +31,7 @@ static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes
         rt_fused_tuning tu;
         if (d->tuning && !rt_fused_tuning_parse(d->tuning, &tu))
             st = err_fail(RNNC_ERR_INVALID_ARG,
-                          "tuning '%s' is not 'ut=U bt=B nt=N[ rr=R bb=S][ ex=E]'", d->tuning);
+                          "tuning '%s' is not 'ut=U bt=B nt=N[ rr=R bb=S][ ex=E][ op=1]'", d->tuning);
         else if (d->tuning)
             rt_fused_tuning_apply(tu, &cfg);
         if (st == RNNC_OK)

@@ -63,6 +63,9 @@ typedef struct cg_cuda_config {
     int reg_rows;      /* RR: weight rows of a lane's register tile (1-16, a power of 2) */
     int reg_batch;     /* BB: batch rows of a lane's register tile (1-16, a power of 2);
                           a larger tile reads fewer shared-memory words per FMA */
+    bool outer;        /* FFMA on sm_90 with h in bulk-staged chunks: the step's linear as
+                          outer products over k-major operands (cuda_outer.c) where the
+                          tiling allows (RR and BB multiples of 4); else ignored */
     int smem_limit;    /* bytes of shared memory a block may use (0: 227 KiB) */
     int gemm_rows;     /* rows of a hoisted GEMM tile: 32, 64 or 128 (0: by batch size) */
     int exchange;      /* how blocks of the step kernel hand states to each other:

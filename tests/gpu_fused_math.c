@@ -7,7 +7,8 @@
  * default tiling at the benchmark width.  Then a forward (T = 1, device
  * pointers, the caller's stream) is captured in a CUDA graph and replayed:
  * the replays must give the forward's output, with no host synchronisation
- * inside (a capture fails on one).  Exits 77 without a GPU. */
+ * inside (a capture fails on one).  FFMA's outer-product step
+ * (cuda_outer.c) is checked here too, to 1e-5.  Exits 77 without a GPU. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -243,6 +244,39 @@ static void test_3xtf32(void **state)
     each_cell(RNNC_MATH_3XTF32, 5e-6);
 }
 
+/* ---------------------------------------------------------------- outer products */
+
+/* FFMA's outer products (cuda_outer.c, RNNC_FUSED_TILE's seventh field):
+ * h in chunks of 32 columns at B = 256 (one batch group, 4 or 3 groups of
+ * threads splitting K; a GRU's 24 rows a block at 384 threads), with
+ * lengths and two layers; 128-column chunks at I = H = 512, B = 64 (four
+ * batch groups of 16 rows, 8 groups of threads), bidirectional with
+ * lengths, and a .cell cell's 3 slices.  test_cuda_codegen checks that
+ * these tilings take outer products. */
+static void test_outer_products(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    static const struct {
+        const char *tile;
+        mcase mc;
+    } t[] = {
+        {"8,256,512,8,8,0,1", {"lstm", 6, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, false}},
+        {"8,256,512,8,8,0,1", {"lstm", 8, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, true}},
+        {"8,256,512,8,8,0,1", {"lstm", 4, 256, 64, 1024, 2, RNNC_MATH_FFMA, false, false}},
+        {"8,256,384,8,8,0,1", {"gru", 6, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, true}},
+        {"16,16,512,4,4,0,1", {"lstm", 20, 64, 512, 512, 2, RNNC_MATH_FFMA, false, false}},
+        {"16,16,512,4,4,0,1", {"lstm", 20, 64, 512, 512, 1, RNNC_MATH_FFMA, true, true}},
+        {"16,16,384,4,4,0,1", {"cifg", 20, 64, 512, 512, 1, RNNC_MATH_FFMA, false, true}},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        setenv("RNNC_FUSED_TILE", t[i].tile, 1);
+        printf("  tile %s\n", t[i].tile);
+        run_case(&t[i].mc, &rng, 1e-5);
+    }
+    unsetenv("RNNC_FUSED_TILE");
+}
+
 /* ---------------------------------------------------------------- graphs */
 
 typedef struct graph_api {
@@ -402,6 +436,7 @@ int main(void)
     setenv("RNNC_AUTOTUNE", "0", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_graph_capture),
+        cmocka_unit_test(test_outer_products),
         cmocka_unit_test(test_tf32),
         cmocka_unit_test(test_3xtf32),
     };

@@ -283,6 +283,60 @@ static void test_bulk_staging_compile(void **state)
     }
 }
 
+/* FFMA's outer products (cuda_outer.c) at the tilings gpu_fused_math
+ * runs: taken on sm_90 (h in bulk-staged chunks, k-major), within 227
+ * KiB, compiled clean; refused on sm_80 (no bulk copies), where the
+ * tuning's other fields still hold.  A bidirectional layer's direction
+ * has half the SMs (66). */
+static void test_outer_products_compile(void **state)
+{
+    (void)state;
+    tu_require_nvrtc();
+    static const char cifg[] =
+        "cell cifg {\n    input x[I]\n    state h[H]\n    state c[H]\n"
+        "    param weight_ih[3H, I]\n    param weight_hh[3H, H]\n    param bias[3H]\n"
+        "    gates = linear(x, weight_ih) + linear(h, weight_hh) + bias\n"
+        "    f, g, o = chunk(gates, 3)\n    fs = sigmoid(f)\n"
+        "    c_next = fs * c + (1 - fs) * tanh(g)\n    h_next = sigmoid(o) * tanh(c_next)\n"
+        "    next h = h_next\n    next c = c_next\n    output h_next\n}\n";
+    static const struct {
+        const char *cell;
+        int64_t I, H, B;
+        int ut, bt, nt, rr, bb, sms;
+    } t[] = {{"lstm", 64, 1024, 256, 8, 256, 512, 8, 8, 132},
+             {"lstm", 1024, 1024, 256, 8, 256, 512, 8, 8, 132},
+             {"gru", 64, 1024, 256, 8, 256, 384, 8, 8, 132},
+             {"lstm", 512, 512, 64, 16, 16, 512, 4, 4, 132},
+             {"lstm", 512, 512, 64, 0, 32, 512, 4, 4, 66},
+             {"cifg", 512, 512, 64, 16, 16, 384, 4, 4, 132}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        rnnc_cell *cell = NULL;
+        if (strcmp(t[i].cell, "cifg") == 0)
+            assert_int_equal(rnnc_cell_parse(&cell, cifg, strlen(cifg), "cifg.cell", NULL, NULL),
+                             RNNC_OK);
+        else
+            cell = tu_builtin(t[i].cell);
+        for (int sm = 80; sm <= 90; sm += 10) {
+            cg_cuda_config cfg = {.sizes = {t[i].I, t[i].H, t[i].H}, .batch = t[i].B, .sm = sm,
+                                  .sm_count = t[i].sms, .unit_tile = t[i].ut,
+                                  .batch_tile = t[i].bt, .threads = t[i].nt,
+                                  .reg_rows = t[i].rr, .reg_batch = t[i].bb, .outer = true};
+            char *src = NULL, label[200];
+            cg_cuda_plan plan;
+            if (tu_cuda_source(cell, RNNC_HOIST_ALL, &cfg, &src, &plan) != RNNC_OK)
+                fail_msg("%s outer sm_%d: %s", t[i].cell, sm, rnnc_last_error());
+            if ((strstr(plan.tuning, " outer") != NULL) != (sm == 90))
+                fail_msg("%s B=%lld sm_%d: %s", t[i].cell, (long long)t[i].B, sm, plan.tuning);
+            assert_true(plan.launch[plan.n_launch - 1].smem <= 227 * 1024);
+            snprintf(label, sizeof label, "%s_outer_B%lld_sm%d (%s)", t[i].cell,
+                     (long long)t[i].B, sm, plan.tuning);
+            tu_compile_clean(src, label, sm);
+            free(src);
+        }
+        rnnc_cell_destroy(cell);
+    }
+}
+
 /* Several elements a thread (E = 512 at 256 threads on sm_90, 640 with
  * 108 SMs on sm_80): the hoisted values and states still live in
  * registers, arrays indexed in unrolled loops. */
@@ -488,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_kept_columns_compile),
         cmocka_unit_test(test_bulk_staging_compile),
         cmocka_unit_test(test_bulk_chunks_b64),
+        cmocka_unit_test(test_outer_products_compile),
         cmocka_unit_test(test_register_cache_arrays),
         cmocka_unit_test(test_pre_ampere_compile),
         cmocka_unit_test(test_register_tiles_compile),

@@ -52,7 +52,7 @@ static void test_candidates(void **state)
     rt_fused_tuning c[20];
     int n = rt_fused_candidates(64, 512, 132, false, c, 16);
     assert_true(n >= 8 && n <= 16);
-    assert_true(same(c[0], (rt_fused_tuning){0, 0, 0, 0, 0, 0}));
+    assert_true(same(c[0], (rt_fused_tuning){0, 0, 0, 0, 0, 0, 0}));
     bool bt8 = false, bt32 = false, wide = false, regs = false;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < i; j++)
@@ -154,8 +154,8 @@ static void test_tuning_text(void **state)
         int rr = i % 3 ? 1 << (int)tu_uniform(&seed, 0, 5) : 0;
         rt_fused_tuning t = {(int)tu_uniform(&seed, 0, 64), (int)tu_uniform(&seed, 0, 128),
                              32 * (int)tu_uniform(&seed, 0, 33), rr, rr ? 16 / rr : 0,
-                             (int)tu_uniform(&seed, 0, 3)},
-                        back = {-1, -1, -1, -1, -1, -1};
+                             (int)tu_uniform(&seed, 0, 3), (int)tu_uniform(&seed, 0, 2)},
+                        back = {-1, -1, -1, -1, -1, -1, -1};
         char text[64];
         rt_fused_tuning_text(t, text, sizeof text);
         assert_true(rt_fused_tuning_parse(text, &back));
@@ -166,7 +166,8 @@ static void test_tuning_text(void **state)
                                       "ut=0 bt=0 nt=0 rr=3 bb=4", "ut=0 bt=0 nt=0 rr=4",
                                       "ut=0 bt=0 nt=0 rr=32 bb=1", "ut=0 bt=0 nt=0 ex=0",
                                       "ut=0 bt=0 nt=0 ex=3", "ut=0 bt=0 nt=0 ex=2 rr=8 bb=4",
-                                      "ut=0 bt=0 nt=0 ex=2 "};
+                                      "ut=0 bt=0 nt=0 ex=2 ", "ut=0 bt=0 nt=0 op=0",
+                                      "ut=0 bt=0 nt=0 op=2", "ut=0 bt=0 nt=0 op=1 ex=2"};
     rt_fused_tuning t;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_false(rt_fused_tuning_parse(bad[i], &t));
@@ -208,7 +209,7 @@ static void test_keys(void **state)
 
 static rt_fused_tuning choose(rt_fused *f, int64_t batch, const char *want_from)
 {
-    rt_fused_tuning t = {-1, -1, -1, -1, -1, -1};
+    rt_fused_tuning t = {-1, -1, -1, -1, -1, -1, -1};
     const char *from = NULL;
     rt_fused_choose(f, batch, &t, &from);
     assert_non_null(from);
@@ -225,14 +226,14 @@ static void test_lookup_order(void **state)
     char key[512];
     rt_fused_shape_key(f, 8, key, sizeof key);
     /* not bound: nothing can be timed, so the heuristic, and no record */
-    assert_true(same(choose(f, 8, "heuristic (no timing"), (rt_fused_tuning){0, 0, 0, 0, 0, 0}));
+    assert_true(same(choose(f, 8, "heuristic (no timing"), (rt_fused_tuning){0, 0, 0, 0, 0, 0, 0}));
     char text[64];
     assert_int_equal(rt_tuning_get(key, text, sizeof text), RNNC_ERR_NOT_FOUND);
     setenv("RNNC_AUTOTUNE", "0", 1);
     choose(f, 8, "RNNC_AUTOTUNE=0");
     /* a record wins over the heuristic, RNNC_AUTOTUNE=0 or not */
     assert_ok(rt_tuning_put(key, "ut=0 bt=4 nt=256"));
-    assert_true(same(choose(f, 8, "tuning record"), (rt_fused_tuning){0, 4, 256, 0, 0, 0}));
+    assert_true(same(choose(f, 8, "tuning record"), (rt_fused_tuning){0, 4, 256, 0, 0, 0, 0}));
     unsetenv("RNNC_AUTOTUNE");
     choose(f, 1, "heuristic"); /* per batch size */
     /* a loaded bundle wins over the record */
@@ -240,17 +241,19 @@ static void test_lookup_order(void **state)
     assert_ok(rt_bundle_create(&b));
     assert_ok(rt_bundle_add_tuning(b, key, "ut=8 bt=0 nt=0"));
     assert_ok(rt_bundle_register(b));
-    assert_true(same(choose(f, 8, "loaded bundle"), (rt_fused_tuning){8, 0, 0, 0, 0, 0}));
+    assert_true(same(choose(f, 8, "loaded bundle"), (rt_fused_tuning){8, 0, 0, 0, 0, 0, 0}));
     /* the environment wins over everything */
     setenv("RNNC_FUSED_TILE", "16,16,512", 1);
-    assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){16, 16, 512, 0, 0, 0}));
+    assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){16, 16, 512, 0, 0, 0, 0}));
     setenv("RNNC_FUSED_TILE", "0,0,0,8,4,2", 1); /* register tile and exchange */
-    assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){0, 0, 0, 8, 4, 2}));
+    assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){0, 0, 0, 8, 4, 2, 0}));
+    setenv("RNNC_FUSED_TILE", "0,0,512,8,8,0,1", 1); /* outer products */
+    assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){0, 0, 512, 8, 8, 0, 1}));
     unsetenv("RNNC_FUSED_TILE");
     rt_bundle_destroy(b); /* unregisters */
     /* the choice reaches the generated kernels */
     assert_ok(rt_fused_prepare(f, 8));
-    assert_true(same(f->tuning, (rt_fused_tuning){0, 4, 256, 0, 0, 0}));
+    assert_true(same(f->tuning, (rt_fused_tuning){0, 4, 256, 0, 0, 0, 0}));
     assert_non_null(strstr(f->tuning_from, "tuning record"));
     assert_non_null(strstr(f->plan.tuning, "bt=4 nt=256"));
     /* a damaged record is not trusted */

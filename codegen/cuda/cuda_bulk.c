@@ -71,6 +71,13 @@ int32_t cu_bulk_linear(const cu_ctx *c)
     return lin;
 }
 
+/* Rows of a chunk-major copy: B, or with outer products (k-major chunks
+ * of a batch group's BTP rows) NBB BTP. */
+static int64_t copy_rows(const cu_ctx *c)
+{
+    return c->outer ? (int64_t)c->NBB * c->BTP : c->B;
+}
+
 /* The state's two chunk-major copies in the exchange buffer (16-byte
  * aligned, as the copies need). */
 void cu_bulk_place(cu_ctx *c)
@@ -81,30 +88,52 @@ void cu_bulk_place(cu_ctx *c)
     cg_cuda_plan *p = c->plan;
     p->xb_floats = (p->xb_floats + 3) / 4 * 4;
     c->xb[sv] = p->xb_floats;
-    p->xb_floats += 2 * c->B * c->cols[sv];
+    p->xb_floats += 2 * copy_rows(c) * c->cols[sv];
+}
+
+/* The copies' macros: the state's chunk-major copy cp, chunk ch of this
+ * block's rows (BSRC), and the place of (gb, cc) (BPUT).  Rows of KC
+ * floats, chunk after chunk; with outer products (cuda_outer.c) the chunk
+ * of a batch group is k-major, [KC][BTP], one run of CHF floats. */
+static void emit_copy_macros(const cu_ctx *c, cu_text *t)
+{
+    int32_t sv = c->f->states[c->bulk_state].node;
+    long long K = (long long)cu_kdim(c, c->bulk_lin), at = (long long)c->xb[sv];
+    if (c->outer) {
+        long long copy = (long long)copy_rows(c) * K;
+        cu_printf(t,
+                  "#define BSRC(cp, ch) (xb + %lld + (size_t)(cp) * %lld + ((size_t)(ch) * %d + bb) * CHF)\n"
+                  "#define BPUT(cp, gb, cc) (xb + %lld + (size_t)(cp) * %lld + (((size_t)((cc) / KCB) * "
+                  "%d + (gb) / BT) * KCB + (cc) %% KCB) * BTP + (gb) %% BT)\n",
+                  at, copy, c->NBB, at, copy, c->NBB);
+        return;
+    }
+    cu_printf(t,
+              "#define BSRC(cp, ch) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)(%s) * B + b0) * KCB)\n"
+              "#define BPUT(cp, gb, cc) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)((cc) / KCB) * B + "
+              "(gb)) * KCB + (BSW(gb, ((cc) %% KCB) >> 2) << 2) + ((cc) & 3))\n",
+              at, K,
+              /* a K split's block copies its half of the chunks (cuda_ksplit.c) */
+              c->ksplit ? "(ch) + NCHB * cr_" : "ch", at, K);
 }
 
 void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
 {
     if (!c->bulk)
         return;
-    int32_t lin = c->bulk_lin, sv = c->f->states[c->bulk_state].node;
+    int32_t lin = c->bulk_lin;
     long long K = (long long)cu_kdim(c, lin), KC = c->kc[lin];
     cu_printf(t,
               "/* bulk staging (cuda_bulk.c): %lld chunks of %lld columns, %d buffers; the "
               "state's chunk-major copy cp, chunk ch of this block's rows, and the place of "
               "(gb, cc) */\n"
               "#define NSB %d\n#define KCB %lld\n#define NCHB %lld\n#define CHF %lld\n"
-              "#define SM_MB %lld\n"
-              "#define BSRC(cp, ch) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)(%s) * B + b0) * KCB)\n"
-              "#define BPUT(cp, gb, cc) (xb + %lld + (size_t)(cp) * B * %lld + ((size_t)((cc) / KCB) * B + "
-              "(gb)) * KCB + (BSW(gb, ((cc) %% KCB) >> 2) << 2) + ((cc) & 3))\n",
+              "#define SM_MB %lld\n",
               K / KC, KC, c->bulk_ns, c->bulk_ns, KC, K / KC / (c->ksplit ? 2 : 1),
               /* streamed weights: each buffer also takes the chunk's rows of W */
               (long long)(c->BTP + (c->wstream ? cu_wstream_rows(c) : 0)) * KC,
-              (long long)c->bulk_mb, (long long)c->xb[sv], K,
-              /* a K split's block copies its half of the chunks (cuda_ksplit.c) */
-              c->ksplit ? "(ch) + NCHB * cr_" : "ch", (long long)c->xb[sv], K);
+              (long long)c->bulk_mb);
+    emit_copy_macros(c, t);
     /* where the 16-byte group g of row r lies: ldmatrix reads one group of
      * 8 consecutive rows, so the tensor cores XOR it with the row's low
      * bits; the FFMA lanes of a quarter warp read KS consecutive groups of
@@ -156,7 +185,7 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
         return;
     cu_printf(t,
               "    unsigned long long *const mb_ = (unsigned long long *)(sm_ + SM_MB);\n"
-              "    const unsigned bn_ = (unsigned)(min(BT, B - b0) * KCB * 4);\n"
+              "    const unsigned bn_ = (unsigned)(%s * KCB * 4);\n"
               "    unsigned ph_ = 0u, eph_ = 0u;\n"
               "    (void)bn_; (void)ph_; (void)eph_;\n"
               "    if (tid == 0) {\n"
@@ -165,6 +194,7 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
               "%s"
               "        asm volatile(\"fence.mbarrier_init.release.cluster;\" : : : \"memory\");\n"
               "    }\n",
+              c->outer ? "BTP" : "min(BT, B - b0)",
               /* a K split's warps that multiply free the buffers (so do
                * the streamed step's); its third mbarrier takes the
                * partner's partial sums */
@@ -172,12 +202,45 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
               c->ksplit ? "        rnnc_mb_init(mb_ + 2 * NSB, 1);\n" : "");
 }
 
+/* Step 0's chunk ch_ from the caller's state (row-major), laid out as
+ * the copies lay it: rows permuted by BSW, or k-major for outer products
+ * (16-byte loads along a row, four words down a column; consecutive
+ * threads take consecutive rows, so their stores fall on distinct
+ * banks). */
+static void emit_stage0(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    long long K = (long long)cu_kdim(c, lin);
+    char src[160];
+    snprintf(src, sizeof src, "(const float4 *)(s%d_ + (size_t)gb * %lld + ch_ * KCB + c4 * 4)",
+             c->bulk_state, K);
+    if (c->outer) {
+        cu_printf(t,
+                  "            for (int i = tid; i < BTP * (KCB / 4); i += NT) {\n"
+                  "                const int b = i %% BTP, c4 = i / BTP, gb = b0 + b;\n"
+                  "                float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+                  "                if (b < BT && gb < B) v_ = __ldcg(%s);\n"
+                  "                float *const d_ = &sm_[xo_ + c4 * 4 * BTP + b];\n"
+                  "                d_[0] = v_.x; d_[BTP] = v_.y; d_[2 * BTP] = v_.z; d_[3 * BTP] = v_.w;\n"
+                  "            }\n",
+                  src);
+        return;
+    }
+    cu_printf(t,
+              "            for (int i = tid; i < BTP * (KCB / 4); i += NT) {\n"
+              "                const int b = i / (KCB / 4), c4 = i %% (KCB / 4), gb = b0 + b;\n"
+              "                float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "                if (b < BT && gb < B)\n"
+              "                    v_ = __ldcg(%s);\n"
+              "                *(float4 *)&sm_[xo_ + b * KCB + (BSW(b, c4) << 2)] = %s;\n"
+              "            }\n",
+              src, cu_tf32_rounded(c) ? "rnnc_tf32x4(v_)" : "v_");
+}
+
 /* Opens the chunk loop: after step 0 the first copies start (the barrier
  * before this step acquired the data), and each chunk waits for its
  * buffer; step 0 stages the caller's state itself. */
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
 {
-    long long K = (long long)cu_kdim(c, lin);
     cu_printf(t,
               "    if (t > 0 && tid == 0) {\n"
               "        asm volatile(\"fence.proxy.async.global;\" : : : \"memory\");\n"
@@ -186,21 +249,15 @@ void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
               "    }\n"
               "    for (int ch_ = 0; ch_ < NCHB; ++ch_) {\n"
               "        const int xo_ = ch_ %% NSB * CHF;\n"
-              "        if (t == 0) {\n"
-              "            for (int i = tid; i < BTP * (KCB / 4); i += NT) {\n"
-              "                const int b = i / (KCB / 4), c4 = i %% (KCB / 4), gb = b0 + b;\n"
-              "                float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);\n"
-              "                if (b < BT && gb < B)\n"
-              "                    v_ = __ldcg((const float4 *)(s%d_ + (size_t)gb * %lld + ch_ * KCB + c4 * 4));\n"
-              "                *(float4 *)&sm_[xo_ + b * KCB + (BSW(b, c4) << 2)] = %s;\n"
-              "            }\n"
+              "        if (t == 0) {\n");
+    emit_stage0(c, lin, t);
+    cu_printf(t,
               "%s"
               "            __syncthreads();\n"
               "        } else {\n"
               "            rnnc_mb_wait(mb_ + ch_ %% NSB, (ph_ >> (ch_ %% NSB)) & 1u);\n"
               "            ph_ ^= 1u << (ch_ %% NSB);\n"
               "        }\n",
-              c->bulk_state, K, cu_tf32_rounded(c) ? "rnnc_tf32x4(v_)" : "v_",
               /* the wgmma step's tensor cores read the buffer through the
                * async proxy */
               c->wgstep ? "            asm volatile(\"fence.proxy.async.shared::cta;\" : : : \"memory\");\n"

@@ -126,6 +126,9 @@ typedef struct cu_ctx {
     int bulk_ns;
     int32_t bulk_lin, bulk_state;
     int64_t bulk_mb;
+    /* The bulk-staged FFMA linear as outer products over k-major
+     * operands (cuda_outer.c): RR x BB a thread, ks[lin] groups split K. */
+    bool outer;
     /* The step's linears run on tensor cores (cuda_mma.c). */
     bool mma;
     /* The bulk-staged linear runs on wgmma, its W slice chunk-major
@@ -442,6 +445,14 @@ rnnc_status cu_emit_wstream_linear(const cu_ctx *c, int32_t lin, cu_text *t);
 void cu_wstream_result(const cu_ctx *c, int32_t lin, const char *r, char *buf, size_t n);
 rnnc_status cu_emit_mma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
+/* The bulk-staged FFMA linear as outer products (cuda_outer.c): whether
+ * the tiling allows it, whether the groups' partial sums fit the chunk
+ * buffers, W's slice copied k-major, and the linear. */
+bool cu_outer_fits(const cu_ctx *c);
+bool cu_outer_partials_fit(const cu_ctx *c);
+void cu_emit_outer_weights(const cu_ctx *c, int32_t lin, cu_text *t);
+rnnc_status cu_emit_outer_linear(const cu_ctx *c, int32_t lin, cu_text *t,
+                                 rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));
 /* The same on the FFMA pipes (cuda_ffma.c). */
 rnnc_status cu_emit_ffma_linear(const cu_ctx *c, int32_t lin, cu_text *t,
                                 rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *));

@@ -416,6 +416,10 @@ void cu_emit_weights(const cu_ctx *c, cu_text *t)
             emit_weights_half(c, i, w, K, R, t);
             continue;
         }
+        if (c->outer && i == c->bulk_lin) {
+            cu_emit_outer_weights(c, i, t);
+            continue;
+        }
         if (K % 4 == 0) {
             emit_slice_copy(c, i, K, c->kp[i], t);
             continue;

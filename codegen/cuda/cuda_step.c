@@ -131,6 +131,8 @@ static rnnc_status emit_linear(const cu_ctx *c, int32_t lin, cu_text *t)
         return cu_emit_wgstep_linear(c, lin, t, cu_emit_chunk_open);
     if (c->mma)
         return cu_emit_mma_linear(c, lin, t, cu_emit_chunk_open);
+    if (c->outer && lin == c->bulk_lin)
+        return cu_emit_outer_linear(c, lin, t, cu_emit_chunk_open);
     return cu_emit_ffma_linear(c, lin, t, cu_emit_chunk_open);
 }
 

@@ -208,6 +208,7 @@ static void choose_bulk(cu_ctx *c, int64_t limit)
     c->wgstep = false;
     c->ksplit = false;
     c->wstream = false;
+    c->outer = false;
     c->bulk_lin = cu_bulk_linear(c);
     if (c->bulk_lin < 0)
         return;
@@ -219,6 +220,27 @@ static void choose_bulk(cu_ctx *c, int64_t limit)
             return;
         }
     c->bulk = false;
+}
+
+/* Outer products (cuda_outer.c) where the tuning asks for them and the
+ * tiling allows: W's slice k-major, rows unpadded, and the most chunk
+ * buffers (4 down to 2) that fit with room in them for the groups'
+ * partial sums; else the tiling as it was. */
+static void choose_outer(cu_ctx *c, int64_t limit)
+{
+    if (!c->cfg.outer || !cu_outer_fits(c))
+        return;
+    int32_t lin = c->bulk_lin, kp = c->kp[lin];
+    int ns = c->bulk_ns;
+    c->outer = true;
+    c->kp[lin] = (int32_t)cu_kdim(c, lin);
+    for (c->bulk_ns = 4; c->bulk_ns >= 2; c->bulk_ns--)
+        if (cu_outer_partials_fit(c) && lay_smem(c) <= limit)
+            return;
+    c->outer = false;
+    c->kp[lin] = kp;
+    c->bulk_ns = ns;
+    lay_smem(c);
 }
 
 /* Lanes one step linear needs: RR x BB outputs each. */
@@ -301,6 +323,8 @@ void cu_try_tiles(cu_ctx *c, int64_t bt, int64_t kc, int sm_count, int64_t limit
     for (int32_t i = 0; i < c->f->n; i++)
         c->kr[i] = 0;
     choose_bulk(c, limit);
+    if (c->bulk)
+        choose_outer(c, limit);
     *fits = lay_smem(c) <= limit;
     if (*fits)
         keep_columns(c, limit);
@@ -425,6 +449,26 @@ static bool try_wstream(cu_ctx *c, int sm_count, int64_t limit)
     return false;
 }
 
+/* Outer products (cuda_outer.c) multiply h staged in chunks by bulk
+ * copies: where the tuning asks for them, the tilings that stage it so
+ * come first, batch tiles in the search's order, the widest chunks that
+ * fit (at I = H = 512, B = 64 the search would stage h whole). */
+static bool try_outer(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64_t limit)
+{
+    static const int64_t kcs[] = {128, 64, 32};
+    if (!c->cfg.outer || cu_tensor_cores(c))
+        return false;
+    c->stream = false;
+    for (int i = 0; i < nb; i++)
+        for (size_t k = 0; k < sizeof kcs / sizeof kcs[0]; k++) {
+            bool fits;
+            cu_try_tiles(c, bts[i], kcs[k], sm_count, limit, &fits);
+            if (fits && c->outer)
+                return true;
+        }
+    return false;
+}
+
 /* Weights on chip with x staged in chunks of at least 128 columns; else
  * weights streamed from L2/HBM, one batch group first (each group reads
  * all of W_hh every step); else on chip with narrower chunks.  Each chunk
@@ -459,6 +503,8 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     int64_t bts[48];
     int nb = cu_batch_tiles(c, bts);
     if (tc && try_ksplit(c, sm_count, limit))
+        return true;
+    if (try_outer(c, bts, nb, sm_count, limit))
         return true;
     for (int o = 0; o < n_order; o++) {
         int s = order[o][0];
@@ -514,6 +560,7 @@ rnnc_status cu_choose_tiles(cu_ctx *c)
              : c->wstream ? " wgmma wstream"
              : c->wgstep  ? " wgmma"
              : c->mma     ? " mma"
+             : c->outer   ? " outer"
                           : "");
     return RNNC_OK;
 }

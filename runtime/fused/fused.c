@@ -62,6 +62,7 @@ void rt_fused_tuning_apply(rt_fused_tuning t, cg_cuda_config *cfg)
     cfg->reg_batch = t.reg_batch;
     if (t.exchange)
         cfg->exchange = t.exchange;
+    cfg->outer = t.outer != 0;
 }
 
 void rt_fused_config(rt_fused *m, int64_t batch, bool tuned, cg_cuda_config *cfg)

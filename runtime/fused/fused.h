@@ -53,6 +53,7 @@ typedef struct rt_fused_tuning {
     int unit_tile, batch_tile, threads;
     int reg_rows, reg_batch; /* the lanes' register tile */
     int exchange;            /* cg_cuda_config.exchange: 1 barrier, 2 tagged words */
+    int outer;               /* 1: cg_cuda_config.outer (outer products) */
 } rt_fused_tuning;
 
 /* Scratch of one running step kernel: hoisted values, the exchange
@@ -199,7 +200,7 @@ size_t rt_fused_bar_bytes(const cg_cuda_plan *p);
  * model part of a tuning key; + " sm_XX sms=N" the target; + " B=b". */
 void rt_fused_model_key(const rt_fused *m, char *buf, size_t n);
 void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n);
-/* Tuning text "ut=U bt=B nt=T[ rr=R bb=S][ ex=E]" (records and bundles). */
+/* Tuning text "ut=U bt=B nt=T[ rr=R bb=S][ ex=E][ op=1]" (records and bundles). */
 void rt_fused_tuning_text(rt_fused_tuning t, char *buf, size_t n);
 bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t);
 /* Candidates to time, the heuristic ({0}) first; returns how many.

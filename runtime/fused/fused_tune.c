@@ -52,7 +52,9 @@ void rt_fused_tuning_text(rt_fused_tuning t, char *buf, size_t n)
     if ((t.reg_rows || t.reg_batch) && len > 0 && (size_t)len < n)
         len += snprintf(buf + len, n - len, " rr=%d bb=%d", t.reg_rows, t.reg_batch);
     if (t.exchange && len > 0 && (size_t)len < n)
-        snprintf(buf + len, n - len, " ex=%d", t.exchange);
+        len += snprintf(buf + len, n - len, " ex=%d", t.exchange);
+    if (t.outer && len > 0 && (size_t)len < n)
+        snprintf(buf + len, n - len, " op=1");
 }
 
 /* "<name>=<digits>" at *p, the value in [0, max]; advances *p.  Not sscanf:
@@ -78,10 +80,11 @@ static bool tuning_field(const char **p, const char *name, int max, int *out)
 #define MAX_TUNING_TILE 65536
 
 /* "ut=U bt=B nt=N", then " rr=R bb=S" where the register tile is not the
- * generator's choice, then " ex=1" or " ex=2" where the exchange is not. */
+ * generator's choice, then " ex=1" or " ex=2" where the exchange is not,
+ * then " op=1" for outer products. */
 bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t)
 {
-    int ut, bt, nt, rr = 0, bb = 0, ex = 0;
+    int ut, bt, nt, rr = 0, bb = 0, ex = 0, op = 0;
     const char *p = text;
     if (!p || !tuning_field(&p, "ut", MAX_TUNING_TILE, &ut) || *p++ != ' ' ||
         !tuning_field(&p, "bt", MAX_TUNING_TILE, &bt) || *p++ != ' ' ||
@@ -90,11 +93,13 @@ bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t)
     if (strncmp(p, " rr=", 4) == 0 && (p++, !tuning_field(&p, "rr", 16, &rr) || *p++ != ' ' ||
                                        !tuning_field(&p, "bb", 16, &bb)))
         return false;
-    if (*p == ' ' && (p++, !tuning_field(&p, "ex", 2, &ex) || ex == 0))
+    if (strncmp(p, " ex=", 4) == 0 && (p++, !tuning_field(&p, "ex", 2, &ex) || ex == 0))
+        return false;
+    if (*p == ' ' && (p++, !tuning_field(&p, "op", 1, &op) || op == 0))
         return false;
     if (*p != '\0' || !cg_cuda_reg_tile_ok(rr) || !cg_cuda_reg_tile_ok(bb))
         return false;
-    *t = (rt_fused_tuning){ut, bt, nt, rr, bb, ex};
+    *t = (rt_fused_tuning){ut, bt, nt, rr, bb, ex, op};
     return true;
 }
 
@@ -104,7 +109,7 @@ static bool same(rt_fused_tuning a, rt_fused_tuning b)
 {
     return a.unit_tile == b.unit_tile && a.batch_tile == b.batch_tile &&
            a.threads == b.threads && a.reg_rows == b.reg_rows && a.reg_batch == b.reg_batch &&
-           a.exchange == b.exchange;
+           a.exchange == b.exchange && a.outer == b.outer;
 }
 
 static void add(rt_fused_tuning *out, int *n, int max, rt_fused_tuning t)
@@ -464,12 +469,12 @@ static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *no
 static bool from_env(rt_fused_tuning *t)
 {
     const char *e = getenv("RNNC_FUSED_TILE");
-    int ut = 0, bt = 0, nt = 0, rr = 0, bb = 0, ex = 0;
-    if (!e || sscanf(e, "%d,%d,%d,%d,%d,%d", &ut, &bt, &nt, &rr, &bb, &ex) < 1)
+    int ut = 0, bt = 0, nt = 0, rr = 0, bb = 0, ex = 0, op = 0;
+    if (!e || sscanf(e, "%d,%d,%d,%d,%d,%d,%d", &ut, &bt, &nt, &rr, &bb, &ex, &op) < 1)
         return false;
     *t = (rt_fused_tuning){ut > 0 ? ut : 0, bt > 0 ? bt : 0, nt > 0 ? nt : 0,
                            cg_cuda_reg_tile_ok(rr) ? rr : 0, cg_cuda_reg_tile_ok(bb) ? bb : 0,
-                           ex == 1 || ex == 2 ? ex : 0};
+                           ex == 1 || ex == 2 ? ex : 0, op == 1};
     return true;
 }
 

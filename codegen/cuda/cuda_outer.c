@@ -1,0 +1,180 @@
+/*
+ * cuda_outer.c: the bulk-staged step linear on the FFMA pipes as outer
+ * products, the way the hoisted GEMM's tile multiplies.
+ * Requires: cu_choose_tiles chose c->outer (cuda_tile.c): a thread owns RR
+ * rows x BB batch rows, the ks[lin] groups of (R / RR) (BTP / BB) threads
+ * split each chunk's K; W's slice is k-major at SM_W<lin> ([K][R], copied
+ * by cu_emit_outer_weights) and h's chunks k-major in the chunk buffers
+ * ([KC][BTP], cuda_bulk.c).  Keeps: the result in SM_L<lin> ([row][BTP +
+ * 1]), where the element phase reads it, as cuda_ffma.c leaves it.
+ *
+ * Why.  cuda_ffma.c's lanes read float4s along k (RR + BB 16-byte words
+ * for 4 RR BB FMAs), which keeps 4 (RR + BB) operand registers live: 8 x 8
+ * tiles do not fit the 128 registers of 512 threads, and at 256 threads
+ * (two warps a scheduler) the multiply of the LSTM at I = H = 1024, B =
+ * 256 ran at 57% of the FMA rate on the H200, 60% with no copies at all.
+ * Here a thread reads, per k, RR and BB consecutive words (runs of 4 per
+ * float4) and keeps RR + BB operand registers: 8 x 8 tiles at 512
+ * threads, four warps a scheduler, and a warp's loads are 2 + 2 16-byte
+ * words over 4 distinct addresses of W and 8 of h, one shared-memory
+ * wavefront each (bench/outer_probe.cu: 88.5 K cycles a step against
+ * 110.4 K, bench/results/h200/step-probe/).  The groups' partial sums meet
+ * in the chunk buffers once the chunks are done.
+ */
+#include <stdio.h>
+
+#include "codegen/cuda/cuda_gen.h"
+
+static const char *const q4[4] = {"x", "y", "z", "w"};
+
+/* Row i of a thread's tile, rows in runs of 4 spread over the slice so
+ * the threads of a warp read consecutive words (rc_ in scope); the same
+ * for batch row j (bc_). */
+static void tile_row(const cu_ctx *c, int32_t lin, int i, char *buf, size_t n)
+{
+    int R = cu_slice_rows(c, lin);
+    snprintf(buf, n, "%d + rc_ * 4", i / 4 * (R / (c->RR / 4)) + i % 4);
+}
+
+static void tile_col(const cu_ctx *c, int j, char *buf, size_t n)
+{
+    snprintf(buf, n, "%d + bc_ * 4", j / 4 * (c->BTP / (c->BB / 4)) + j % 4);
+}
+
+bool cu_outer_fits(const cu_ctx *c)
+{
+    int32_t lin = c->bulk_lin;
+    if (!c->bulk || lin < 0 || c->mma || c->wgstep || c->wstream || c->ksplit || c->half ||
+        c->stream)
+        return false;
+    int64_t R = cu_slice_rows(c, lin), cells = (R / c->RR) * (c->BTP / c->BB);
+    return c->RR % 4 == 0 && c->BB % 4 == 0 && R % c->RR == 0 && c->BTP % c->BB == 0 &&
+           cells * c->ks[lin] == c->NT && c->kc[lin] % c->ks[lin] == 0 &&
+           cu_kdim(c, lin) % 4 == 0;
+}
+
+/* The partial sums of groups 1 .. ks - 1 ([R][BTP] each) fit the chunk
+ * buffers. */
+bool cu_outer_partials_fit(const cu_ctx *c)
+{
+    int32_t lin = c->bulk_lin;
+    return (int64_t)(c->ks[lin] - 1) * cu_slice_rows(c, lin) <= (int64_t)c->bulk_ns * c->kc[lin];
+}
+
+/* The block's slice k-major: 16-byte loads along a row of W, four words
+ * stored down a column; consecutive threads take consecutive rows, so the
+ * stores of a warp fall on distinct banks.  Once, before step 0. */
+void cu_emit_outer_weights(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    int32_t w = c->f->nodes[lin].a[1];
+    long long K = (long long)cu_kdim(c, lin), R = cu_slice_rows(c, lin);
+    cu_printf(t,
+              "#pragma unroll 4\n"
+              "    for (int i = tid; i < %lld; i += NT) {\n"
+              "        const int r = i %% %lld, k4 = i / %lld, s = r / UT, gu = u0 + r %% UT;\n"
+              "        float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+              "        if (gu < H) v_ = __ldg((const float4 *)(wts + %lld + (size_t)(s * H + gu) * "
+              "%lld + k4 * 4));\n"
+              "        float *const d_ = &sm_[SM_W%d + k4 * %lld + r];\n"
+              "        d_[0] = v_.x; d_[%lld] = v_.y; d_[%lld] = v_.z; d_[%lld] = v_.w;\n"
+              "    }\n",
+              R * (K / 4), R, R, (long long)c->off[w], K, (int)lin, 4 * R, R, 2 * R, 3 * R);
+}
+
+/* One chunk's products: the group's KC / ks columns of it. */
+static void emit_products(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    int R = cu_slice_rows(c, lin), KG = c->kc[lin] / c->ks[lin];
+    char r[48], b[48];
+    cu_printf(t,
+              "        const float *const wc_ = sm_ + SM_W%d + ch_ * KCB * %d, *const xc_ = sm_ + xo_;\n"
+              "#pragma unroll\n"
+              "        for (int kq_ = 0; kq_ < %d; ++kq_) {\n"
+              "            const int k = g_ * %d + kq_;\n",
+              (int)lin, R, KG, KG);
+    for (int p = 0; p < c->RR / 4; p++) {
+        tile_row(c, lin, 4 * p, r, sizeof r);
+        cu_printf(t, "            const float4 w%d = *(const float4 *)&wc_[k * %d + %s];\n", p, R, r);
+    }
+    for (int p = 0; p < c->BB / 4; p++) {
+        tile_col(c, 4 * p, b, sizeof b);
+        cu_printf(t, "            const float4 x%d = *(const float4 *)&xc_[k * BTP + %s];\n", p, b);
+    }
+    for (int i = 0; i < c->RR; i++)
+        for (int j = 0; j < c->BB; j++)
+            cu_printf(t, "            a%d_%d = fmaf(w%d.%s, x%d.%s, a%d_%d);\n", i, j, i / 4,
+                      q4[i % 4], j / 4, q4[j % 4], i, j);
+    cu_printf(t, "        }\n");
+}
+
+/* The groups' partial sums: groups 1 .. ks - 1 leave theirs in the chunk
+ * buffers ([R][BTP] a group), group 0 adds them, and after a barrier
+ * (SM_L may lie over the buffers) stores the sums. */
+static void emit_sums(const cu_ctx *c, int32_t lin, cu_text *t)
+{
+    int R = cu_slice_rows(c, lin), G = c->ks[lin];
+    char r[48], b[48];
+    if (G > 1) {
+        cu_printf(t, "        if (g_ > 0) {\n"
+                     "            float *const p_ = sm_ + (g_ - 1) * %d;\n", R * c->BTP);
+        for (int i = 0; i < c->RR; i++)
+            for (int j = 0; j < c->BB; j += 4) {
+                tile_row(c, lin, i, r, sizeof r);
+                tile_col(c, j, b, sizeof b);
+                cu_printf(t,
+                          "            *(float4 *)&p_[(%s) * BTP + %s] = make_float4(a%d_%d, a%d_%d, "
+                          "a%d_%d, a%d_%d);\n",
+                          r, b, i, j, i, j + 1, i, j + 2, i, j + 3);
+            }
+        cu_printf(t, "        }\n        __syncthreads();\n"
+                     "        if (g_ == 0) {\n"
+                     "            for (int p_ = 0; p_ < %d; ++p_) {\n"
+                     "                const float *const q_ = sm_ + p_ * %d;\n",
+                  G - 1, R * c->BTP);
+        for (int i = 0; i < c->RR; i++)
+            for (int j = 0; j < c->BB; j += 4) {
+                tile_row(c, lin, i, r, sizeof r);
+                tile_col(c, j, b, sizeof b);
+                cu_printf(t,
+                          "                { const float4 v_ = *(const float4 *)&q_[(%s) * BTP + %s]; "
+                          "a%d_%d += v_.x; a%d_%d += v_.y; a%d_%d += v_.z; a%d_%d += v_.w; }\n",
+                          r, b, i, j, i, j + 1, i, j + 2, i, j + 3);
+            }
+        cu_printf(t, "            }\n        }\n        __syncthreads();\n");
+    }
+    cu_printf(t, "        if (g_ == 0) {\n");
+    for (int i = 0; i < c->RR; i++)
+        for (int j = 0; j < c->BB; j++) {
+            tile_row(c, lin, i, r, sizeof r);
+            tile_col(c, j, b, sizeof b);
+            cu_printf(t, "            sm_[SM_L%d + (%s) * (BTP + 1) + %s] = a%d_%d;\n", (int)lin, r,
+                      b, i, j);
+        }
+    cu_printf(t, "        }\n");
+}
+
+rnnc_status cu_emit_outer_linear(const cu_ctx *c, int32_t lin, cu_text *t,
+                                 rnnc_status (*stage)(const cu_ctx *, int32_t, bool, cu_text *))
+{
+    int R = cu_slice_rows(c, lin), RC = R / c->RR, GT = RC * (c->BTP / c->BB);
+    rnnc_status st;
+    char d[256];
+    cu_printf(t,
+              "    /* %s: outer products (cuda_outer.c), threads own %d x %d outputs, each "
+              "chunk's K split over %d groups */\n",
+              cu_describe(c, lin, d, sizeof d), c->RR, c->BB, c->ks[lin]);
+    cu_printf(t, "    {\n        const int g_ = tid / %d, lt_ = tid %% %d, rc_ = lt_ %% %d, bc_ = lt_ / %d;\n",
+              GT, GT, RC, RC);
+    for (int i = 0; i < c->RR; i++)
+        for (int j = 0; j < c->BB; j++)
+            cu_printf(t, "        float a%d_%d = 0.f;\n", i, j);
+    if ((st = stage(c, lin, true, t)))
+        return st;
+    emit_products(c, lin, t);
+    cu_emit_bulk_chunk_end(c, t, "ch_");
+    /* every warp past the buffers: the partial sums go over them */
+    cu_printf(t, "    }\n    __syncthreads();\n");
+    emit_sums(c, lin, t);
+    cu_printf(t, "    }\n    __syncthreads();\n");
+    return RNNC_OK;
+}
