@@ -23,6 +23,8 @@ chunks' copies: norel, pure, puredbuf, mod, fused), and VARIANT is one of
            split read alike (what a layout whose lanes share columns
            would cost in shared-memory wavefronts; the sums are wrong)
   unroll8  the k loop unrolled 8 deep rather than 4
+  halfcopy each chunk's copy half its bytes (the rest of the buffer as it
+           was): whether the copies' bytes or their latency bound the loop
   mod      the chunk's columns as fused computes them (ptxas allocates
            registers differently), to compare fused with
   fused    a stand-in for the input projection inside the step: the chunk
@@ -66,7 +68,8 @@ def k_loop(src, at=0):
 def no_copies(src):
     src = once(src, "                    rnnc_mb_wait(mb_ + ch_ % NSB, (ph_ >> (ch_ % NSB)) & 1u);\n", "")
     src = once(src, "rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_);", ";")
-    src = once(src, "rnnc_mb_wait(mb_ + NSB + ch_ % NSB, (eph_ >> (ch_ % NSB)) & 1u);", "")
+    # (the last warp done with a buffer refills it without waiting)
+    src = src.replace("rnnc_mb_wait(mb_ + NSB + ch_ % NSB, (eph_ >> (ch_ % NSB)) & 1u);", "", 1)
     return once(src, "rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ % NSB);", "")
 
 
@@ -211,6 +214,9 @@ def main():
         if pre < 0:
             sys.exit("step_probe.py: no k loop")
         src = src[:pre] + "#pragma unroll 8\n" + src[pre + len("#pragma unroll 4\n"):]
+    elif variant == "halfcopy":
+        src = once(src, "BSRC(t & 1, s_), bn_, mb_", "BSRC(t & 1, s_), bn_ / 2, mb_")
+        src = once(src, "BSRC(t & 1, ch_ + NSB), bn_, mb_", "BSRC(t & 1, ch_ + NSB), bn_ / 2, mb_")
     elif variant == "mod":
         src = once(src, "const int kn_ = min(32, 1024 - ch_ * 32), k0_ = ch_ * 32;",
                    "const int kn_ = 32, k0_ = (ch_ & (NCHB - 1)) * 32;")

@@ -247,12 +247,11 @@ static void test_3xtf32(void **state)
 /* ---------------------------------------------------------------- outer products */
 
 /* FFMA's outer products (cuda_outer.c, RNNC_FUSED_TILE's seventh field):
- * h in chunks of 32 columns at B = 256 (one batch group, 4 or 3 groups of
- * threads splitting K; a GRU's 24 rows a block at 384 threads), with
- * lengths and two layers; 128-column chunks at I = H = 512, B = 64 (four
- * batch groups of 16 rows, 8 groups of threads), bidirectional with
- * lengths, and a .cell cell's 3 slices.  test_cuda_codegen checks that
- * these tilings take outer products. */
+ * h in bulk-staged chunks at B = 256 (4 groups of threads splitting K, 3
+ * for a GRU's or a .cell cell's 24 rows a block at 384 threads), with
+ * lengths; two layers at H = 512 (each on half the SMs); B = 128 at 256
+ * threads with lengths.  test_cuda_codegen checks that these tilings take
+ * outer products. */
 static void test_outer_products(void **state)
 {
     (void)state;
@@ -263,11 +262,10 @@ static void test_outer_products(void **state)
     } t[] = {
         {"8,256,512,8,8,0,1", {"lstm", 6, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, false}},
         {"8,256,512,8,8,0,1", {"lstm", 8, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, true}},
-        {"8,256,512,8,8,0,1", {"lstm", 4, 256, 64, 1024, 2, RNNC_MATH_FFMA, false, false}},
+        {"8,256,512,8,8,0,1", {"lstm", 4, 256, 64, 512, 2, RNNC_MATH_FFMA, false, false}},
         {"8,256,384,8,8,0,1", {"gru", 6, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, true}},
-        {"16,16,512,4,4,0,1", {"lstm", 20, 64, 512, 512, 2, RNNC_MATH_FFMA, false, false}},
-        {"16,16,512,4,4,0,1", {"lstm", 20, 64, 512, 512, 1, RNNC_MATH_FFMA, true, true}},
-        {"16,16,384,4,4,0,1", {"cifg", 20, 64, 512, 512, 1, RNNC_MATH_FFMA, false, true}},
+        {"8,256,384,8,8,0,1", {"cifg", 6, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, false}},
+        {"8,128,256,8,8,0,1", {"lstm", 8, 128, 64, 1024, 1, RNNC_MATH_FFMA, false, true}},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         setenv("RNNC_FUSED_TILE", t[i].tile, 1);

@@ -43,7 +43,7 @@ static bool same(rt_fused_tuning a, rt_fused_tuning b)
 {
     return a.unit_tile == b.unit_tile && a.batch_tile == b.batch_tile &&
            a.threads == b.threads && a.reg_rows == b.reg_rows && a.reg_batch == b.reg_batch &&
-           a.exchange == b.exchange;
+           a.exchange == b.exchange && a.outer == b.outer;
 }
 
 static void test_candidates(void **state)
@@ -95,7 +95,10 @@ static void test_candidates(void **state)
     assert_true(s16 && s32);
     n = rt_fused_candidates(64, 512, 132, false, c, 20);
     for (int i = 0; i < n; i++)
-        assert_false(c[i].threads == 256 && c[i].reg_batch == 8);
+        assert_false((c[i].threads == 256 && c[i].reg_batch == 8) || c[i].outer);
+    /* B >= 128: outer products right after the heuristic */
+    n = rt_fused_candidates(256, 1024, 132, false, c, 20);
+    assert_true(n >= 4 && same(c[1], (rt_fused_tuning){0, 0, 512, 8, 8, 0, 1}));
     /* max bounds the list; B=1 has no batch tiles to try */
     assert_int_equal(rt_fused_candidates(64, 512, 132, false, c, 3), 3);
     n = rt_fused_candidates(1, 512, 132, true, c, 20);

@@ -175,10 +175,16 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
                      "__uint_as_float(rnnc_tf32(v.w)));\n}\n");
 }
 
+/* FFMA steps: the last warp done with a buffer refills it (last_refill). */
+static bool last_refills(const cu_ctx *c)
+{
+    return !c->mma && !c->wstream && !c->ksplit;
+}
+
 /* In the kernel's head: the buffers' mbarriers, full (one arrival: the
- * copying thread's) and free (one a warp), the bytes of a chunk, the
- * parity of each buffer's next use (bit s of ph_; of eph_ for the free
- * ones, thread 0's). */
+ * copying thread's) and free (one a warp; FFMA: the counters of
+ * last_refill), the bytes of a chunk, the parity of each buffer's next use
+ * (bit s of ph_; of eph_ for the free ones, thread 0's). */
 void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
 {
     if (!c->bulk)
@@ -190,7 +196,7 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
               "    (void)bn_; (void)ph_; (void)eph_;\n"
               "    if (tid == 0) {\n"
               "        for (int s_ = 0; s_ < NSB; ++s_) rnnc_mb_init(mb_ + s_, 1);\n"
-              "        for (int s_ = 0; s_ < NSB; ++s_) rnnc_mb_init(mb_ + NSB + s_, %s);\n"
+              "        for (int s_ = 0; s_ < NSB; ++s_) %s;\n"
               "%s"
               "        asm volatile(\"fence.mbarrier_init.release.cluster;\" : : : \"memory\");\n"
               "    }\n",
@@ -198,7 +204,10 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
               /* a K split's warps that multiply free the buffers (so do
                * the streamed step's); its third mbarrier takes the
                * partner's partial sums */
-              c->ksplit ? "KSNW * 4" : c->wstream ? "WSNW * 4" : "NT / 32",
+              last_refills(c) ? "mb_[NSB + s_] = 0ull"
+              : c->ksplit     ? "rnnc_mb_init(mb_ + NSB + s_, KSNW * 4)"
+              : c->wstream    ? "rnnc_mb_init(mb_ + NSB + s_, WSNW * 4)"
+                              : "rnnc_mb_init(mb_ + NSB + s_, NT / 32)",
               c->ksplit ? "        rnnc_mb_init(mb_ + 2 * NSB, 1);\n" : "");
 }
 
@@ -241,15 +250,20 @@ static void emit_stage0(const cu_ctx *c, int32_t lin, cu_text *t)
  * buffer; step 0 stages the caller's state itself. */
 void cu_emit_bulk_open(const cu_ctx *c, int32_t lin, cu_text *t)
 {
+    /* where any warp may start a refill (last_refill), each orders the
+     * data the barrier acquired before its copies */
+    if (last_refills(c))
+        cu_printf(t, "    if (t > 0 && (tid & 31) == 0) asm volatile(\"fence.proxy.async.global;\" : : : \"memory\");\n");
     cu_printf(t,
               "    if (t > 0 && tid == 0) {\n"
-              "        asm volatile(\"fence.proxy.async.global;\" : : : \"memory\");\n"
+              "%s"
               "        for (int s_ = 0; s_ < min(NSB, NCHB); ++s_)\n"
               "            rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_);\n"
               "    }\n"
               "    for (int ch_ = 0; ch_ < NCHB; ++ch_) {\n"
               "        const int xo_ = ch_ %% NSB * CHF;\n"
-              "        if (t == 0) {\n");
+              "        if (t == 0) {\n",
+              last_refills(c) ? "" : "        asm volatile(\"fence.proxy.async.global;\" : : : \"memory\");\n");
     emit_stage0(c, lin, t);
     cu_printf(t,
               "%s"
@@ -281,6 +295,30 @@ void cu_emit_bulk_chunk_end(const cu_ctx *c, cu_text *t, const char *ch)
     cu_printf(t, "        }\n");
 }
 
+/* The end of chunk ch without waiting: each warp counts itself on the
+ * buffer's counter (where the free mbarrier would be), and the warp that
+ * makes the count NT / 32 resets it and starts the refill.  With thread 0
+ * waiting for every warp before its refill, warp 0 started each chunk
+ * behind the slowest warp of the one before, and so was the slowest warp
+ * of the next.  The fences order the warps' reads of the buffer before
+ * the copy that overwrites it, as the mbarrier's release and acquire did. */
+static void last_refill(const char *buf, const char *ch, cu_text *t)
+{
+    cu_printf(t,
+              "            __syncwarp();\n"
+              "            if ((tid & 31) == 0) {\n"
+              "                unsigned *const n_ = (unsigned *)(mb_ + NSB + %s %% NSB);\n"
+              "                __threadfence_block();\n"
+              "                if (atomicAdd(n_, 1u) == NT / 32 - 1) {\n"
+              "                    __threadfence_block();\n"
+              "                    *n_ = 0u;\n"
+              "                    if (%s + NSB < NCHB)\n"
+              "                        rnnc_bulk_get(sm_ + %s, BSRC(t & 1, %s + NSB), bn_, mb_ + %s %% NSB);\n"
+              "                }\n"
+              "            }\n",
+              ch, ch, buf, ch, ch);
+}
+
 /* The warp's arrival on chunk ch's free mbarrier, and thread 0's refill of
  * its buffer once every warp arrived: the end of a chunk in a step whose
  * buffers the copies fill. */
@@ -293,6 +331,10 @@ void cu_emit_bulk_release(const cu_ctx *c, cu_text *t, const char *ch)
     else
         snprintf(buf, sizeof buf, "%s %% NSB * CHF", ch);
     snprintf(next, sizeof next, "%s + NSB", ch);
+    if (last_refills(c)) {
+        last_refill(buf, ch, t);
+        return;
+    }
     if (c->wstream)
         cu_wstream_get(buf, next, get, sizeof get);
     else

@@ -41,6 +41,19 @@ static void tile_col(const cu_ctx *c, int j, char *buf, size_t n)
     snprintf(buf, n, "%d + bc_ * 4", j / 4 * (c->BTP / (c->BB / 4)) + j % 4);
 }
 
+/* Values of a thread's tile, and the floats of the partial-sum slots of
+ * each level of the groups' reduce-scatter (level l: every thread writes
+ * half of the n / 2^l values it holds). */
+static int tile_values(const cu_ctx *c)
+{
+    return c->RR * c->BB;
+}
+
+static int64_t level_floats(const cu_ctx *c, int l)
+{
+    return (int64_t)c->NT * (tile_values(c) >> (l + 1));
+}
+
 bool cu_outer_fits(const cu_ctx *c)
 {
     int32_t lin = c->bulk_lin;
@@ -53,12 +66,23 @@ bool cu_outer_fits(const cu_ctx *c)
            cu_kdim(c, lin) % 4 == 0;
 }
 
-/* The partial sums of groups 1 .. ks - 1 ([R][BTP] each) fit the chunk
- * buffers. */
+/* The reduce-scatter's slots (emit_sums) fit the chunk buffers, SM_L
+ * lying over them only where the last level's slots do not; each level
+ * writes whole 16-byte words. */
 bool cu_outer_partials_fit(const cu_ctx *c)
 {
     int32_t lin = c->bulk_lin;
-    return (int64_t)(c->ks[lin] - 1) * cu_slice_rows(c, lin) <= (int64_t)c->bulk_ns * c->kc[lin];
+    int G = c->ks[lin];
+    int64_t at = 0, last = 0;
+    if (tile_values(c) % (4 * G))
+        return false;
+    for (int l = 0; (1 << l) < G; l++) {
+        last = at;
+        at += level_floats(c, l);
+    }
+    bool over = c->sm[lin] < c->xs_floats;
+    return at <= c->xs_floats &&
+           (!over || c->sm[lin] + (int64_t)cu_slice_rows(c, lin) * (c->BTP + 1) <= last || G == 1);
 }
 
 /* The block's slice k-major: 16-byte loads along a row of W, four words
@@ -107,50 +131,59 @@ static void emit_products(const cu_ctx *c, int32_t lin, cu_text *t)
     cu_printf(t, "        }\n");
 }
 
-/* The groups' partial sums: groups 1 .. ks - 1 leave theirs in the chunk
- * buffers ([R][BTP] a group), group 0 adds them, and after a barrier
- * (SM_L may lie over the buffers) stores the sums. */
+/* The groups' sums, as cuda_ffma.c's lanes reduce-scatter theirs over
+ * shuffles, here through the chunk buffers: at the level of bit o of the
+ * group, groups g and g ^ o each keep half of the values they hold (the
+ * upper half where the bit is set), write the other half to a slot and
+ * add the partner's copy of the half they keep.  After log2(G) levels
+ * every thread holds n / G sums, positions g n / G on of its tile, and
+ * stores them into SM_L.  Slots are value-major ([v4][thread][4]: a
+ * warp's 16-byte words consecutive), level after level from the buffers'
+ * start; SM_L may lie over the levels' slots but the last one's
+ * (cu_outer_partials_fit), which every thread has read past before the
+ * last level's barrier.  All warps take part: group 0 adding
+ * the others' partial sums alone took 7.5 K cycles of a 134 K-cycle step
+ * (H200, LSTM I = H = 1024, B = 256). */
 static void emit_sums(const cu_ctx *c, int32_t lin, cu_text *t)
 {
-    int R = cu_slice_rows(c, lin), G = c->ks[lin];
-    char r[48], b[48];
-    if (G > 1) {
-        cu_printf(t, "        if (g_ > 0) {\n"
-                     "            float *const p_ = sm_ + (g_ - 1) * %d;\n", R * c->BTP);
-        for (int i = 0; i < c->RR; i++)
-            for (int j = 0; j < c->BB; j += 4) {
-                tile_row(c, lin, i, r, sizeof r);
-                tile_col(c, j, b, sizeof b);
-                cu_printf(t,
-                          "            *(float4 *)&p_[(%s) * BTP + %s] = make_float4(a%d_%d, a%d_%d, "
-                          "a%d_%d, a%d_%d);\n",
-                          r, b, i, j, i, j + 1, i, j + 2, i, j + 3);
-            }
-        cu_printf(t, "        }\n        __syncthreads();\n"
-                     "        if (g_ == 0) {\n"
-                     "            for (int p_ = 0; p_ < %d; ++p_) {\n"
-                     "                const float *const q_ = sm_ + p_ * %d;\n",
-                  G - 1, R * c->BTP);
-        for (int i = 0; i < c->RR; i++)
-            for (int j = 0; j < c->BB; j += 4) {
-                tile_row(c, lin, i, r, sizeof r);
-                tile_col(c, j, b, sizeof b);
-                cu_printf(t,
-                          "                { const float4 v_ = *(const float4 *)&q_[(%s) * BTP + %s]; "
-                          "a%d_%d += v_.x; a%d_%d += v_.y; a%d_%d += v_.z; a%d_%d += v_.w; }\n",
-                          r, b, i, j, i, j + 1, i, j + 2, i, j + 3);
-            }
-        cu_printf(t, "            }\n        }\n        __syncthreads();\n");
-    }
-    cu_printf(t, "        if (g_ == 0) {\n");
-    for (int i = 0; i < c->RR; i++)
-        for (int j = 0; j < c->BB; j++) {
-            tile_row(c, lin, i, r, sizeof r);
-            tile_col(c, j, b, sizeof b);
-            cu_printf(t, "            sm_[SM_L%d + (%s) * (BTP + 1) + %s] = a%d_%d;\n", (int)lin, r,
-                      b, i, j);
+    int n = tile_values(c), G = c->ks[lin], l = 0;
+    int64_t at = 0;
+    char r[64], b[64];
+    for (int o = G / 2; o > 0; o /= 2, n /= 2, at += level_floats(c, l++)) {
+        cu_printf(t,
+                  "        {\n"
+                  "            const bool hi_ = (g_ & %d) != 0;\n"
+                  "            float *const out_ = sm_ + %lld + tid * 4;\n"
+                  "            const float *const in_ = sm_ + %lld + (hi_ ? tid - %d : tid + %d) * 4;\n",
+                  o, (long long)at, (long long)at, o * (c->NT / G), o * (c->NT / G));
+        for (int p = 0; p < n / 2; p += 4) {
+            cu_printf(t, "            *(float4 *)&out_[%d * 4 * NT] = make_float4(", p / 4);
+            for (int q = p; q < p + 4; q++)
+                cu_printf(t, "hi_ ? a%d_%d : a%d_%d%s", q / c->BB, q % c->BB,
+                          (q + n / 2) / c->BB, (q + n / 2) % c->BB, q < p + 3 ? ", " : ");\n");
         }
-    cu_printf(t, "        }\n");
+        cu_printf(t, "            __syncthreads();\n");
+        for (int p = 0; p < n / 2; p += 4) {
+            cu_printf(t, "            { const float4 v_ = *(const float4 *)&in_[%d * 4 * NT];\n", p / 4);
+            for (int q = p; q < p + 4; q++)
+                cu_printf(t, "              a%d_%d = (hi_ ? a%d_%d : a%d_%d) + v_.%s;\n", q / c->BB,
+                          q % c->BB, (q + n / 2) / c->BB, (q + n / 2) % c->BB, q / c->BB,
+                          q % c->BB, q4[q - p]);
+            cu_printf(t, "            }\n");
+        }
+        cu_printf(t, "        }\n");
+    }
+    int R = cu_slice_rows(c, lin);
+    for (int p = 0; p < n; p++) {
+        /* position v0_ + p of the tile: row i, batch row j */
+        snprintf(r, sizeof r, "(g_ * %d + %d) / %d", n, p, c->BB);
+        snprintf(b, sizeof b, "(g_ * %d + %d) %% %d", n, p, c->BB);
+        cu_printf(t,
+                  "        { const int i_ = %s, j_ = %s;\n"
+                  "          sm_[SM_L%d + (i_ / 4 * %d + rc_ * 4 + i_ %% 4) * (BTP + 1) + j_ / 4 * %d + "
+                  "bc_ * 4 + j_ %% 4] = a%d_%d; }\n",
+                  r, b, (int)lin, R / (c->RR / 4), c->BTP / (c->BB / 4), p / c->BB, p % c->BB);
+    }
 }
 
 rnnc_status cu_emit_outer_linear(const cu_ctx *c, int32_t lin, cu_text *t,

@@ -235,7 +235,7 @@ static void choose_outer(cu_ctx *c, int64_t limit)
     c->outer = true;
     c->kp[lin] = (int32_t)cu_kdim(c, lin);
     for (c->bulk_ns = 4; c->bulk_ns >= 2; c->bulk_ns--)
-        if (cu_outer_partials_fit(c) && lay_smem(c) <= limit)
+        if (lay_smem(c) <= limit && cu_outer_partials_fit(c))
             return;
     c->outer = false;
     c->kp[lin] = kp;
