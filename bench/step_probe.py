@@ -70,7 +70,7 @@ def no_copies(src):
     src = once(src, "rnnc_bulk_get(sm_ + s_ * CHF, BSRC(t & 1, s_), bn_, mb_ + s_);", ";")
     # (the last warp done with a buffer refills it without waiting)
     src = src.replace("rnnc_mb_wait(mb_ + NSB + ch_ % NSB, (eph_ >> (ch_ % NSB)) & 1u);", "", 1)
-    return once(src, "rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ % NSB);", "")
+    return once(src, "rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ % NSB);", ";")
 
 
 def dbuf(src, which="wx"):

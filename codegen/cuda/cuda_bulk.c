@@ -91,6 +91,12 @@ void cu_bulk_place(cu_ctx *c)
     p->xb_floats += 2 * copy_rows(c) * c->cols[sv];
 }
 
+/* FFMA steps: the last warp done with a buffer refills it (last_refill). */
+static bool last_refills(const cu_ctx *c)
+{
+    return !c->mma && !c->wstream && !c->ksplit;
+}
+
 /* The copies' macros: the state's chunk-major copy cp, chunk ch of this
  * block's rows (BSRC), and the place of (gb, cc) (BPUT).  Rows of KC
  * floats, chunk after chunk; with outer products (cuda_outer.c) the chunk
@@ -167,18 +173,20 @@ void cu_emit_bulk_helpers(const cu_ctx *c, cu_text *t)
               "[%%1], %%2;\\nselp.u32 %%0, 1, 0, p;\\n}\" : \"=r\"(ok) : \"r\"(m), \"r\"(ph) : "
               "\"memory\");\n"
               "    while (!ok);\n}\n");
+    if (last_refills(c))
+        cu_printf(t,
+                  "/* one more on the count at n; the count before (acquire and release) */\n"
+                  "__device__ __forceinline__ unsigned rnnc_count(unsigned *n)\n{\n"
+                  "    unsigned v;\n"
+                  "    asm volatile(\"atom.acq_rel.cta.shared::cta.add.u32 %%0, [%%1], 1;\" : \"=r\"(v) : "
+                  "\"r\"((unsigned)__cvta_generic_to_shared(n)) : \"memory\");\n"
+                  "    return v;\n}\n");
     if (cu_tf32_rounded(c))
         cu_printf(t, "__device__ __forceinline__ float4 rnnc_tf32x4(float4 v)\n{\n"
                      "    return make_float4(__uint_as_float(rnnc_tf32(v.x)), "
                      "__uint_as_float(rnnc_tf32(v.y)),\n"
                      "                       __uint_as_float(rnnc_tf32(v.z)), "
                      "__uint_as_float(rnnc_tf32(v.w)));\n}\n");
-}
-
-/* FFMA steps: the last warp done with a buffer refills it (last_refill). */
-static bool last_refills(const cu_ctx *c)
-{
-    return !c->mma && !c->wstream && !c->ksplit;
 }
 
 /* In the kernel's head: the buffers' mbarriers, full (one arrival: the
@@ -300,17 +308,18 @@ void cu_emit_bulk_chunk_end(const cu_ctx *c, cu_text *t, const char *ch)
  * makes the count NT / 32 resets it and starts the refill.  With thread 0
  * waiting for every warp before its refill, warp 0 started each chunk
  * behind the slowest warp of the one before, and so was the slowest warp
- * of the next.  The fences order the warps' reads of the buffer before
- * the copy that overwrites it, as the mbarrier's release and acquire did. */
+ * of the next: H200, LSTM I = H = 1024, B = 256, the step 121.6 K ->
+ * 117.8 K cycles with outer products, 133.2 K -> 130.9 K with 8 x 4 tiles
+ * (bench/results/h200/outer/).  The count's release and acquire
+ * (rnnc_count) order the warps' reads of the buffer before the copy that
+ * overwrites it, as the mbarrier's did. */
 static void last_refill(const char *buf, const char *ch, cu_text *t)
 {
     cu_printf(t,
               "            __syncwarp();\n"
               "            if ((tid & 31) == 0) {\n"
               "                unsigned *const n_ = (unsigned *)(mb_ + NSB + %s %% NSB);\n"
-              "                __threadfence_block();\n"
-              "                if (atomicAdd(n_, 1u) == NT / 32 - 1) {\n"
-              "                    __threadfence_block();\n"
+              "                if (rnnc_count(n_) == NT / 32 - 1) {\n"
               "                    *n_ = 0u;\n"
               "                    if (%s + NSB < NCHB)\n"
               "                        rnnc_bulk_get(sm_ + %s, BSRC(t & 1, %s + NSB), bn_, mb_ + %s %% NSB);\n"
