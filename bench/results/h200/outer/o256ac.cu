@@ -1,4 +1,4 @@
-/* rnnc fused kernels: cell lstm, B=256 I=1024 H=1024 P=1024, sm_90, f32 ffma, hoist all, ut=8 bt=256 nt=256 rr=8 bb=4 grid=128 kc=32 */
+/* rnnc fused kernels: cell lstm, B=256 I=1024 H=1024 P=1024, sm_90, f32 ffma, hoist all, ut=8 bt=256 nt=512 rr=8 bb=8 grid=128 kc=32 outer */
 struct rnnc_io { const float *in[4]; float *out[4]; };
 /* cp.async (sm_80+): 16-byte copies global -> shared, zero-filled where !ok */
 __device__ __forceinline__ void rnnc_cp16(float *dst, const float *src, bool ok)
@@ -420,7 +420,7 @@ extern "C" __global__ void __launch_bounds__(256) rnnc_gemm7k(const float *__res
 #define BT 256
 #define BTP 256
 #define NUB 128
-#define NT 256
+#define NT 512
 #define E (UT * BTP)
 #define STF 524288
 #define ROWT(gb, tt) ((size_t)(tt) * B + (gb))
@@ -463,10 +463,10 @@ __device__ __forceinline__ void rnnc_chan(float &n, float &m, float &q, float nb
 #define KCB 32
 #define NCHB 32
 #define CHF 8192
-#define SM_MB 57472
-#define BSRC(cp, ch) (xb + 0 + (size_t)(cp) * B * 1024 + ((size_t)(ch) * B + b0) * KCB)
-#define BPUT(cp, gb, cc) (xb + 0 + (size_t)(cp) * B * 1024 + ((size_t)((cc) / KCB) * B + (gb)) * KCB + (BSW(gb, ((cc) % KCB) >> 2) << 2) + ((cc) & 3))
-#define BSW(r, g) (((g) + (r) * 1) & 7)
+#define SM_MB 57344
+#define BSRC(cp, ch) (xb + 0 + (size_t)(cp) * 262144 + ((size_t)(ch) * 1 + bb) * CHF)
+#define BPUT(cp, gb, cc) (xb + 0 + (size_t)(cp) * 262144 + (((size_t)((cc) / KCB) * 1 + (gb) / BT) * KCB + (cc) % KCB) * BTP + (gb) % BT)
+#define BSW(r, g) (((g) + (r) * 4) & 7)
 __device__ __forceinline__ void rnnc_mb_init(unsigned long long *mb, unsigned n)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" : : "r"((unsigned)__cvta_generic_to_shared(mb)), "r"(n) : "memory");
@@ -489,6 +489,13 @@ __device__ __forceinline__ void rnnc_mb_wait(unsigned long long *mb, unsigned ph
     do asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}" : "=r"(ok) : "r"(m), "r"(ph) : "memory");
     while (!ok);
 }
+/* one more on the count at n; the count before (acquire and release) */
+__device__ __forceinline__ unsigned rnnc_count(unsigned *n)
+{
+    unsigned v;
+    asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(v) : "r"((unsigned)__cvta_generic_to_shared(n)) : "memory");
+    return v;
+}
 extern "C" __global__ void __launch_bounds__(NT, 1) rnnc_step(const float *__restrict__ x, float *__restrict__ y, float *st, float *hz, const float *__restrict__ fold, const float *__restrict__ wts, float *xb, float *part, unsigned *bar, int T, const int *__restrict__ len, int rev, const rnnc_io io)
 {
     extern __shared__ float4 smem4_[];
@@ -503,13 +510,16 @@ extern "C" __global__ void __launch_bounds__(NT, 1) rnnc_step(const float *__res
     const float *const si1_ = io.in[1] ? io.in[1] : st + 262144; /* state c */
     float *const so1_ = io.out[1] ? io.out[1] : FIN + 262144;
     (void)si1_; (void)so1_;
-    for (int i = tid; i < 8224; i += NT) {
-        const int r = i / 257, k4 = i % 257, s = r / UT, gu = u0 + r % UT;
-        const bool ok = gu < H && k4 * 4 < 1024;
-        rnnc_cp16(&sm_[SM_W8 + r * 1028 + k4 * 4], ok ? wts + 0 + (size_t)(s * H + gu) * 1024 + k4 * 4 : wts, ok);
+#pragma unroll 4
+    for (int i = tid; i < 8192; i += NT) {
+        const int r = i % 32, k4 = i / 32, s = r / UT, gu = u0 + r % UT;
+        float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (gu < H) v_ = __ldg((const float4 *)(wts + 0 + (size_t)(s * H + gu) * 1024 + k4 * 4));
+        float *const d_ = &sm_[SM_W8 + k4 * 128 + r];
+        d_[0] = v_.x; d_[32] = v_.y; d_[64] = v_.z; d_[96] = v_.w;
     }
     unsigned long long *const mb_ = (unsigned long long *)(sm_ + SM_MB);
-    const unsigned bn_ = (unsigned)(min(BT, B - b0) * KCB * 4);
+    const unsigned bn_ = (unsigned)(BTP * KCB * 4);
     unsigned ph_ = 0u, eph_ = 0u;
     (void)bn_; (void)ph_; (void)eph_;
     if (tid == 0) {
@@ -530,42 +540,73 @@ extern "C" __global__ void __launch_bounds__(NT, 1) rnnc_step(const float *__res
         const float *const s0_ = t == 0 ? si0_ : cur + 0; (void)s0_;
         const float *const s1_ = t == 0 ? si1_ : cur + 262144; (void)s1_;
         /* phase 0 */
-        /* %8 linear(h, weight_hh): lanes own 8 x 4 outputs, K split 1 ways */
+        /* %8 linear(h, weight_hh): outer products (cuda_outer.c), threads own 8 x 8 outputs, each chunk's K split over 4 groups */
         {
-            const int ks = tid % 1, cell = tid / 1, tb = cell % 64, tr0 = cell / 64;
-            const int tr = tr0 < 4 ? tr0 : 3;
+            const int g_ = tid / 128, lt_ = tid % 128, rc_ = lt_ % 4, bc_ = lt_ / 4;
             float a0_0 = 0.f;
             float a0_1 = 0.f;
             float a0_2 = 0.f;
             float a0_3 = 0.f;
+            float a0_4 = 0.f;
+            float a0_5 = 0.f;
+            float a0_6 = 0.f;
+            float a0_7 = 0.f;
             float a1_0 = 0.f;
             float a1_1 = 0.f;
             float a1_2 = 0.f;
             float a1_3 = 0.f;
+            float a1_4 = 0.f;
+            float a1_5 = 0.f;
+            float a1_6 = 0.f;
+            float a1_7 = 0.f;
             float a2_0 = 0.f;
             float a2_1 = 0.f;
             float a2_2 = 0.f;
             float a2_3 = 0.f;
+            float a2_4 = 0.f;
+            float a2_5 = 0.f;
+            float a2_6 = 0.f;
+            float a2_7 = 0.f;
             float a3_0 = 0.f;
             float a3_1 = 0.f;
             float a3_2 = 0.f;
             float a3_3 = 0.f;
+            float a3_4 = 0.f;
+            float a3_5 = 0.f;
+            float a3_6 = 0.f;
+            float a3_7 = 0.f;
             float a4_0 = 0.f;
             float a4_1 = 0.f;
             float a4_2 = 0.f;
             float a4_3 = 0.f;
+            float a4_4 = 0.f;
+            float a4_5 = 0.f;
+            float a4_6 = 0.f;
+            float a4_7 = 0.f;
             float a5_0 = 0.f;
             float a5_1 = 0.f;
             float a5_2 = 0.f;
             float a5_3 = 0.f;
+            float a5_4 = 0.f;
+            float a5_5 = 0.f;
+            float a5_6 = 0.f;
+            float a5_7 = 0.f;
             float a6_0 = 0.f;
             float a6_1 = 0.f;
             float a6_2 = 0.f;
             float a6_3 = 0.f;
+            float a6_4 = 0.f;
+            float a6_5 = 0.f;
+            float a6_6 = 0.f;
+            float a6_7 = 0.f;
             float a7_0 = 0.f;
             float a7_1 = 0.f;
             float a7_2 = 0.f;
             float a7_3 = 0.f;
+            float a7_4 = 0.f;
+            float a7_5 = 0.f;
+            float a7_6 = 0.f;
+            float a7_7 = 0.f;
             if (t > 0 && (tid & 31) == 0) asm volatile("fence.proxy.async.global;" : : : "memory");
             if (t > 0 && tid == 0) {
                 for (int s_ = 0; s_ < min(NSB, NCHB); ++s_)
@@ -575,161 +616,89 @@ extern "C" __global__ void __launch_bounds__(NT, 1) rnnc_step(const float *__res
                 const int xo_ = ch_ % NSB * CHF;
                 if (t == 0) {
                     for (int i = tid; i < BTP * (KCB / 4); i += NT) {
-                        const int b = i / (KCB / 4), c4 = i % (KCB / 4), gb = b0 + b;
+                        const int b = i % BTP, c4 = i / BTP, gb = b0 + b;
                         float4 v_ = make_float4(0.f, 0.f, 0.f, 0.f);
-                        if (b < BT && gb < B)
-                            v_ = __ldcg((const float4 *)(s0_ + (size_t)gb * 1024 + ch_ * KCB + c4 * 4));
-                        *(float4 *)&sm_[xo_ + b * KCB + (BSW(b, c4) << 2)] = v_;
+                        if (b < BT && gb < B) v_ = __ldcg((const float4 *)(s0_ + (size_t)gb * 1024 + ch_ * KCB + c4 * 4));
+                        float *const d_ = &sm_[xo_ + c4 * 4 * BTP + b];
+                        d_[0] = v_.x; d_[BTP] = v_.y; d_[2 * BTP] = v_.z; d_[3 * BTP] = v_.w;
                     }
                     __syncthreads();
                 } else {
                     rnnc_mb_wait(mb_ + ch_ % NSB, (ph_ >> (ch_ % NSB)) & 1u);
                     ph_ ^= 1u << (ch_ % NSB);
                 }
-                const int kn_ = min(32, 1024 - ch_ * 32), k0_ = ch_ * 32;
-#pragma unroll 4
-                for (int k = ks * 4; k < kn_; k += 4) {
-                    const int kk = k0_ + k;
-                    const float4 w0 = *(const float4 *)&sm_[SM_W8 + (tr + 0) * 1028 + kk];
-                    const float4 w1 = *(const float4 *)&sm_[SM_W8 + (tr + 4) * 1028 + kk];
-                    const float4 w2 = *(const float4 *)&sm_[SM_W8 + (tr + 8) * 1028 + kk];
-                    const float4 w3 = *(const float4 *)&sm_[SM_W8 + (tr + 12) * 1028 + kk];
-                    const float4 w4 = *(const float4 *)&sm_[SM_W8 + (tr + 16) * 1028 + kk];
-                    const float4 w5 = *(const float4 *)&sm_[SM_W8 + (tr + 20) * 1028 + kk];
-                    const float4 w6 = *(const float4 *)&sm_[SM_W8 + (tr + 24) * 1028 + kk];
-                    const float4 w7 = *(const float4 *)&sm_[SM_W8 + (tr + 28) * 1028 + kk];
-                    const float4 x0 = *(const float4 *)&sm_[xo_ + (tb + 0) * KCB + (BSW(tb + 0, k >> 2) << 2)];
-                    const float4 x1 = *(const float4 *)&sm_[xo_ + (tb + 64) * KCB + (BSW(tb + 64, k >> 2) << 2)];
-                    const float4 x2 = *(const float4 *)&sm_[xo_ + (tb + 128) * KCB + (BSW(tb + 128, k >> 2) << 2)];
-                    const float4 x3 = *(const float4 *)&sm_[xo_ + (tb + 192) * KCB + (BSW(tb + 192, k >> 2) << 2)];
+                const float *const wc_ = sm_ + SM_W8 + ch_ * KCB * 32, *const xc_ = sm_ + xo_;
+#pragma unroll
+                for (int kq_ = 0; kq_ < 8; ++kq_) {
+                    const int k = g_ * 8 + kq_;
+                    const float4 w0 = *(const float4 *)&wc_[k * 32 + 0 + rc_ * 4];
+                    const float4 w1 = *(const float4 *)&wc_[k * 32 + 16 + rc_ * 4];
+                    const float4 x0 = *(const float4 *)&xc_[k * BTP + 0 + bc_ * 4];
+                    const float4 x1 = *(const float4 *)&xc_[k * BTP + 128 + bc_ * 4];
                     a0_0 = fmaf(w0.x, x0.x, a0_0);
-                    a0_1 = fmaf(w0.x, x1.x, a0_1);
-                    a0_2 = fmaf(w0.x, x2.x, a0_2);
-                    a0_3 = fmaf(w0.x, x3.x, a0_3);
-                    a1_0 = fmaf(w1.x, x0.x, a1_0);
-                    a1_1 = fmaf(w1.x, x1.x, a1_1);
-                    a1_2 = fmaf(w1.x, x2.x, a1_2);
-                    a1_3 = fmaf(w1.x, x3.x, a1_3);
-                    a2_0 = fmaf(w2.x, x0.x, a2_0);
-                    a2_1 = fmaf(w2.x, x1.x, a2_1);
-                    a2_2 = fmaf(w2.x, x2.x, a2_2);
-                    a2_3 = fmaf(w2.x, x3.x, a2_3);
-                    a3_0 = fmaf(w3.x, x0.x, a3_0);
-                    a3_1 = fmaf(w3.x, x1.x, a3_1);
-                    a3_2 = fmaf(w3.x, x2.x, a3_2);
-                    a3_3 = fmaf(w3.x, x3.x, a3_3);
-                    a4_0 = fmaf(w4.x, x0.x, a4_0);
-                    a4_1 = fmaf(w4.x, x1.x, a4_1);
-                    a4_2 = fmaf(w4.x, x2.x, a4_2);
-                    a4_3 = fmaf(w4.x, x3.x, a4_3);
-                    a5_0 = fmaf(w5.x, x0.x, a5_0);
-                    a5_1 = fmaf(w5.x, x1.x, a5_1);
-                    a5_2 = fmaf(w5.x, x2.x, a5_2);
-                    a5_3 = fmaf(w5.x, x3.x, a5_3);
-                    a6_0 = fmaf(w6.x, x0.x, a6_0);
-                    a6_1 = fmaf(w6.x, x1.x, a6_1);
-                    a6_2 = fmaf(w6.x, x2.x, a6_2);
-                    a6_3 = fmaf(w6.x, x3.x, a6_3);
-                    a7_0 = fmaf(w7.x, x0.x, a7_0);
-                    a7_1 = fmaf(w7.x, x1.x, a7_1);
-                    a7_2 = fmaf(w7.x, x2.x, a7_2);
-                    a7_3 = fmaf(w7.x, x3.x, a7_3);
-                    a0_0 = fmaf(w0.y, x0.y, a0_0);
-                    a0_1 = fmaf(w0.y, x1.y, a0_1);
-                    a0_2 = fmaf(w0.y, x2.y, a0_2);
-                    a0_3 = fmaf(w0.y, x3.y, a0_3);
-                    a1_0 = fmaf(w1.y, x0.y, a1_0);
-                    a1_1 = fmaf(w1.y, x1.y, a1_1);
-                    a1_2 = fmaf(w1.y, x2.y, a1_2);
-                    a1_3 = fmaf(w1.y, x3.y, a1_3);
-                    a2_0 = fmaf(w2.y, x0.y, a2_0);
-                    a2_1 = fmaf(w2.y, x1.y, a2_1);
-                    a2_2 = fmaf(w2.y, x2.y, a2_2);
-                    a2_3 = fmaf(w2.y, x3.y, a2_3);
-                    a3_0 = fmaf(w3.y, x0.y, a3_0);
-                    a3_1 = fmaf(w3.y, x1.y, a3_1);
-                    a3_2 = fmaf(w3.y, x2.y, a3_2);
-                    a3_3 = fmaf(w3.y, x3.y, a3_3);
-                    a4_0 = fmaf(w4.y, x0.y, a4_0);
-                    a4_1 = fmaf(w4.y, x1.y, a4_1);
-                    a4_2 = fmaf(w4.y, x2.y, a4_2);
-                    a4_3 = fmaf(w4.y, x3.y, a4_3);
-                    a5_0 = fmaf(w5.y, x0.y, a5_0);
-                    a5_1 = fmaf(w5.y, x1.y, a5_1);
-                    a5_2 = fmaf(w5.y, x2.y, a5_2);
-                    a5_3 = fmaf(w5.y, x3.y, a5_3);
-                    a6_0 = fmaf(w6.y, x0.y, a6_0);
-                    a6_1 = fmaf(w6.y, x1.y, a6_1);
-                    a6_2 = fmaf(w6.y, x2.y, a6_2);
-                    a6_3 = fmaf(w6.y, x3.y, a6_3);
-                    a7_0 = fmaf(w7.y, x0.y, a7_0);
-                    a7_1 = fmaf(w7.y, x1.y, a7_1);
-                    a7_2 = fmaf(w7.y, x2.y, a7_2);
-                    a7_3 = fmaf(w7.y, x3.y, a7_3);
-                    a0_0 = fmaf(w0.z, x0.z, a0_0);
-                    a0_1 = fmaf(w0.z, x1.z, a0_1);
-                    a0_2 = fmaf(w0.z, x2.z, a0_2);
-                    a0_3 = fmaf(w0.z, x3.z, a0_3);
-                    a1_0 = fmaf(w1.z, x0.z, a1_0);
-                    a1_1 = fmaf(w1.z, x1.z, a1_1);
-                    a1_2 = fmaf(w1.z, x2.z, a1_2);
-                    a1_3 = fmaf(w1.z, x3.z, a1_3);
-                    a2_0 = fmaf(w2.z, x0.z, a2_0);
-                    a2_1 = fmaf(w2.z, x1.z, a2_1);
-                    a2_2 = fmaf(w2.z, x2.z, a2_2);
-                    a2_3 = fmaf(w2.z, x3.z, a2_3);
-                    a3_0 = fmaf(w3.z, x0.z, a3_0);
-                    a3_1 = fmaf(w3.z, x1.z, a3_1);
-                    a3_2 = fmaf(w3.z, x2.z, a3_2);
-                    a3_3 = fmaf(w3.z, x3.z, a3_3);
-                    a4_0 = fmaf(w4.z, x0.z, a4_0);
-                    a4_1 = fmaf(w4.z, x1.z, a4_1);
-                    a4_2 = fmaf(w4.z, x2.z, a4_2);
-                    a4_3 = fmaf(w4.z, x3.z, a4_3);
-                    a5_0 = fmaf(w5.z, x0.z, a5_0);
-                    a5_1 = fmaf(w5.z, x1.z, a5_1);
-                    a5_2 = fmaf(w5.z, x2.z, a5_2);
-                    a5_3 = fmaf(w5.z, x3.z, a5_3);
-                    a6_0 = fmaf(w6.z, x0.z, a6_0);
-                    a6_1 = fmaf(w6.z, x1.z, a6_1);
-                    a6_2 = fmaf(w6.z, x2.z, a6_2);
-                    a6_3 = fmaf(w6.z, x3.z, a6_3);
-                    a7_0 = fmaf(w7.z, x0.z, a7_0);
-                    a7_1 = fmaf(w7.z, x1.z, a7_1);
-                    a7_2 = fmaf(w7.z, x2.z, a7_2);
-                    a7_3 = fmaf(w7.z, x3.z, a7_3);
-                    a0_0 = fmaf(w0.w, x0.w, a0_0);
-                    a0_1 = fmaf(w0.w, x1.w, a0_1);
-                    a0_2 = fmaf(w0.w, x2.w, a0_2);
-                    a0_3 = fmaf(w0.w, x3.w, a0_3);
-                    a1_0 = fmaf(w1.w, x0.w, a1_0);
-                    a1_1 = fmaf(w1.w, x1.w, a1_1);
-                    a1_2 = fmaf(w1.w, x2.w, a1_2);
-                    a1_3 = fmaf(w1.w, x3.w, a1_3);
-                    a2_0 = fmaf(w2.w, x0.w, a2_0);
-                    a2_1 = fmaf(w2.w, x1.w, a2_1);
-                    a2_2 = fmaf(w2.w, x2.w, a2_2);
-                    a2_3 = fmaf(w2.w, x3.w, a2_3);
-                    a3_0 = fmaf(w3.w, x0.w, a3_0);
-                    a3_1 = fmaf(w3.w, x1.w, a3_1);
-                    a3_2 = fmaf(w3.w, x2.w, a3_2);
-                    a3_3 = fmaf(w3.w, x3.w, a3_3);
-                    a4_0 = fmaf(w4.w, x0.w, a4_0);
-                    a4_1 = fmaf(w4.w, x1.w, a4_1);
-                    a4_2 = fmaf(w4.w, x2.w, a4_2);
-                    a4_3 = fmaf(w4.w, x3.w, a4_3);
-                    a5_0 = fmaf(w5.w, x0.w, a5_0);
-                    a5_1 = fmaf(w5.w, x1.w, a5_1);
-                    a5_2 = fmaf(w5.w, x2.w, a5_2);
-                    a5_3 = fmaf(w5.w, x3.w, a5_3);
-                    a6_0 = fmaf(w6.w, x0.w, a6_0);
-                    a6_1 = fmaf(w6.w, x1.w, a6_1);
-                    a6_2 = fmaf(w6.w, x2.w, a6_2);
-                    a6_3 = fmaf(w6.w, x3.w, a6_3);
-                    a7_0 = fmaf(w7.w, x0.w, a7_0);
-                    a7_1 = fmaf(w7.w, x1.w, a7_1);
-                    a7_2 = fmaf(w7.w, x2.w, a7_2);
-                    a7_3 = fmaf(w7.w, x3.w, a7_3);
+                    a0_1 = fmaf(w0.x, x0.y, a0_1);
+                    a0_2 = fmaf(w0.x, x0.z, a0_2);
+                    a0_3 = fmaf(w0.x, x0.w, a0_3);
+                    a0_4 = fmaf(w0.x, x1.x, a0_4);
+                    a0_5 = fmaf(w0.x, x1.y, a0_5);
+                    a0_6 = fmaf(w0.x, x1.z, a0_6);
+                    a0_7 = fmaf(w0.x, x1.w, a0_7);
+                    a1_0 = fmaf(w0.y, x0.x, a1_0);
+                    a1_1 = fmaf(w0.y, x0.y, a1_1);
+                    a1_2 = fmaf(w0.y, x0.z, a1_2);
+                    a1_3 = fmaf(w0.y, x0.w, a1_3);
+                    a1_4 = fmaf(w0.y, x1.x, a1_4);
+                    a1_5 = fmaf(w0.y, x1.y, a1_5);
+                    a1_6 = fmaf(w0.y, x1.z, a1_6);
+                    a1_7 = fmaf(w0.y, x1.w, a1_7);
+                    a2_0 = fmaf(w0.z, x0.x, a2_0);
+                    a2_1 = fmaf(w0.z, x0.y, a2_1);
+                    a2_2 = fmaf(w0.z, x0.z, a2_2);
+                    a2_3 = fmaf(w0.z, x0.w, a2_3);
+                    a2_4 = fmaf(w0.z, x1.x, a2_4);
+                    a2_5 = fmaf(w0.z, x1.y, a2_5);
+                    a2_6 = fmaf(w0.z, x1.z, a2_6);
+                    a2_7 = fmaf(w0.z, x1.w, a2_7);
+                    a3_0 = fmaf(w0.w, x0.x, a3_0);
+                    a3_1 = fmaf(w0.w, x0.y, a3_1);
+                    a3_2 = fmaf(w0.w, x0.z, a3_2);
+                    a3_3 = fmaf(w0.w, x0.w, a3_3);
+                    a3_4 = fmaf(w0.w, x1.x, a3_4);
+                    a3_5 = fmaf(w0.w, x1.y, a3_5);
+                    a3_6 = fmaf(w0.w, x1.z, a3_6);
+                    a3_7 = fmaf(w0.w, x1.w, a3_7);
+                    a4_0 = fmaf(w1.x, x0.x, a4_0);
+                    a4_1 = fmaf(w1.x, x0.y, a4_1);
+                    a4_2 = fmaf(w1.x, x0.z, a4_2);
+                    a4_3 = fmaf(w1.x, x0.w, a4_3);
+                    a4_4 = fmaf(w1.x, x1.x, a4_4);
+                    a4_5 = fmaf(w1.x, x1.y, a4_5);
+                    a4_6 = fmaf(w1.x, x1.z, a4_6);
+                    a4_7 = fmaf(w1.x, x1.w, a4_7);
+                    a5_0 = fmaf(w1.y, x0.x, a5_0);
+                    a5_1 = fmaf(w1.y, x0.y, a5_1);
+                    a5_2 = fmaf(w1.y, x0.z, a5_2);
+                    a5_3 = fmaf(w1.y, x0.w, a5_3);
+                    a5_4 = fmaf(w1.y, x1.x, a5_4);
+                    a5_5 = fmaf(w1.y, x1.y, a5_5);
+                    a5_6 = fmaf(w1.y, x1.z, a5_6);
+                    a5_7 = fmaf(w1.y, x1.w, a5_7);
+                    a6_0 = fmaf(w1.z, x0.x, a6_0);
+                    a6_1 = fmaf(w1.z, x0.y, a6_1);
+                    a6_2 = fmaf(w1.z, x0.z, a6_2);
+                    a6_3 = fmaf(w1.z, x0.w, a6_3);
+                    a6_4 = fmaf(w1.z, x1.x, a6_4);
+                    a6_5 = fmaf(w1.z, x1.y, a6_5);
+                    a6_6 = fmaf(w1.z, x1.z, a6_6);
+                    a6_7 = fmaf(w1.z, x1.w, a6_7);
+                    a7_0 = fmaf(w1.w, x0.x, a7_0);
+                    a7_1 = fmaf(w1.w, x0.y, a7_1);
+                    a7_2 = fmaf(w1.w, x0.z, a7_2);
+                    a7_3 = fmaf(w1.w, x0.w, a7_3);
+                    a7_4 = fmaf(w1.w, x1.x, a7_4);
+                    a7_5 = fmaf(w1.w, x1.y, a7_5);
+                    a7_6 = fmaf(w1.w, x1.z, a7_6);
+                    a7_7 = fmaf(w1.w, x1.w, a7_7);
                 }
                 if (t == 0) {
                     __syncthreads();
@@ -737,9 +706,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1) rnnc_step(const float *__res
                     __syncwarp();
                     if ((tid & 31) == 0) {
                         unsigned *const n_ = (unsigned *)(mb_ + NSB + ch_ % NSB);
-                        __threadfence_block();
-                        if (atomicAdd(n_, 1u) == NT / 32 - 1) {
-                            __threadfence_block();
+                        if (rnnc_count(n_) == NT / 32 - 1) {
                             *n_ = 0u;
                             if (ch_ + NSB < NCHB)
                                 rnnc_bulk_get(sm_ + xo_, BSRC(t & 1, ch_ + NSB), bn_, mb_ + ch_ % NSB);
@@ -748,41 +715,134 @@ extern "C" __global__ void __launch_bounds__(NT, 1) rnnc_step(const float *__res
                 }
             }
             __syncthreads();
-            if (tr0 < 4 && (ks & 0) == 0) {
-                const int v0_ = (ks >> 0) * 32; (void)v0_;
-                { const int v = v0_ + 0; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a0_0; }
-                { const int v = v0_ + 1; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a0_1; }
-                { const int v = v0_ + 2; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a0_2; }
-                { const int v = v0_ + 3; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a0_3; }
-                { const int v = v0_ + 4; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a1_0; }
-                { const int v = v0_ + 5; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a1_1; }
-                { const int v = v0_ + 6; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a1_2; }
-                { const int v = v0_ + 7; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a1_3; }
-                { const int v = v0_ + 8; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a2_0; }
-                { const int v = v0_ + 9; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a2_1; }
-                { const int v = v0_ + 10; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a2_2; }
-                { const int v = v0_ + 11; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a2_3; }
-                { const int v = v0_ + 12; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a3_0; }
-                { const int v = v0_ + 13; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a3_1; }
-                { const int v = v0_ + 14; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a3_2; }
-                { const int v = v0_ + 15; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a3_3; }
-                { const int v = v0_ + 16; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a4_0; }
-                { const int v = v0_ + 17; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a4_1; }
-                { const int v = v0_ + 18; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a4_2; }
-                { const int v = v0_ + 19; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a4_3; }
-                { const int v = v0_ + 20; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a5_0; }
-                { const int v = v0_ + 21; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a5_1; }
-                { const int v = v0_ + 22; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a5_2; }
-                { const int v = v0_ + 23; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a5_3; }
-                { const int v = v0_ + 24; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a6_0; }
-                { const int v = v0_ + 25; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a6_1; }
-                { const int v = v0_ + 26; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a6_2; }
-                { const int v = v0_ + 27; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a6_3; }
-                { const int v = v0_ + 28; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a7_0; }
-                { const int v = v0_ + 29; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a7_1; }
-                { const int v = v0_ + 30; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a7_2; }
-                { const int v = v0_ + 31; sm_[SM_L8 + (tr + v / 4 * 4) * (BTP + 1) + tb + v % 4 * 64] = a7_3; }
+            {
+                const bool hi_ = (g_ & 2) != 0;
+                float *const out_ = sm_ + 0 + tid * 4;
+                const float *const in_ = sm_ + 0 + (hi_ ? tid - 256 : tid + 256) * 4;
+                *(float4 *)&out_[0 * 4 * NT] = make_float4(hi_ ? a0_0 : a4_0, hi_ ? a0_1 : a4_1, hi_ ? a0_2 : a4_2, hi_ ? a0_3 : a4_3);
+                *(float4 *)&out_[1 * 4 * NT] = make_float4(hi_ ? a0_4 : a4_4, hi_ ? a0_5 : a4_5, hi_ ? a0_6 : a4_6, hi_ ? a0_7 : a4_7);
+                *(float4 *)&out_[2 * 4 * NT] = make_float4(hi_ ? a1_0 : a5_0, hi_ ? a1_1 : a5_1, hi_ ? a1_2 : a5_2, hi_ ? a1_3 : a5_3);
+                *(float4 *)&out_[3 * 4 * NT] = make_float4(hi_ ? a1_4 : a5_4, hi_ ? a1_5 : a5_5, hi_ ? a1_6 : a5_6, hi_ ? a1_7 : a5_7);
+                *(float4 *)&out_[4 * 4 * NT] = make_float4(hi_ ? a2_0 : a6_0, hi_ ? a2_1 : a6_1, hi_ ? a2_2 : a6_2, hi_ ? a2_3 : a6_3);
+                *(float4 *)&out_[5 * 4 * NT] = make_float4(hi_ ? a2_4 : a6_4, hi_ ? a2_5 : a6_5, hi_ ? a2_6 : a6_6, hi_ ? a2_7 : a6_7);
+                *(float4 *)&out_[6 * 4 * NT] = make_float4(hi_ ? a3_0 : a7_0, hi_ ? a3_1 : a7_1, hi_ ? a3_2 : a7_2, hi_ ? a3_3 : a7_3);
+                *(float4 *)&out_[7 * 4 * NT] = make_float4(hi_ ? a3_4 : a7_4, hi_ ? a3_5 : a7_5, hi_ ? a3_6 : a7_6, hi_ ? a3_7 : a7_7);
+                __syncthreads();
+                { const float4 v_ = *(const float4 *)&in_[0 * 4 * NT];
+                    a0_0 = (hi_ ? a4_0 : a0_0) + v_.x;
+                    a0_1 = (hi_ ? a4_1 : a0_1) + v_.y;
+                    a0_2 = (hi_ ? a4_2 : a0_2) + v_.z;
+                    a0_3 = (hi_ ? a4_3 : a0_3) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[1 * 4 * NT];
+                    a0_4 = (hi_ ? a4_4 : a0_4) + v_.x;
+                    a0_5 = (hi_ ? a4_5 : a0_5) + v_.y;
+                    a0_6 = (hi_ ? a4_6 : a0_6) + v_.z;
+                    a0_7 = (hi_ ? a4_7 : a0_7) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[2 * 4 * NT];
+                    a1_0 = (hi_ ? a5_0 : a1_0) + v_.x;
+                    a1_1 = (hi_ ? a5_1 : a1_1) + v_.y;
+                    a1_2 = (hi_ ? a5_2 : a1_2) + v_.z;
+                    a1_3 = (hi_ ? a5_3 : a1_3) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[3 * 4 * NT];
+                    a1_4 = (hi_ ? a5_4 : a1_4) + v_.x;
+                    a1_5 = (hi_ ? a5_5 : a1_5) + v_.y;
+                    a1_6 = (hi_ ? a5_6 : a1_6) + v_.z;
+                    a1_7 = (hi_ ? a5_7 : a1_7) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[4 * 4 * NT];
+                    a2_0 = (hi_ ? a6_0 : a2_0) + v_.x;
+                    a2_1 = (hi_ ? a6_1 : a2_1) + v_.y;
+                    a2_2 = (hi_ ? a6_2 : a2_2) + v_.z;
+                    a2_3 = (hi_ ? a6_3 : a2_3) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[5 * 4 * NT];
+                    a2_4 = (hi_ ? a6_4 : a2_4) + v_.x;
+                    a2_5 = (hi_ ? a6_5 : a2_5) + v_.y;
+                    a2_6 = (hi_ ? a6_6 : a2_6) + v_.z;
+                    a2_7 = (hi_ ? a6_7 : a2_7) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[6 * 4 * NT];
+                    a3_0 = (hi_ ? a7_0 : a3_0) + v_.x;
+                    a3_1 = (hi_ ? a7_1 : a3_1) + v_.y;
+                    a3_2 = (hi_ ? a7_2 : a3_2) + v_.z;
+                    a3_3 = (hi_ ? a7_3 : a3_3) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[7 * 4 * NT];
+                    a3_4 = (hi_ ? a7_4 : a3_4) + v_.x;
+                    a3_5 = (hi_ ? a7_5 : a3_5) + v_.y;
+                    a3_6 = (hi_ ? a7_6 : a3_6) + v_.z;
+                    a3_7 = (hi_ ? a7_7 : a3_7) + v_.w;
+                }
             }
+            {
+                const bool hi_ = (g_ & 1) != 0;
+                float *const out_ = sm_ + 16384 + tid * 4;
+                const float *const in_ = sm_ + 16384 + (hi_ ? tid - 128 : tid + 128) * 4;
+                *(float4 *)&out_[0 * 4 * NT] = make_float4(hi_ ? a0_0 : a2_0, hi_ ? a0_1 : a2_1, hi_ ? a0_2 : a2_2, hi_ ? a0_3 : a2_3);
+                *(float4 *)&out_[1 * 4 * NT] = make_float4(hi_ ? a0_4 : a2_4, hi_ ? a0_5 : a2_5, hi_ ? a0_6 : a2_6, hi_ ? a0_7 : a2_7);
+                *(float4 *)&out_[2 * 4 * NT] = make_float4(hi_ ? a1_0 : a3_0, hi_ ? a1_1 : a3_1, hi_ ? a1_2 : a3_2, hi_ ? a1_3 : a3_3);
+                *(float4 *)&out_[3 * 4 * NT] = make_float4(hi_ ? a1_4 : a3_4, hi_ ? a1_5 : a3_5, hi_ ? a1_6 : a3_6, hi_ ? a1_7 : a3_7);
+                __syncthreads();
+                { const float4 v_ = *(const float4 *)&in_[0 * 4 * NT];
+                    a0_0 = (hi_ ? a2_0 : a0_0) + v_.x;
+                    a0_1 = (hi_ ? a2_1 : a0_1) + v_.y;
+                    a0_2 = (hi_ ? a2_2 : a0_2) + v_.z;
+                    a0_3 = (hi_ ? a2_3 : a0_3) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[1 * 4 * NT];
+                    a0_4 = (hi_ ? a2_4 : a0_4) + v_.x;
+                    a0_5 = (hi_ ? a2_5 : a0_5) + v_.y;
+                    a0_6 = (hi_ ? a2_6 : a0_6) + v_.z;
+                    a0_7 = (hi_ ? a2_7 : a0_7) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[2 * 4 * NT];
+                    a1_0 = (hi_ ? a3_0 : a1_0) + v_.x;
+                    a1_1 = (hi_ ? a3_1 : a1_1) + v_.y;
+                    a1_2 = (hi_ ? a3_2 : a1_2) + v_.z;
+                    a1_3 = (hi_ ? a3_3 : a1_3) + v_.w;
+                }
+                { const float4 v_ = *(const float4 *)&in_[3 * 4 * NT];
+                    a1_4 = (hi_ ? a3_4 : a1_4) + v_.x;
+                    a1_5 = (hi_ ? a3_5 : a1_5) + v_.y;
+                    a1_6 = (hi_ ? a3_6 : a1_6) + v_.z;
+                    a1_7 = (hi_ ? a3_7 : a1_7) + v_.w;
+                }
+            }
+            { const int i_ = (g_ * 16 + 0) / 8, j_ = (g_ * 16 + 0) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_0; }
+            { const int i_ = (g_ * 16 + 1) / 8, j_ = (g_ * 16 + 1) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_1; }
+            { const int i_ = (g_ * 16 + 2) / 8, j_ = (g_ * 16 + 2) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_2; }
+            { const int i_ = (g_ * 16 + 3) / 8, j_ = (g_ * 16 + 3) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_3; }
+            { const int i_ = (g_ * 16 + 4) / 8, j_ = (g_ * 16 + 4) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_4; }
+            { const int i_ = (g_ * 16 + 5) / 8, j_ = (g_ * 16 + 5) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_5; }
+            { const int i_ = (g_ * 16 + 6) / 8, j_ = (g_ * 16 + 6) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_6; }
+            { const int i_ = (g_ * 16 + 7) / 8, j_ = (g_ * 16 + 7) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a0_7; }
+            { const int i_ = (g_ * 16 + 8) / 8, j_ = (g_ * 16 + 8) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_0; }
+            { const int i_ = (g_ * 16 + 9) / 8, j_ = (g_ * 16 + 9) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_1; }
+            { const int i_ = (g_ * 16 + 10) / 8, j_ = (g_ * 16 + 10) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_2; }
+            { const int i_ = (g_ * 16 + 11) / 8, j_ = (g_ * 16 + 11) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_3; }
+            { const int i_ = (g_ * 16 + 12) / 8, j_ = (g_ * 16 + 12) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_4; }
+            { const int i_ = (g_ * 16 + 13) / 8, j_ = (g_ * 16 + 13) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_5; }
+            { const int i_ = (g_ * 16 + 14) / 8, j_ = (g_ * 16 + 14) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_6; }
+            { const int i_ = (g_ * 16 + 15) / 8, j_ = (g_ * 16 + 15) % 8;
+                sm_[SM_L8 + (i_ / 4 * 16 + rc_ * 4 + i_ % 4) * (BTP + 1) + j_ / 4 * 128 + bc_ * 4 + j_ % 4] = a1_7; }
         }
         __syncthreads();
         for (int e = tid; e < E; e += NT) {
