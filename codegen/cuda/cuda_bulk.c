@@ -19,7 +19,8 @@
  * copies (cp.async.bulk, the TMA's linear form) of the first NS chunks
  * into NS shared buffers, each completing on its own mbarrier, and
  * refills a buffer with chunk ch + NS as soon as every warp is past chunk
- * ch (a second mbarrier a buffer, one arrival a warp).  Every thread waits
+ * ch (a second mbarrier a buffer, one arrival a warp; in FFMA steps the
+ * last warp past it starts the refill, last_refill).  Every thread waits
  * on the buffer's first mbarrier (parity by use), so a chunk costs no
  * block barrier and up to NS of them are in flight.
  *

@@ -452,7 +452,8 @@ static bool try_wstream(cu_ctx *c, int sm_count, int64_t limit)
 /* Outer products (cuda_outer.c) multiply h staged in chunks by bulk
  * copies: where the tuning asks for them, the tilings that stage it so
  * come first, batch tiles in the search's order, the widest chunks that
- * fit (at I = H = 512, B = 64 the search would stage h whole). */
+ * fit (the search below would take h whole, or in chunks the threads
+ * stage, where those fit: at I = H = 512, B = 128 it does). */
 static bool try_outer(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64_t limit)
 {
     static const int64_t kcs[] = {128, 64, 32};
