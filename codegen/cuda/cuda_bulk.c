@@ -201,8 +201,8 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
     cu_printf(t,
               "    unsigned long long *const mb_ = (unsigned long long *)(sm_ + SM_MB);\n"
               "    const unsigned bn_ = (unsigned)(%s * KCB * 4);\n"
-              "    unsigned ph_ = 0u, eph_ = 0u;\n"
-              "    (void)bn_; (void)ph_; (void)eph_;\n"
+              "    unsigned ph_ = 0u%s;\n"
+              "    (void)bn_; (void)ph_;%s\n"
               "    if (tid == 0) {\n"
               "        for (int s_ = 0; s_ < NSB; ++s_) rnnc_mb_init(mb_ + s_, 1);\n"
               "        for (int s_ = 0; s_ < NSB; ++s_) %s;\n"
@@ -210,6 +210,8 @@ void cu_emit_bulk_init(const cu_ctx *c, cu_text *t)
               "        asm volatile(\"fence.mbarrier_init.release.cluster;\" : : : \"memory\");\n"
               "    }\n",
               c->outer ? "BTP" : "min(BT, B - b0)",
+              /* the free mbarriers' parity (last_refill counts instead) */
+              last_refills(c) ? "" : ", eph_ = 0u", last_refills(c) ? "" : " (void)eph_;",
               /* a K split's warps that multiply free the buffers (so do
                * the streamed step's); its third mbarrier takes the
                * partner's partial sums */
