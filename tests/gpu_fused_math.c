@@ -250,7 +250,7 @@ static void test_3xtf32(void **state)
  * h in bulk-staged chunks at B = 256 (4 groups of threads splitting K, 3
  * for a GRU's or a .cell cell's 24 rows a block at 384 threads), with
  * lengths; two layers at H = 512 (each on half the SMs); B = 128 at 256
- * threads with lengths.  test_cuda_codegen checks that these tilings take
+ * threads with lengths, one batch group and (I = H = 512) four.  test_cuda_codegen checks that these tilings take
  * outer products. */
 static void test_outer_products(void **state)
 {
@@ -266,6 +266,8 @@ static void test_outer_products(void **state)
         {"8,256,384,8,8,0,1", {"gru", 6, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, true}},
         {"8,256,384,8,8,0,1", {"cifg", 6, 256, 64, 1024, 1, RNNC_MATH_FFMA, false, false}},
         {"8,128,256,8,8,0,1", {"lstm", 8, 128, 64, 1024, 1, RNNC_MATH_FFMA, false, true}},
+        /* four batch groups of 32 rows, each its own k-major copies */
+        {"16,32,256,8,8,0,1", {"lstm", 8, 128, 512, 512, 1, RNNC_MATH_FFMA, false, true}},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         setenv("RNNC_FUSED_TILE", t[i].tile, 1);

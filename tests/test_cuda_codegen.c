@@ -308,7 +308,8 @@ static void test_outer_products_compile(void **state)
              {"lstm", 512, 512, 256, 8, 256, 512, 8, 8, 66},
              {"gru", 64, 1024, 256, 8, 256, 384, 8, 8, 132},
              {"cifg", 64, 1024, 256, 8, 256, 384, 8, 8, 132},
-             {"lstm", 64, 1024, 128, 8, 128, 256, 8, 8, 132}};
+             {"lstm", 64, 1024, 128, 8, 128, 256, 8, 8, 132},
+             {"lstm", 512, 512, 128, 16, 32, 256, 8, 8, 132}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         rnnc_cell *cell = NULL;
         if (strcmp(t[i].cell, "cifg") == 0)
