@@ -141,9 +141,9 @@ static void emit_products(const cu_ctx *c, int32_t lin, cu_text *t)
  * warp's 16-byte words consecutive), level after level from the buffers'
  * start; SM_L may lie over the levels' slots but the last one's
  * (cu_outer_partials_fit), which every thread has read past before the
- * last level's barrier.  All warps take part: group 0 adding
- * the others' partial sums alone took 7.5 K cycles of a 134 K-cycle step
- * (H200, LSTM I = H = 1024, B = 256). */
+ * last level's barrier.  All warps take part: group 0 adding the others'
+ * partial sums alone took 7.5 K cycles of a 134 K-cycle step (H200, LSTM
+ * I = H = 1024, B = 256). */
 static void emit_sums(const cu_ctx *c, int32_t lin, cu_text *t)
 {
     int n = tile_values(c), G = c->ks[lin], l = 0;
@@ -175,7 +175,7 @@ static void emit_sums(const cu_ctx *c, int32_t lin, cu_text *t)
     }
     int R = cu_slice_rows(c, lin);
     for (int p = 0; p < n; p++) {
-        /* position v0_ + p of the tile: row i, batch row j */
+        /* position g n / G + p of the tile: row i, batch row j */
         snprintf(r, sizeof r, "(g_ * %d + %d) / %d", n, p, c->BB);
         snprintf(b, sizeof b, "(g_ * %d + %d) %% %d", n, p, c->BB);
         cu_printf(t,
