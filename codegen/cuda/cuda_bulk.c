@@ -92,10 +92,12 @@ void cu_bulk_place(cu_ctx *c)
     p->xb_floats += 2 * copy_rows(c) * c->cols[sv];
 }
 
-/* FFMA steps: the last warp done with a buffer refills it (last_refill). */
+/* FFMA steps: the last warp done with a buffer refills it (last_refill).
+ * (The wgmma step, its K split and its streamed weights are all tensor
+ * cores.) */
 static bool last_refills(const cu_ctx *c)
 {
-    return !c->mma && !c->wstream && !c->ksplit;
+    return !c->mma;
 }
 
 /* The copies' macros: the state's chunk-major copy cp, chunk ch of this
@@ -342,11 +344,11 @@ void cu_emit_bulk_release(const cu_ctx *c, cu_text *t, const char *ch)
         snprintf(buf, sizeof buf, "xo_");
     else
         snprintf(buf, sizeof buf, "%s %% NSB * CHF", ch);
-    snprintf(next, sizeof next, "%s + NSB", ch);
     if (last_refills(c)) {
         last_refill(buf, ch, t);
         return;
     }
+    snprintf(next, sizeof next, "%s + NSB", ch);
     if (c->wstream)
         cu_wstream_get(buf, next, get, sizeof get);
     else

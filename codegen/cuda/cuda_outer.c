@@ -27,18 +27,28 @@
 
 static const char *const q4[4] = {"x", "y", "z", "w"};
 
-/* Row i of a thread's tile, rows in runs of 4 spread over the slice so
- * the threads of a warp read consecutive words (rc_ in scope); the same
- * for batch row j (bc_). */
+/* A thread's tile: its rows in runs of 4 spread over the slice, run p at
+ * p row_run + rc_ * 4, so the threads of a warp read consecutive words;
+ * its batch rows likewise (col_run, bc_). */
+static int row_run(const cu_ctx *c, int32_t lin)
+{
+    return cu_slice_rows(c, lin) / (c->RR / 4);
+}
+
+static int col_run(const cu_ctx *c)
+{
+    return c->BTP / (c->BB / 4);
+}
+
+/* Row i of the tile, batch row j. */
 static void tile_row(const cu_ctx *c, int32_t lin, int i, char *buf, size_t n)
 {
-    int R = cu_slice_rows(c, lin);
-    snprintf(buf, n, "%d + rc_ * 4", i / 4 * (R / (c->RR / 4)) + i % 4);
+    snprintf(buf, n, "%d + rc_ * 4", i / 4 * row_run(c, lin) + i % 4);
 }
 
 static void tile_col(const cu_ctx *c, int j, char *buf, size_t n)
 {
-    snprintf(buf, n, "%d + bc_ * 4", j / 4 * (c->BTP / (c->BB / 4)) + j % 4);
+    snprintf(buf, n, "%d + bc_ * 4", j / 4 * col_run(c) + j % 4);
 }
 
 /* Values of a thread's tile, and the floats of the partial-sum slots of
@@ -54,16 +64,17 @@ static int64_t level_floats(const cu_ctx *c, int l)
     return (int64_t)c->NT * (tile_values(c) >> (l + 1));
 }
 
+/* FFMA (the wgmma steps are tensor cores; cu_bulk_linear takes no half
+ * model, no streamed weights, and chunks of 32 to 128 columns dividing
+ * K), tiles of runs of 4, the groups filling the block. */
 bool cu_outer_fits(const cu_ctx *c)
 {
     int32_t lin = c->bulk_lin;
-    if (!c->bulk || lin < 0 || c->mma || c->wgstep || c->wstream || c->ksplit || c->half ||
-        c->stream)
+    if (!c->bulk || c->mma)
         return false;
     int64_t R = cu_slice_rows(c, lin), cells = (R / c->RR) * (c->BTP / c->BB);
     return c->RR % 4 == 0 && c->BB % 4 == 0 && R % c->RR == 0 && c->BTP % c->BB == 0 &&
-           cells * c->ks[lin] == c->NT && c->kc[lin] % c->ks[lin] == 0 &&
-           cu_kdim(c, lin) % 4 == 0;
+           cells * c->ks[lin] == c->NT && c->kc[lin] % c->ks[lin] == 0;
 }
 
 /* The reduce-scatter's slots (emit_sums) fit the chunk buffers, SM_L
@@ -173,7 +184,6 @@ static void emit_sums(const cu_ctx *c, int32_t lin, cu_text *t)
         }
         cu_printf(t, "        }\n");
     }
-    int R = cu_slice_rows(c, lin);
     for (int p = 0; p < n; p++) {
         /* position g n / G + p of the tile: row i, batch row j */
         snprintf(r, sizeof r, "(g_ * %d + %d) / %d", n, p, c->BB);
@@ -182,7 +192,7 @@ static void emit_sums(const cu_ctx *c, int32_t lin, cu_text *t)
                   "        { const int i_ = %s, j_ = %s;\n"
                   "          sm_[SM_L%d + (i_ / 4 * %d + rc_ * 4 + i_ %% 4) * (BTP + 1) + j_ / 4 * %d + "
                   "bc_ * 4 + j_ %% 4] = a%d_%d; }\n",
-                  r, b, (int)lin, R / (c->RR / 4), c->BTP / (c->BB / 4), p / c->BB, p % c->BB);
+                  r, b, (int)lin, row_run(c, lin), col_run(c), p / c->BB, p % c->BB);
     }
 }
 
