@@ -67,9 +67,12 @@ static void set_weights(pair *p, uint64_t *rng, int64_t H)
          * sequences (the normalisation undoes the small recurrent weights),
          * so an fp32 run drifts from the double oracle whatever computes it;
          * small gains keep the recurrence contractive and the check exact.
+         * Gains up to 0.3 were not always small enough: at T = 100 a seed
+         * grew to 1.7e-5 on the CPU backend and 1e-5 on the fused one; with
+         * gains up to 0.2 its error stays flat (docs/interpreter.md).
          * test_layernorm_drift shows the drift with gains near 1. */
         bool gain = strstr(name, "layernorm") && strstr(name, "weight");
-        double lo = gain ? (p->unit_gains ? 0.9 : 0.1) : -k, hi = gain ? (p->unit_gains ? 1.1 : 0.3) : k;
+        double lo = gain ? (p->unit_gains ? 0.9 : 0.1) : -k, hi = gain ? (p->unit_gains ? 1.1 : 0.2) : k;
         tu_fill_f32(w, (size_t)count, rng, lo, hi);
         assert_ok(rnnc_model_set_weight(p->fused, name, w, count));
         assert_ok(rnnc_model_set_weight(p->ref, name, w, count));
