@@ -470,6 +470,32 @@ static bool try_outer(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64
     return false;
 }
 
+/* Where the tuning asks for nothing and B >= 128, outer products at the
+ * first of 256, 384 and 512 threads (8 x 8 tiles) that takes them, the
+ * tilings the autotuner picks.  The H200, T = 100, against the tiling the
+ * search below picks (4 x 4 tiles): LSTM I = H = 1024 B = 256 12.13 ->
+ * 10.94 ms, B = 128 7.39 -> 5.48; I = H = 512 B = 128 1.79 -> 1.62, B =
+ * 256 3.29 -> 2.91; GRU I = H = 1024 B = 256 9.82 -> 8.18, I = H = 512 B =
+ * 128 1.65 -> 1.45.  Where two thread counts took them the first was the
+ * faster (bench/results/h200/heuristic/). */
+static bool heuristic_outer(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64_t limit)
+{
+    static const int nts[] = {256, 384, 512};
+    cg_cuda_config asked = c->cfg;
+    if (c->B < 128 || asked.unit_tile || asked.batch_tile || asked.threads || asked.reg_rows ||
+        asked.reg_batch || asked.outer)
+        return false;
+    for (size_t i = 0; i < sizeof nts / sizeof nts[0]; i++) {
+        c->cfg.threads = nts[i];
+        c->cfg.reg_rows = c->cfg.reg_batch = 8;
+        c->cfg.outer = true;
+        if (try_outer(c, bts, nb, sm_count, limit))
+            return true;
+    }
+    c->cfg = asked;
+    return false;
+}
+
 /* Weights on chip with x staged in chunks of at least 128 columns; else
  * weights streamed from L2/HBM, one batch group first (each group reads
  * all of W_hh every step); else on chip with narrower chunks.  Each chunk
@@ -505,7 +531,7 @@ static bool search(cu_ctx *c, int sm_count, int64_t limit)
     int nb = cu_batch_tiles(c, bts);
     if (tc && try_ksplit(c, sm_count, limit))
         return true;
-    if (try_outer(c, bts, nb, sm_count, limit))
+    if (try_outer(c, bts, nb, sm_count, limit) || heuristic_outer(c, bts, nb, sm_count, limit))
         return true;
     for (int o = 0; o < n_order; o++) {
         int s = order[o][0];
