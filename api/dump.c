@@ -29,9 +29,10 @@ static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes
         cg_cuda_config cfg = {.sizes = sz, .batch = d->batch, .sm = d->sm > 0 ? d->sm : 90,
                               .math = (int)d->math, .dtype = (int)d->dtype, .tma = true};
         rt_fused_tuning tu;
-        if (d->tuning && !rt_fused_tuning_parse(d->tuning, &tu))
+        if (d->tuning && !rt_fused_tuning_parse_loose(d->tuning, &tu))
             st = err_fail(RNNC_ERR_INVALID_ARG,
-                          "tuning '%s' is not 'ut=U bt=B nt=N[ rr=R bb=S][ ex=E][ op=1]'", d->tuning);
+                          "tuning '%s' is not fields of 'ut=U bt=B nt=N rr=R bb=S ex=E op=1' "
+                          "(any of them, in any order, each once; the others 0)", d->tuning);
         else if (d->tuning)
             rt_fused_tuning_apply(tu, &cfg);
         if (st == RNNC_OK)

@@ -45,8 +45,15 @@ if "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" > cu.txt 2> err.txt; then
     "$RNNC" dump --cell lstm --stage cuda --input-size 64 --hidden-size 64 --batch 16 \
         --tuning "ut=0 bt=8 nt=128" | head -1 | grep -q " bt=8 nt=128 " ||
         fail "--tuning not in the cuda stage"
-    "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" --tuning "bt=8" > out.txt 2> err.txt
-    [ $? -eq 1 ] && grep -q "tuning 'bt=8' is not" err.txt || fail "a malformed --tuning"
+    # any fields in any order, the rest the generator's: the same kernels as in full
+    "$RNNC" dump --cell lstm --stage cuda --input-size 64 --hidden-size 64 --batch 16 \
+        --tuning "nt=128 bt=8" > part.txt && cmp -s part.txt <("$RNNC" dump --cell lstm \
+        --stage cuda --input-size 64 --hidden-size 64 --batch 16 --tuning "ut=0 bt=8 nt=128") ||
+        fail "--tuning with fields left out or reordered"
+    for bad in "bt=8 bt=16" "nt=100" "zz=8" "bt=8  nt=128" ""; do
+        "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" --tuning "$bad" > out.txt 2> err.txt
+        [ $? -eq 1 ] && grep -q "tuning '$bad' is not" err.txt || fail "a malformed --tuning '$bad'"
+    done
 else
     grep -q "^rnnc: " err.txt || { fail "cuda stage failed without a message"; cat err.txt >&2; }
 fi

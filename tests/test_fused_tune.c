@@ -163,6 +163,9 @@ static void test_tuning_text(void **state)
         rt_fused_tuning_text(t, text, sizeof text);
         assert_true(rt_fused_tuning_parse(text, &back));
         assert_true(same(t, back));
+        back = (rt_fused_tuning){-1, -1, -1, -1, -1, -1, -1};
+        assert_true(rt_fused_tuning_parse_loose(text, &back));
+        assert_true(same(t, back));
     }
     static const char *const bad[] = {"", "ut=1 bt=2", "ut=-1 bt=0 nt=0", "ut=0 bt=0 nt=33",
                                       "ut=0 bt=0 nt=2048", "ut=0 bt=0 nt=0 x", "tile=16",
@@ -175,6 +178,26 @@ static void test_tuning_text(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_false(rt_fused_tuning_parse(bad[i], &t));
     assert_false(rt_fused_tuning_parse(NULL, &t));
+}
+
+/* A person's tuning: fields left out are 0, any order; every strict text
+ * is taken too. */
+static void test_tuning_loose(void **state)
+{
+    (void)state;
+    rt_fused_tuning t;
+    assert_true(rt_fused_tuning_parse_loose("nt=512 op=1", &t));
+    assert_true(same(t, (rt_fused_tuning){.threads = 512, .outer = 1}));
+    assert_true(rt_fused_tuning_parse_loose("bb=8 rr=4 ex=2 bt=32 ut=16", &t));
+    assert_true(same(t, (rt_fused_tuning){16, 32, 0, 4, 8, 2, 0}));
+    assert_true(rt_fused_tuning_parse_loose("ut=8 bt=256 nt=384 rr=8 bb=8 op=1", &t));
+    assert_true(same(t, (rt_fused_tuning){8, 256, 384, 8, 8, 0, 1}));
+    static const char *const bad[] = {"", " ", "nt=512 ", " nt=512", "nt=512  op=1", "nt=500",
+                                      "nt=2048", "rr=3", "bb=32", "ex=3", "op=2", "ut=-1",
+                                      "nt=256 nt=512", "tile=16", "nt=", "nt=512,op=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_false(rt_fused_tuning_parse_loose(bad[i], &t));
+    assert_false(rt_fused_tuning_parse_loose(NULL, &t));
 }
 
 static void test_keys(void **state)
@@ -274,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_candidates),
         cmocka_unit_test(test_candidates_generate),
         cmocka_unit_test(test_tuning_text),
+        cmocka_unit_test(test_tuning_loose),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_lookup_order),
     };

@@ -23,8 +23,9 @@ static const char dump_help[] =
     "  --batch B               batch size the code is specialised for\n"
     "  --sm N                  GPU architecture of the cuda stage (default 90: sm_90)\n"
     "  --tuning T              the step kernel's tiles as RNNC_LOG=info logs a tuning, e.g.\n"
-    "                          'ut=0 bt=32 nt=512' or 'ut=0 bt=8 nt=0 ex=2' (0: the\n"
-    "                          generator's choice; default: all of it)\n"
+    "                          'ut=0 bt=32 nt=512' or 'nt=512 rr=8 bb=8 op=1': any of the\n"
+    "                          fields ut bt nt rr bb ex op, in any order; those left out and\n"
+    "                          0 are the generator's choice (default: all of it)\n"
     "\n";
 
 enum { OPT_STAGE = CLI_OPT_FIRST_OWN, OPT_BATCH, OPT_SM, OPT_TUNING };

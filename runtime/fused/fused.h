@@ -203,6 +203,8 @@ void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n);
 /* Tuning text "ut=U bt=B nt=T[ rr=R bb=S][ ex=E][ op=1]" (records and bundles). */
 void rt_fused_tuning_text(rt_fused_tuning t, char *buf, size_t n);
 bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t);
+/* Any of those fields, each once, in any order; the others 0 (`rnnc dump`). */
+bool rt_fused_tuning_parse_loose(const char *text, rt_fused_tuning *t);
 /* Candidates to time, the heuristic ({0}) first; returns how many.
  * tagged: each one followed by itself with tagged words (half models). */
 int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged,

@@ -103,6 +103,45 @@ bool rt_fused_tuning_parse(const char *text, rt_fused_tuning *t)
     return true;
 }
 
+/* A person's tuning (`rnnc dump --tuning`): any of the fields, each once, in
+ * any order, one space between them; the rest 0 (the generator's choice).
+ * The same bounds as a record's, so every text the strict form takes is
+ * taken here too. */
+bool rt_fused_tuning_parse_loose(const char *text, rt_fused_tuning *t)
+{
+    rt_fused_tuning v = {0};
+    struct {
+        const char *name;
+        int max, *out;
+        bool seen;
+    } f[] = {{"ut", MAX_TUNING_TILE, &v.unit_tile, false},
+             {"bt", MAX_TUNING_TILE, &v.batch_tile, false},
+             {"nt", 1024, &v.threads, false},
+             {"rr", 16, &v.reg_rows, false},
+             {"bb", 16, &v.reg_batch, false},
+             {"ex", 2, &v.exchange, false},
+             {"op", 1, &v.outer, false}};
+    const char *p = text;
+    if (!p || !*p)
+        return false;
+    for (;;) {
+        size_t i = 0;
+        while (i < sizeof f / sizeof f[0] && !tuning_field(&p, f[i].name, f[i].max, f[i].out))
+            i++;
+        if (i == sizeof f / sizeof f[0] || f[i].seen)
+            return false;
+        f[i].seen = true;
+        if (*p == '\0')
+            break;
+        if (*p++ != ' ')
+            return false;
+    }
+    if (v.threads % 32 || !cg_cuda_reg_tile_ok(v.reg_rows) || !cg_cuda_reg_tile_ok(v.reg_batch))
+        return false;
+    *t = v;
+    return true;
+}
+
 /* ---------------------------------------------------------------- candidates */
 
 static bool same(rt_fused_tuning a, rt_fused_tuning b)
