@@ -1,7 +1,8 @@
 /*
  * fuzz_tuning.c: autotuning records as read back from the disk cache
  * (rt_tuning_get) and their text as the fused backend parses it
- * (rt_fused_tuning_parse, for records and bundles).  The first byte's low
+ * (rt_fused_tuning_parse, for records and bundles; and the loose form of
+ * `rnnc dump --tuning`).  The first byte's low
  * bit asks for the record's first line to be the key looked up, so the
  * fuzzer reaches the value.  A value that parses must print and parse back
  * to the same tuning.
@@ -41,8 +42,11 @@ static void check_parse(const char *text)
 #ifdef RT_HAVE_CUDA_H
     rt_fused_tuning t, u;
     char again[64];
+    /* `rnnc dump --tuning`'s form takes every text the strict one does */
+    bool loose = rt_fused_tuning_parse_loose(text, &u);
     if (!rt_fused_tuning_parse(text, &t))
         return;
+    FUZZ_CHECK(loose && t.unit_tile == u.unit_tile && t.outer == u.outer);
     rt_fused_tuning_text(t, again, sizeof again);
     FUZZ_CHECK(rt_fused_tuning_parse(again, &u));
     FUZZ_CHECK(t.unit_tile == u.unit_tile && t.batch_tile == u.batch_tile &&
