@@ -208,9 +208,11 @@ int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged
     /* B >= 128: outer products (cuda_outer.c) over h in bulk-staged
      * chunks, 8 x 8 a thread, four groups of threads splitting K (three
      * for 24 rows a block: 384 threads); where the generator cannot take
-     * them the candidate is another tiling or a duplicate, dropped.  The
-     * H200, LSTM I = H = 1024, B = 256: the step 133 K -> 118 K cycles
-     * against 8 x 4 tiles (bench/results/h200/outer/) */
+     * them the candidate is another tiling or a duplicate, dropped (the
+     * heuristic itself takes the first of 256, 384, 512 threads that takes
+     * them, so one of these repeats it).  The H200, LSTM I = H = 1024, B =
+     * 256: the step 133 K -> 118 K cycles against 8 x 4 tiles
+     * (bench/results/h200/outer/) */
     if (batch >= 128) {
         add(out, &n, max, (rt_fused_tuning){.threads = 512, .reg_rows = 8, .reg_batch = 8, .outer = 1});
         add(out, &n, max, (rt_fused_tuning){.threads = 384, .reg_rows = 8, .reg_batch = 8, .outer = 1});
