@@ -53,6 +53,12 @@ static rnnc_status new_state(rt_fused *m)
 static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
 {
     rt_fused_config_kind(m, k, batch, false, cfg);
+    /* Training runs its pseudo-layers one after another, so each kernel has
+     * every SM, where the forward of a bidirectional model or a stack runs
+     * two at once on half of them each (m->share).  With half, the H200's
+     * training steps at B = 64, I = H = 512 took 9.42 ms for one
+     * bidirectional layer and 9.39 for two layers against 3.24 for one. */
+    cfg->sm_count = m->sm_count;
     cfg->batch_first = false; /* the training path keeps everything [T, B, *] */
     cfg->tma = false;         /* its launcher passes no tensor maps */
     cfg->y_ld = 0;
