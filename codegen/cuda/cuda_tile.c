@@ -470,26 +470,29 @@ static bool try_outer(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64
     return false;
 }
 
-/* Where the tuning asks for nothing and B >= 128, outer products at the
- * first of 256, 384 and 512 threads (8 x 8 tiles) that takes them, the
- * tilings the autotuner picks.  The H200, T = 100, against the tiling the
- * search below picks (4 x 4 tiles): LSTM I = H = 1024 B = 256 12.13 ->
- * 10.94 ms, B = 128 7.39 -> 5.48; I = H = 512 B = 128 1.79 -> 1.62, B =
- * 256 3.29 -> 2.91; GRU I = H = 1024 B = 256 9.82 -> 8.18, I = H = 512 B =
- * 128 1.65 -> 1.45.  Where two thread counts took them the first was the
- * faster (bench/results/h200/heuristic/). */
+/* Where the tuning asks for nothing, at 128 <= B <= 256 and H >= 512,
+ * outer products at the first of 256, 384 and 512 threads (8 x 8 tiles)
+ * that takes them, the tilings the autotuner picks.  The H200, T = 100,
+ * against the tiling the search below picks (4 x 4 tiles): LSTM I = H =
+ * 1024 B = 256 12.13 -> 10.94 ms, B = 128 7.39 -> 5.48; I = H = 512 B =
+ * 128 1.79 -> 1.62, B = 256 3.29 -> 2.91; GRU I = H = 1024 B = 256 9.82 ->
+ * 8.18, I = H = 512 B = 128 1.65 -> 1.45.  Where two thread counts took
+ * them the first was the faster (bench/results/h200/heuristic/).  Larger
+ * batches (whose tiles would grow past 8 x 8) and narrower h (which the
+ * search stages whole rather than in bulk-copied chunks) keep the search's
+ * tiling until measured; the autotuner still offers outer products there. */
 static bool heuristic_outer(cu_ctx *c, const int64_t *bts, int nb, int sm_count, int64_t limit)
 {
     static const int nts[] = {256, 384, 512};
     cg_cuda_config asked = c->cfg;
-    if (c->B < 128 || asked.unit_tile || asked.batch_tile || asked.threads || asked.reg_rows ||
-        asked.reg_batch || asked.outer)
+    if (c->B < 128 || c->B > 256 || asked.sizes.H < 512 || asked.unit_tile || asked.batch_tile ||
+        asked.threads || asked.reg_rows || asked.reg_batch || asked.outer)
         return false;
     for (size_t i = 0; i < sizeof nts / sizeof nts[0]; i++) {
         c->cfg.threads = nts[i];
         c->cfg.reg_rows = c->cfg.reg_batch = 8;
         c->cfg.outer = true;
-        if (try_outer(c, bts, nb, sm_count, limit))
+        if (try_outer(c, bts, nb, sm_count, limit) && c->RR == 8 && c->BB == 8)
             return true;
     }
     c->cfg = asked;
