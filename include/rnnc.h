@@ -251,8 +251,10 @@ rnnc_status rnnc_math_from_name(const char *name, rnnc_math *out);
 /* rnnc_cell_dump with everything the "cuda" stage specialises on: the
  * model's math mode and dtype (F32, F16, BF16), the GPU architecture
  * (e.g. 80 for sm_80; 0: 90) and the step kernel's tuning, in the text
- * the autotuner logs ("ut=0 bt=32 nt=512", then " rr=R bb=S" and " ex=N"
- * where set; NULL: the generator's own choice).  A zeroed desc plus the
+ * the autotuner logs ("ut=0 bt=32 nt=512", then " rr=R bb=S", " ex=N" and
+ * " op=1" where set) or any of those fields in any order, each once
+ * ("nt=512 op=1"; fields left out or 0, and NULL, the generator's own
+ * choice).  A zeroed desc plus the
  * sizes is rnnc_cell_dump's FFMA fp32 sm_90 dump. */
 typedef struct rnnc_dump_desc {
     int64_t input_size, hidden_size, proj_size, batch;

@@ -101,7 +101,8 @@ class Cell:
         (sizes are needed from schedule on); cuda is the source generated for
         the math mode, dtype and GPU architecture (sm=80 for sm_80; 0: sm_90)
         and the step kernel's tuning as the autotuner logs it
-        ("ut=0 bt=32 nt=512"; None: the generator's own)."""
+        ("ut=0 bt=32 nt=512"), or any of its fields in any order ("nt=512
+        op=1"); fields left out, and None, the generator's own."""
         d = DumpDesc(input_size, hidden_size, proj_size, batch, _HOIST[hoist], _MATH[math],
                      _DUMP_DTYPE[dtype], sm, tuning.encode() if tuning else None)
         return self._string(lib.rnnc_cell_dump_desc, stage.encode(), ctypes.byref(d))

@@ -57,8 +57,11 @@ def test_dump_cuda_names_what_it_is_specialised_on():
     assert "f32 3xtf32," in lstm.dump("cuda", 64, 64, batch=16, math="3xtf32").splitlines()[0]
     tiled = lstm.dump("cuda", 64, 64, batch=16, tuning="ut=0 bt=8 nt=128")
     assert " bt=8 nt=128 " in tiled.splitlines()[0]
-    with pytest.raises(rnnc.Error):
-        lstm.dump("cuda", 64, 64, batch=16, tuning="bt=8")
+    # fields left out are the generator's own, in any order; a malformed text is refused
+    assert lstm.dump("cuda", 64, 64, batch=16, tuning="nt=128 bt=8") == tiled
+    for bad in ("bt=8 bt=16", "nt=100", "zz=8"):
+        with pytest.raises(rnnc.Error):
+            lstm.dump("cuda", 64, 64, batch=16, tuning=bad)
 
 
 def test_builder_matches_the_builtin_rnn():
