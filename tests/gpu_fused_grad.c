@@ -5,7 +5,8 @@
  * within 1e-4 relative, for every built-in cell x layers {1, 2} x {uni,
  * bi} x {padded, lengths} x dropout {0, 0.3}; and against cuDNN for lstm,
  * gru, rnn_tanh and rnn_relu; at sizes that take the large GEMM
- * tiles; and at batches that take passes (B = 16384 and 32768).  A case the fused backward does not run
+ * tiles; at B = 128 and 256 with H = 512 (the record kernels' outer products); and at
+ * batches that take passes (B = 16384 and 32768).  A case the fused backward does not run
  * must be refused with RNNC_ERR_UNSUPPORTED (counted and printed).
  * Exits 77 without a GPU.
  */
@@ -237,6 +238,25 @@ static void test_large(void **st)
     I_ = 24, H_ = 32, nb = B_;
 }
 
+/* 128 <= B <= 256 at H >= 512, where the heuristic tiling gives the
+ * training forward's record kernels outer products (codegen/cuda/
+ * cuda_tile.c heuristic_outer): LSTM and GRU, a bidirectional stack with
+ * lengths (its layer above reads 2H columns) against cuDNN, and one layer
+ * against the interpreter. */
+static void test_outer_batches(void **st)
+{
+    (void)st;
+    I_ = 512, H_ = 512, nb = 128;
+    one("gru", 1, false, true, 0.0, RNNC_BACKEND_INTERP);
+    if (rnnc_backend_available(RNNC_BACKEND_CUDNN)) {
+        one("lstm", 2, true, true, 0.0, RNNC_BACKEND_CUDNN);
+        nb = 256;
+        one("lstm", 1, false, false, 0.0, RNNC_BACKEND_CUDNN);
+        one("gru", 2, false, true, 0.0, RNNC_BACKEND_CUDNN);
+    }
+    I_ = 24, H_ = 32, nb = B_;
+}
+
 /* Batches no one-pass tiling fits (codegen/cuda/cuda_passes.c): the
  * recurrence takes its rows in passes with the values that cross its
  * phases kept in global memory, as does the layernorm LSTM's forward
@@ -276,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_vs_interp),
         cmocka_unit_test(test_vs_cudnn),
         cmocka_unit_test(test_large),
+        cmocka_unit_test(test_outer_batches),
         cmocka_unit_test(test_huge_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
