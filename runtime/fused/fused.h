@@ -246,8 +246,18 @@ typedef struct rt_fused_job {
 rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s);
 /* Grows device buffer *p to hold n bytes (contents not kept). */
 rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n);
-/* The streams and events of the overlapped runs (fused_model.c). */
+/* The streams and events of the overlapped runs (fused_model.c): aux[]
+ * where share > 1, and at least n events, made once and kept. */
+rnnc_status rt_fused_streams(rt_fused *m, int n);
 void rt_fused_streams_free(rt_fused *m);
+/* waiter waits for what signaller has been given so far (through event e). */
+rnnc_status rt_fused_after(CUstream waiter, CUevent e, CUstream signaller);
+/* The two directions' streams (share > 1, after rt_fused_streams): fork
+ * starts both after what s has been given, join makes s wait for both
+ * (events 0-2); direction d runs on rt_fused_dir_stream(m, d). */
+rnnc_status rt_fused_fork(rt_fused *m, CUstream s);
+rnnc_status rt_fused_join(rt_fused *m, CUstream s);
+CUstream rt_fused_dir_stream(const rt_fused *m, int d);
 /* Floats of one pseudo-layer's states in st (three copies). */
 int64_t rt_fused_st_stride(const rt_fused *m);
 /* The kernel sizing of spec s: 2 where directions or layers run at once. */

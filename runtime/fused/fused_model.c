@@ -293,8 +293,13 @@ void rt_fused_streams_free(rt_fused *m)
     memset(m->aux, 0, sizeof m->aux);
 }
 
-/* waiter waits for what signaller has been given so far (through event e). */
-static rnnc_status after(CUstream waiter, CUevent e, CUstream signaller)
+rnnc_status rt_fused_streams(rt_fused *m, int n)
+{
+    rnnc_status st = m->share > 1 ? make_streams(m) : RNNC_OK;
+    return st ? st : make_events(m, n);
+}
+
+rnnc_status rt_fused_after(CUstream waiter, CUevent e, CUstream signaller)
 {
     const rt_cuda_api *cu = rt_cu();
     rnnc_status st = rt_cuda_check(cu->EventRecord(e, signaller), "cuEventRecord");
@@ -410,8 +415,25 @@ static rt_fused_job whole_job(const rt_fused *m, const rnnc_forward_args *a, int
                           .len = len_of(m, a->batch, -1), .io = m->io[p]};
 }
 
+rnnc_status rt_fused_fork(rt_fused *m, CUstream s)
+{
+    rnnc_status st = rt_fused_after(m->aux[3], m->ev[0], s);
+    return st ? st : rt_fused_after(m->aux[0], m->ev[0], s);
+}
+
+rnnc_status rt_fused_join(rt_fused *m, CUstream s)
+{
+    rnnc_status st = rt_fused_after(s, m->ev[1], m->aux[0]);
+    return st ? st : rt_fused_after(s, m->ev[2], m->aux[3]);
+}
+
+CUstream rt_fused_dir_stream(const rt_fused *m, int d)
+{
+    return d == 1 ? m->aux[0] : m->aux[3];
+}
+
 /* One layer: its directions one after the other, or (share > 1, two
- * directions) at once on aux[3] and aux[0], each with its own scratch
+ * directions) at once on their streams, each with its own scratch
  * (streams of one priority, as neither direction waits for the other). */
 static rnnc_status run_layer(rt_fused *m, const rnnc_forward_args *a, int l, CUdeviceptr in,
                              CUdeviceptr out, CUstream s)
@@ -423,17 +445,15 @@ static rnnc_status run_layer(rt_fused *m, const rnnc_forward_args *a, int l, CUd
     if (a->lengths &&
         (st = rt_dev_zero(out, TB * (size_t)(m->spec.dirs * m->spec.hout) * rt_fused_esz(m), s)))
         return st;
-    if (both && ((st = after(m->aux[3], m->ev[0], s)) || (st = after(m->aux[0], m->ev[0], s))))
+    if (both && (st = rt_fused_fork(m, s)))
         return st;
     for (int d = 0; d < m->spec.dirs; d++) {
-        CUstream sd = !both ? s : d == 1 ? m->aux[0] : m->aux[3];
+        CUstream sd = both ? rt_fused_dir_stream(m, d) : s;
         rt_fused_job j = whole_job(m, a, l, d, in, out, both ? d : 0);
         if ((st = rt_fused_launch(m, &j, RT_FUSED_HOIST | RT_FUSED_STEP, sd)))
             return st;
     }
-    if (both && (st = after(s, m->ev[1], m->aux[0])))
-        return st;
-    return both ? after(s, m->ev[2], m->aux[3]) : RNNC_OK;
+    return both ? rt_fused_join(m, s) : RNNC_OK;
 }
 
 static rnnc_status run_layers(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
@@ -526,7 +546,7 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
     if ((l > 0 && (st = rt_cuda_check(rt_cu()->StreamWaitEvent(g, wave_ev(w, 0, l - 1, c), 0),
                                       "cuStreamWaitEvent"))) ||
         (st = rt_fused_launch(m, &j, RT_FUSED_HOIST, g)) ||
-        (st = after(s, wave_ev(w, 1, l, c), g)))
+        (st = rt_fused_after(s, wave_ev(w, 1, l, c), g)))
         return st;
     if (w->a->lengths &&
         (st = rt_dev_zero(j.y, (size_t)Tc * (size_t)w->B * (size_t)w->W * esz, s)))
@@ -548,7 +568,7 @@ static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr
               .chunks = chunks, .W = m->spec.hout, .B = a->batch};
     rnnc_status st = RNNC_OK;
     for (int i = 0; i < 4 && st == RNNC_OK; i++)
-        st = after(m->aux[i], m->ev[0], s);
+        st = rt_fused_after(m->aux[i], m->ev[0], s);
     CUdeviceptr in = x;
     for (int l = 0; st == RNNC_OK && l < m->spec.layers; l++) {
         CUdeviceptr out = l == m->spec.layers - 1 ? y : m->lay[l & 1];
@@ -557,7 +577,7 @@ static rnnc_status run_wave(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr
         in = out;
     }
     for (int i = 0; i < 4 && st == RNNC_OK; i++)
-        st = after(s, m->ev[1 + i], m->aux[i]);
+        st = rt_fused_after(s, m->ev[1 + i], m->aux[i]);
     return st;
 }
 
@@ -580,10 +600,8 @@ rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdevice
     chunks = wf ? chunks : 0;
     if (st == RNNC_OK)
         st = upload_lengths(m, a, chunks, s);
-    if (st == RNNC_OK && m->share > 1)
-        st = make_streams(m);
     if (st == RNNC_OK)
-        st = make_events(m, 5 + 2 * m->spec.layers * chunks);
+        st = rt_fused_streams(m, 5 + 2 * m->spec.layers * chunks);
     if (st == RNNC_OK)
         st = grow_io(m, np);
     /* the wavefront's first chunk reads these, its last writes them (not

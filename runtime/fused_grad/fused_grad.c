@@ -15,19 +15,30 @@
 
 #ifdef RT_HAVE_CUDA_H
 
-rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdeviceptr y,
-                          CUdeviceptr wts, CUdeviceptr fold, int T, int rev, CUstream s)
+int fg_sides(const rt_fused *m)
+{
+    return m->spec.dirs == 2 && m->share > 1 ? 2 : 1;
+}
+
+CUstream fg_side_stream(const rt_fused *m, int d, CUstream s)
+{
+    return fg_sides(m) > 1 ? rt_fused_dir_stream(m, d) : s;
+}
+
+rnnc_status fg_launch_set(rt_fgrad *g, fg_side *sd, const fg_set *set, CUdeviceptr x,
+                          CUdeviceptr y, CUdeviceptr wts, CUdeviceptr fold, int T, int rev,
+                          CUstream s)
 {
     const cg_cuda_plan *pl = &set->plan;
-    CUdeviceptr xx = x, yy = y, st = g->st.p, hz = g->hz.p, xb = g->xb.p, part = g->part.p;
-    CUdeviceptr bar = g->bar.p, len = g->has_len ? g->dlen.p : 0;
+    CUdeviceptr xx = x, yy = y, st = sd->st.p, hz = sd->hz.p, xb = sd->xb.p, part = sd->part.p;
+    CUdeviceptr bar = sd->bar.p, len = g->has_len ? g->dlen.p : 0;
     int r = rev;
     cg_cuda_io io = {{0}, {0}}; /* states through st: the backward reads its copies */
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     if (rt_fused_bar_bytes(pl) > RT_FUSED_BAR_BYTES)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: persistent grid too large");
-    rnnc_status e = pl->xb_zero_floats > 0 ? rt_dev_zero(g->xb.p, (size_t)pl->xb_zero_floats * 4, s)
-                                           : rt_dev_zero(g->bar.p, rt_fused_bar_bytes(pl), s);
+    rnnc_status e = pl->xb_zero_floats > 0 ? rt_dev_zero(xb, (size_t)pl->xb_zero_floats * 4, s)
+                                           : rt_dev_zero(bar, rt_fused_bar_bytes(pl), s);
     size_t TB = (size_t)T * (size_t)g->B;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
@@ -139,6 +150,19 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
+/* Side i's buffers: the kernels' states, hoisted values, staging,
+ * partials and barrier, G and DG. */
+static rnnc_status side_scratch(fg_side *sd, size_t TB, int64_t stf, int64_t hz, int64_t xb,
+                                int64_t part, int64_t gc, int64_t dgc)
+{
+    rnnc_status st;
+    if ((st = fg_grow(&sd->st, (size_t)stf * 12)) || (st = fg_grow(&sd->hz, TB * (size_t)hz * 4)) ||
+        (st = fg_grow(&sd->xb, (size_t)xb * 4)) || (st = fg_grow(&sd->part, (size_t)part * 4)) ||
+        (st = fg_grow(&sd->bar, RT_FUSED_BAR_BYTES)) || (st = fg_grow(&sd->g, TB * (size_t)gc * 4)))
+        return st;
+    return fg_grow(&sd->dg, TB * (size_t)dgc * 4);
+}
+
 static rnnc_status scratch(rt_fused *m, rt_fgrad *g)
 {
     size_t TB = (size_t)(g->T * g->B), B = (size_t)g->B;
@@ -153,16 +177,15 @@ static rnnc_status scratch(rt_fused *m, rt_fgrad *g)
             dgc = max64(dgc, g->bwd[k].plan.out_cols), init = max64(init, g->kind[k].init_cols);
         }
     int64_t width = m->spec.dirs * m->spec.hout, wide = max64(width, m->spec.sizes[0].I);
-    rnnc_status st;
-    if ((st = fg_grow(&g->st, (size_t)stf * 12)) || (st = fg_grow(&g->hz, TB * (size_t)hz * 4)) ||
-        (st = fg_grow(&g->xb, (size_t)xb * 4)) || (st = fg_grow(&g->part, (size_t)part * 4)) ||
-        (st = fg_grow(&g->bar, RT_FUSED_BAR_BYTES)) || (st = fg_grow(&g->dlen, B * 4)) ||
+    rnnc_status st = RNNC_OK;
+    for (int i = 0; st == RNNC_OK && i < g->sides; i++)
+        st = side_scratch(&g->side[i], TB, stf, hz, xb, part, gc, dgc);
+    if (st || (st = fg_grow(&g->dlen, B * 4)) ||
         (st = fg_grow(&g->xt, TB * (size_t)m->spec.sizes[0].I * 4)) ||
         (st = fg_grow(&g->tmp, TB * (size_t)wide * 4)) ||
         (st = fg_grow(&g->recb, TB * (size_t)(rec * g->np) * 4)) ||
         (st = fg_grow(&g->out, TB * (size_t)(width * m->spec.layers) * 4)) ||
         (st = fg_grow(&g->init, B * (size_t)(init * g->np) * 4)) ||
-        (st = fg_grow(&g->g, TB * (size_t)gc * 4)) || (st = fg_grow(&g->dg, TB * (size_t)dgc * 4)) ||
         (st = fg_grow(&g->din, TB * (size_t)wide * 4)) || (st = fg_grow(&g->dxl, TB * (size_t)wide * 4)))
         return st;
     if (!g->dw && (st = rt_dev_alloc(&g->dw, (size_t)(g->hw_floats + 4) * 4)))
@@ -187,11 +210,11 @@ CUdeviceptr fg_out_at(const rt_fused *m, const rt_fgrad *g, int l)
 }
 
 /* Pseudo-layer p's states (user array arr, [L*D, B, n]) into copy 0 of st. */
-rnnc_status fg_states_in(rt_fgrad *g, const cg_cuda_plan *pl, const void *const *arr, int p,
-                             CUstream s)
+rnnc_status fg_states_in(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
+                         const void *const *arr, int p, CUstream s)
 {
     for (int i = 0; i < pl->n_states; i++) {
-        CUdeviceptr dst = g->st.p + (CUdeviceptr)pl->state[i].offset * 4;
+        CUdeviceptr dst = sd->st.p + (CUdeviceptr)pl->state[i].offset * 4;
         size_t n = (size_t)(g->B * pl->state[i].count) * 4;
         const void *src = arr ? arr[i] : NULL;
         rnnc_status st = src ? fg_move(dst, (const char *)src + (size_t)p * n, n, g->dev, true, s)
@@ -202,10 +225,10 @@ rnnc_status fg_states_in(rt_fgrad *g, const cg_cuda_plan *pl, const void *const 
     return RNNC_OK;
 }
 
-rnnc_status fg_states_out(rt_fgrad *g, const cg_cuda_plan *pl, void *const *arr, int p,
-                              CUstream s)
+rnnc_status fg_states_out(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl, void *const *arr,
+                          int p, CUstream s)
 {
-    CUdeviceptr fin = g->st.p + (CUdeviceptr)(2 * pl->state_floats * 4);
+    CUdeviceptr fin = sd->st.p + (CUdeviceptr)(2 * pl->state_floats * 4);
     for (int i = 0; arr && i < pl->n_states; i++) {
         if (!arr[i])
             continue;
@@ -258,30 +281,52 @@ static rnnc_status lengths_in(rt_fgrad *g, const rnnc_forward_args *a, CUstream 
     return st ? st : rt_dev_sync(s);
 }
 
+/* Direction d of layer l on stream s: its initial states (kept for the
+ * backward), its record rows, and its columns of the layer output. */
+static rnnc_status record_dir(rt_fused *m, rt_fgrad *g, const rnnc_forward_args *a, int l, int d,
+                              CUdeviceptr in, CUstream s)
+{
+    int k = l > 0, W = (int)(m->spec.dirs * m->spec.hout), p = l * m->spec.dirs + d;
+    const fg_set *set = &g->rec[k];
+    const fg_kind *kd = &g->kind[k];
+    fg_side *sd = &g->side[d % g->sides];
+    CUdeviceptr wts = g->rwts + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_w) * 4;
+    CUdeviceptr fold = g->rfold + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_f) * 4;
+    rnnc_status st = fg_states_in(g, sd, &set->plan, a->init, p, s);
+    for (int i = 0; st == RNNC_OK && i < set->plan.n_states; i++)
+        st = rt_dev_copy(fg_init_at(g, p) + (CUdeviceptr)(g->B * kd->init_off[i] * 4),
+                         sd->st.p + (CUdeviceptr)set->plan.state[i].offset * 4,
+                         (size_t)(g->B * set->plan.state[i].count) * 4, s);
+    if (st || (st = fg_launch_set(g, sd, set, in, fg_rec_at(g, p), wts, fold, (int)g->T, d, s)))
+        return st;
+    return fg_copy_cols(g, fg_out_at(m, g, l) + (CUdeviceptr)(d * m->spec.hout * 4), W,
+                        fg_rec_at(g, p), (int)kd->rec_cols, g->T * g->B, (int)m->spec.hout, s);
+}
+
+static rnnc_status final_out(rt_fused *m, rt_fgrad *g, const rnnc_forward_args *a, int l, int d,
+                             CUstream s)
+{
+    return fg_states_out(g, &g->side[d % g->sides], &g->rec[l > 0].plan, a->final,
+                         l * m->spec.dirs + d, s);
+}
+
+/* A layer's directions, side by side where there are two sides.  Their
+ * final states go out after both have launched: a download into host
+ * memory returns once its kernel is done, which would hold back the other
+ * direction's launches; with one side the next direction overwrites them. */
 static rnnc_status record_layer(rt_fused *m, rt_fgrad *g, const rnnc_forward_args *a, int l,
                                 CUdeviceptr in, CUstream s)
 {
-    int k = l > 0, W = (int)(m->spec.dirs * m->spec.hout), T = (int)g->T;
-    const fg_set *set = &g->rec[k];
-    const fg_kind *kd = &g->kind[k];
-    rnnc_status st = RNNC_OK;
+    bool both = g->sides > 1;
+    rnnc_status st = both ? rt_fused_fork(m, s) : RNNC_OK;
     for (int d = 0; st == RNNC_OK && d < m->spec.dirs; d++) {
-        int p = l * m->spec.dirs + d;
-        CUdeviceptr wts = g->rwts + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_w) * 4;
-        CUdeviceptr fold = g->rfold + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_f) * 4;
-        if ((st = fg_states_in(g, &set->plan, a->init, p, s)))
-            break;
-        for (int i = 0; st == RNNC_OK && i < set->plan.n_states; i++)
-            st = rt_dev_copy(fg_init_at(g, p) + (CUdeviceptr)(g->B * kd->init_off[i] * 4),
-                             g->st.p + (CUdeviceptr)set->plan.state[i].offset * 4,
-                             (size_t)(g->B * set->plan.state[i].count) * 4, s);
-        if (st || (st = fg_launch_set(g, set, in, fg_rec_at(g, p), wts, fold, T, d, s)) ||
-            (st = fg_states_out(g, &set->plan, a->final, p, s)))
-            break;
-        st = fg_copy_cols(g, fg_out_at(m, g, l) + (CUdeviceptr)(d * m->spec.hout * 4), W, fg_rec_at(g, p),
-                       (int)kd->rec_cols, g->T * g->B, (int)m->spec.hout, s);
+        st = record_dir(m, g, a, l, d, in, fg_side_stream(m, d, s));
+        if (st == RNNC_OK && !both)
+            st = final_out(m, g, a, l, d, s);
     }
-    return st;
+    for (int d = 0; st == RNNC_OK && both && d < m->spec.dirs; d++)
+        st = final_out(m, g, a, l, d, fg_side_stream(m, d, s));
+    return st == RNNC_OK && both ? rt_fused_join(m, s) : st;
 }
 
 rnnc_status rt_fgrad_forward(rt_fused *m, const rnnc_forward_args *a)
@@ -294,6 +339,7 @@ rnnc_status rt_fgrad_forward(rt_fused *m, const rnnc_forward_args *a)
         return st;
     g->T = a->seq_len, g->B = a->batch, g->dev = a->device_pointers, g->stream = s;
     if ((st = scratch(m, g)) || (st = lengths_in(g, a, s)) ||
+        (g->sides > 1 && (st = rt_fused_streams(m, 3))) ||
         (st = fg_seq_in(m, g, g->xt.p, a->x, (int)m->spec.sizes[0].I, s)))
         return st;
     for (int l = 0; st == RNNC_OK && l < m->spec.layers; l++) {

@@ -136,6 +136,13 @@ typedef struct fg_set {
     bool loaded;
 } fg_set;
 
+/* The scratch of one pseudo-layer's kernels.  The two directions of a
+ * layer run side by side where the model's kernels are sized for half the
+ * SMs (rt_fused.share), each on its stream with a side of its own. */
+typedef struct fg_side {
+    fg_buf st, hz, xb, part, bar, g, dg;
+} fg_side;
+
 struct rt_fgrad {
     bool checked;
     rnnc_status status; /* of the check: RNNC_OK, or why the backward is refused */
@@ -145,6 +152,7 @@ struct rt_fgrad {
     int n_kinds;
     int np, npar;          /* pseudo-layers, forward params */
     int sm_count;          /* of the device (the GEMMs' K split) */
+    int sides;             /* fg_sides */
     /* host weights: [np * npar] blocks at hw_off (dw uses the same offsets) */
     float *hw;
     int64_t *hw_off, *hw_cnt, hw_floats;
@@ -165,11 +173,17 @@ struct rt_fgrad {
     CUstream stream;
     bool dev;              /* the forward had device pointers */
     float *dw_host;
-    fg_buf st, hz, xb, part, bar, dlen, xt, tmp, recb, out, init, g, dg, din, dxl;
+    fg_side side[2];
+    fg_buf dlen, xt, tmp, recb, out, init, din, dxl;
     int *hlen;
     int64_t rec_stride; /* floats of a record row buffer's rows, every kind */
 };
 
+/* 2 where the directions of a layer run side by side on half the SMs
+ * each (a bidirectional model whose kernels are sized so), else 1. */
+int fg_sides(const rt_fused *m);
+/* The stream of direction d's side: s itself where there is one side. */
+CUstream fg_side_stream(const rt_fused *m, int d, CUstream s);
 /* Pseudo-layer p's offset in an arena of n[kind] floats per pseudo-layer. */
 int64_t fg_at(const rt_fgrad *g, int dirs, int p, const int64_t n[2]);
 /* Generates and loads the kernel sets for `batch` and fills the arenas. */
@@ -177,8 +191,9 @@ rnnc_status fg_prepare(rt_fused *m, int64_t batch);
 /* Grows b to n bytes (contents not kept). */
 rnnc_status fg_grow(fg_buf *b, size_t n);
 /* Launches a generated kernel set as the fused forward does. */
-rnnc_status fg_launch_set(rt_fgrad *g, const fg_set *set, CUdeviceptr x, CUdeviceptr y,
-                          CUdeviceptr wts, CUdeviceptr fold, int T, int rev, CUstream s);
+rnnc_status fg_launch_set(rt_fgrad *g, fg_side *sd, const fg_set *set, CUdeviceptr x,
+                          CUdeviceptr y, CUdeviceptr wts, CUdeviceptr fold, int T, int rev,
+                          CUstream s);
 
 /* fused_grad.c, for fused_grad_bwd.c: device views and helpers. */
 CUdeviceptr fg_rec_at(const rt_fgrad *g, int p);
@@ -194,10 +209,10 @@ rnnc_status fg_colsum(rt_fgrad *g, CUdeviceptr out, CUdeviceptr A, int lda, int 
 rnnc_status fg_seq_in(rt_fused *m, rt_fgrad *g, CUdeviceptr dst, const void *src, int W,
                       CUstream s);
 rnnc_status fg_seq_out(rt_fused *m, rt_fgrad *g, void *dst, CUdeviceptr src, int W, CUstream s);
-rnnc_status fg_states_in(rt_fgrad *g, const cg_cuda_plan *pl, const void *const *arr, int p,
-                         CUstream s);
-rnnc_status fg_states_out(rt_fgrad *g, const cg_cuda_plan *pl, void *const *arr, int p,
-                          CUstream s);
+rnnc_status fg_states_in(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
+                         const void *const *arr, int p, CUstream s);
+rnnc_status fg_states_out(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl, void *const *arr,
+                          int p, CUstream s);
 rnnc_status fg_launch1(rt_fgrad *g, int k, long long n, void **args, CUstream s);
 
 #endif

@@ -19,13 +19,13 @@ typedef struct view {
     int ld;
 } view;
 
-static view where(const rt_fgrad *g, const fg_kind *kd, CUdeviceptr x, int ldx, const fg_operand *o)
+static view where(const rt_fgrad *g, const fg_side *sd, int k, CUdeviceptr x, int ldx,
+                  const fg_operand *o)
 {
     switch (o->where) {
     case FG_X: return (view){x + (CUdeviceptr)o->off * 4, ldx};
-    case FG_G: return (view){g->g.p + (CUdeviceptr)o->off * 4, (int)kd->g_cols};
-    default:
-        return (view){g->dg.p + (CUdeviceptr)o->off * 4, (int)g->bwd[kd == &g->kind[1]].plan.out_cols};
+    case FG_G: return (view){sd->g.p + (CUdeviceptr)o->off * 4, (int)g->kind[k].g_cols};
+    default: return (view){sd->dg.p + (CUdeviceptr)o->off * 4, (int)g->bwd[k].plan.out_cols};
     }
 }
 
@@ -42,15 +42,20 @@ static int same_rowsum(const fg_kind *kd, int i)
     return -1;
 }
 
-static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, int k, int p, CUdeviceptr x, int ldx,
-                            CUstream s)
+/* Pseudo-layer p's post ops from side sd's G and DG: the weight
+ * gradients (dx false) or its terms of dx (true), which both directions
+ * add into one buffer, so they run on one stream. */
+static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, int p, bool dx,
+                            CUdeviceptr x, CUstream s)
 {
     const fg_kind *kd = &g->kind[k];
     int R = (int)(g->T * g->B), I = (int)m->spec.sizes[k].I;
     rnnc_status st = RNNC_OK;
     for (int i = 0; st == RNNC_OK && i < kd->n_ops; i++) {
         const fg_op *op = &kd->op[i];
-        view a = where(g, kd, x, ldx, &op->a), b = where(g, kd, x, ldx, &op->b);
+        if ((op->kind == FG_LINT) != dx)
+            continue;
+        view a = where(g, sd, k, x, I, &op->a), b = where(g, sd, k, x, I, &op->b);
         int64_t at = op->param >= 0 ? g->hw_off[p * g->npar + op->param] : 0;
         CUdeviceptr dw = g->dw + (CUdeviceptr)at * 4;
         switch (op->kind) {
@@ -76,10 +81,10 @@ static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, int k, int p, CUdeviceptr 
     return st;
 }
 
-static rnnc_status gather(rt_fused *m, rt_fgrad *g, int k, int p, int d, CUstream s)
+static rnnc_status gather(rt_fused *m, rt_fgrad *g, fg_side *sd, int k, int p, int d, CUstream s)
 {
     const fg_kind *kd = &g->kind[k];
-    CUdeviceptr G = g->g.p, rec = fg_rec_at(g, p), din = g->din.p, init = fg_init_at(g, p);
+    CUdeviceptr G = sd->g.p, rec = fg_rec_at(g, p), din = g->din.p, init = fg_init_at(g, p);
     CUdeviceptr len = g->has_len ? g->dlen.p : 0, desc = g->ddesc[k].p;
     int gc = (int)kd->g_cols, rc = (int)kd->rec_cols, dld = (int)(m->spec.dirs * m->spec.hout);
     int doff = d * (int)m->spec.hout, T = (int)g->T, B = (int)g->B, rev = d;
@@ -92,24 +97,65 @@ static rnnc_status gather(rt_fused *m, rt_fgrad *g, int k, int p, int d, CUstrea
     return rt_launch(g->util.fn[FG_K_GATHER], grid, block, 0, s, args, false);
 }
 
+/* Direction d of layer l on stream s: gather its step inputs, walk the
+ * recurrence cell backwards in time from dfinal, then the weight
+ * gradients. */
+static rnnc_status dir_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *b, int l, int d,
+                            CUstream s)
+{
+    int k = l > 0, D = m->spec.dirs, p = l * D + d;
+    const fg_set *set = &g->bwd[k];
+    fg_side *sd = &g->side[d % g->sides];
+    CUdeviceptr x = l ? fg_out_at(m, g, l - 1) : g->xt.p;
+    CUdeviceptr wts = g->bwts + (CUdeviceptr)fg_at(g, D, p, g->bwd_w) * 4;
+    CUdeviceptr fold = g->bfold + (CUdeviceptr)fg_at(g, D, p, g->bwd_f) * 4;
+    rnnc_status st;
+    if ((st = gather(m, g, sd, k, p, d, s)) ||
+        (st = fg_states_in(g, sd, &set->plan, b->dfinal, p, s)) ||
+        (st = fg_launch_set(g, sd, set, sd->g.p, sd->dg.p, wts, fold, (int)g->T, !d, s)))
+        return st;
+    return post_ops(m, g, sd, k, p, false, x, s);
+}
+
+static rnnc_status dinit_out(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *b, int l,
+                             int d, CUstream s)
+{
+    return fg_states_out(g, &g->side[d % g->sides], &g->bwd[l > 0].plan, b->dinit,
+                         l * m->spec.dirs + d, s);
+}
+
+/* Direction d's terms of dx, which both directions add into one buffer. */
+static rnnc_status dx_terms(rt_fused *m, rt_fgrad *g, int l, int d, CUstream s)
+{
+    CUdeviceptr x = l ? fg_out_at(m, g, l - 1) : g->xt.p;
+    return post_ops(m, g, &g->side[d % g->sides], l > 0, l * m->spec.dirs + d, true, x, s);
+}
+
+/* A layer's directions, side by side where there are two sides: then
+ * dinit goes out once both have launched (a download into host memory
+ * returns when its kernel is done) and dx once both are done; with one
+ * side the next direction reuses the buffers, so each finishes first. */
 static rnnc_status layer_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *b, int l,
                               CUstream s)
 {
-    int k = l > 0, D = m->spec.dirs;
-    const fg_set *set = &g->bwd[k];
-    CUdeviceptr x = l ? fg_out_at(m, g, l - 1) : g->xt.p;
-    int I = (int)m->spec.sizes[k].I;
-    rnnc_status st = rt_dev_zero(g->dxl.p, (size_t)(g->T * g->B * I) * 4, s);
+    int D = m->spec.dirs;
+    bool both = g->sides > 1;
+    rnnc_status st = rt_dev_zero(g->dxl.p, (size_t)(g->T * g->B * m->spec.sizes[l > 0].I) * 4, s);
+    if (st == RNNC_OK && both)
+        st = rt_fused_fork(m, s);
     for (int d = 0; st == RNNC_OK && d < D; d++) {
-        int p = l * D + d;
-        CUdeviceptr wts = g->bwts + (CUdeviceptr)fg_at(g, D, p, g->bwd_w) * 4;
-        CUdeviceptr fold = g->bfold + (CUdeviceptr)fg_at(g, D, p, g->bwd_f) * 4;
-        if ((st = gather(m, g, k, p, d, s)) || (st = fg_states_in(g, &set->plan, b->dfinal, p, s)) ||
-            (st = fg_launch_set(g, set, g->g.p, g->dg.p, wts, fold, (int)g->T, !d, s)) ||
-            (st = fg_states_out(g, &set->plan, b->dinit, p, s)))
-            break;
-        st = post_ops(m, g, k, p, x, I, s);
+        st = dir_back(m, g, b, l, d, fg_side_stream(m, d, s));
+        if (st == RNNC_OK && !both && (st = dinit_out(m, g, b, l, d, s)) == RNNC_OK)
+            st = dx_terms(m, g, l, d, s);
     }
+    if (st != RNNC_OK || !both)
+        return st;
+    for (int d = 0; st == RNNC_OK && d < D; d++)
+        st = dinit_out(m, g, b, l, d, fg_side_stream(m, d, s));
+    if (st == RNNC_OK)
+        st = rt_fused_join(m, s);
+    for (int d = 0; st == RNNC_OK && d < D; d++)
+        st = dx_terms(m, g, l, d, s);
     return st;
 }
 

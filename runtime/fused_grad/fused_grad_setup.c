@@ -46,6 +46,7 @@ static rnnc_status new_state(rt_fused *m)
     g->np = m->spec.layers * m->spec.dirs;
     g->npar = m->spec.fn[0]->n_params;
     g->sm_count = m->sm_count;
+    g->sides = fg_sides(m);
     m->grad = g;
     return RNNC_OK;
 }
@@ -53,12 +54,14 @@ static rnnc_status new_state(rt_fused *m)
 static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
 {
     rt_fused_config_kind(m, k, batch, false, cfg);
-    /* Training runs its pseudo-layers one after another, so each kernel has
-     * every SM, where the forward of a bidirectional model or a stack runs
-     * two at once on half of them each (m->share).  With half, the H200's
-     * training steps at B = 64, I = H = 512 took 9.42 ms for one
-     * bidirectional layer and 9.39 for two layers against 3.24 for one. */
-    cfg->sm_count = m->sm_count;
+    /* Each kernel has the SMs of its side: all of them where the training
+     * runs one pseudo-layer at a time (a stack's layers: the forward's
+     * wavefront of two layers on half the SMs each does not carry over),
+     * half where the two directions of a layer run side by side.  Sized
+     * for half and run one at a time, the H200's training steps at B = 64,
+     * I = H = 512 took 9.42 ms for one bidirectional layer and 9.39 for two
+     * layers against 3.24 for one. */
+    cfg->sm_count = m->sm_count / fg_sides(m);
     cfg->batch_first = false; /* the training path keeps everything [T, B, *] */
     cfg->tma = false;         /* its launcher passes no tensor maps */
     cfg->y_ld = 0;
@@ -373,11 +376,16 @@ void rt_fgrad_free(rt_fgrad *g)
 {
     if (!g)
         return;
-    fg_buf *bufs[] = {&g->st, &g->hz, &g->xb, &g->part, &g->bar, &g->dlen, &g->xt, &g->tmp,
-                      &g->recb, &g->out, &g->init, &g->g, &g->dg, &g->din, &g->dxl,
-                      &g->ddesc[0], &g->ddesc[1]};
+    fg_buf *bufs[] = {&g->dlen, &g->xt, &g->tmp, &g->recb, &g->out, &g->init,
+                      &g->din, &g->dxl, &g->ddesc[0], &g->ddesc[1]};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         rt_dev_free(bufs[i]->p);
+    for (int i = 0; i < 2; i++) {
+        fg_side *sd = &g->side[i];
+        fg_buf *side[] = {&sd->st, &sd->hz, &sd->xb, &sd->part, &sd->bar, &sd->g, &sd->dg};
+        for (size_t j = 0; j < sizeof side / sizeof side[0]; j++)
+            rt_dev_free(side[j]->p);
+    }
     CUdeviceptr arenas[] = {g->rwts, g->rfold, g->bwts, g->bfold, g->plain, g->dw};
     for (size_t i = 0; i < sizeof arenas / sizeof arenas[0]; i++)
         rt_dev_free(arenas[i]);
