@@ -275,6 +275,11 @@ static void test_lookup_order(void **state)
     assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){0, 0, 0, 8, 4, 2, 0}));
     setenv("RNNC_FUSED_TILE", "0,0,512,8,8,0,1", 1); /* outer products */
     assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){0, 0, 512, 8, 8, 0, 1}));
+    /* ... or as the log prints a tuning, any fields in any order */
+    setenv("RNNC_FUSED_TILE", "op=1 nt=512 rr=8 bb=8", 1);
+    assert_true(same(choose(f, 8, "RNNC_FUSED_TILE"), (rt_fused_tuning){0, 0, 512, 8, 8, 0, 1}));
+    setenv("RNNC_FUSED_TILE", "nt=512 rr=7", 1); /* not a tuning: the bundle's again */
+    assert_true(same(choose(f, 8, "loaded bundle"), (rt_fused_tuning){8, 0, 0, 0, 0, 0, 0}));
     unsetenv("RNNC_FUSED_TILE");
     rt_bundle_destroy(b); /* unregisters */
     /* the choice reaches the generated kernels */

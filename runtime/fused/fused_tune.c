@@ -518,10 +518,15 @@ static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *no
 
 /* ---------------------------------------------------------------- the choice */
 
+/* RNNC_FUSED_TILE: "ut,bt,threads[,rr,bb[,ex[,op]]]", or the tuning text
+ * as RNNC_LOG=info prints it and `rnnc dump --tuning` takes it ("nt=512
+ * rr=8 bb=8 op=1": any of the fields, in any order). */
 static bool from_env(rt_fused_tuning *t)
 {
     const char *e = getenv("RNNC_FUSED_TILE");
     int ut = 0, bt = 0, nt = 0, rr = 0, bb = 0, ex = 0, op = 0;
+    if (e && strchr(e, '='))
+        return rt_fused_tuning_parse_loose(e, t);
     if (!e || sscanf(e, "%d,%d,%d,%d,%d,%d,%d", &ut, &bt, &nt, &rr, &bb, &ex, &op) < 1)
         return false;
     *t = (rt_fused_tuning){ut > 0 ? ut : 0, bt > 0 ? bt : 0, nt > 0 ? nt : 0,
