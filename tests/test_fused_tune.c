@@ -294,6 +294,62 @@ static void test_lookup_order(void **state)
     rnnc_model_destroy(mod);
 }
 
+/* Two kernels at once on half the SMs, or one at a time on all of them, by
+ * the multiply-adds of a step (rt_fused_share_at); the tuning key names the
+ * model's sizing whatever the batch. */
+static void test_share(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cell;
+        int64_t H, batch;
+        int layers;
+        bool bi;
+        rnnc_math math;
+        int want;
+    } cases[] = {
+        {"lstm", 512, 64, 4, false, RNNC_MATH_FFMA, 2},  /* 1.0 M a step an SM of the half */
+        {"lstm", 768, 64, 2, false, RNNC_MATH_FFMA, 1},  /* 2.3 M */
+        {"lstm", 1024, 1, 2, false, RNNC_MATH_FFMA, 2},
+        {"lstm", 1024, 64, 2, false, RNNC_MATH_FFMA, 1},
+        {"lstm", 768, 64, 1, true, RNNC_MATH_FFMA, 2},   /* 2.3 M */
+        {"gru", 1024, 64, 1, true, RNNC_MATH_FFMA, 2},   /* 3.1 M */
+        {"lstm", 1024, 64, 1, true, RNNC_MATH_FFMA, 1},  /* 4.1 M */
+        {"lstm", 1024, 1, 1, true, RNNC_MATH_FFMA, 2},
+        {"lstm", 1024, 256, 1, true, RNNC_MATH_TF32, 2}, /* tensor cores: the model's */
+        {"lstm", 1024, 64, 1, false, RNNC_MATH_FFMA, 1}, /* nothing to run beside */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rnnc_cell *cell = NULL;
+        rnnc_model *mod = NULL;
+        rnnc_model_desc d;
+        assert_ok(rnnc_cell_builtin(&cell, cases[i].cell, NULL));
+        rnnc_model_desc_init(&d);
+        d.cell = cell;
+        d.input_size = d.hidden_size = cases[i].H;
+        d.num_layers = cases[i].layers;
+        d.bidirectional = cases[i].bi;
+        d.math = cases[i].math;
+        d.backend = RNNC_BACKEND_INTERP;
+        assert_ok(rnnc_model_create(&mod, &d));
+        rt_fused *f = fused(mod, 90, 132);
+        cg_cuda_config cfg;
+        char key[512];
+        rt_fused_config_kind(f, 0, cases[i].batch, false, &cfg);
+        rt_fused_shape_key(f, cases[i].batch, key, sizeof key);
+        if (rt_fused_share_at(f, cases[i].batch) != cases[i].want || cfg.sm_count != 132 / cases[i].want)
+            fail_msg("case %zu: share %d on %d SMs, want %d", i, rt_fused_share_at(f, cases[i].batch),
+                     cfg.sm_count, cases[i].want);
+        assert_int_equal(strstr(key, " share=2") != NULL, cases[i].layers > 1 || cases[i].bi);
+        rt_fused_set_share(f, cases[i].batch);
+        assert_int_equal(f->share, cases[i].want);
+        assert_int_equal(f->pdl, cases[i].want == 1);
+        rt_fused_free(f);
+        rnnc_model_destroy(mod);
+        rnnc_cell_destroy(cell);
+    }
+}
+
 int main(void)
 {
     unsetenv("RNNC_FUSED_TILE");
@@ -305,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_tuning_loose),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_lookup_order),
+        cmocka_unit_test(test_share),
     };
     /* fresh records and kernels: the group's own cache directory */
     return cmocka_run_group_tests(tests, tu_cache_dir_setup, tu_cache_dir_teardown);

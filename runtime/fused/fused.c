@@ -39,7 +39,8 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     cfg->sizes = m->spec.sizes[k];
     cfg->batch = batch;
     cfg->sm = m->sm;
-    cfg->sm_count = m->sm_count / (m->share > 1 ? m->share : 1);
+    int share = rt_fused_share_at(m, batch);
+    cfg->sm_count = m->sm_count / share;
     cfg->batch_first = m->spec.batch_first;
     cfg->y_ld = m->spec.dirs * m->spec.hout;
     cfg->math = (int)m->spec.math;
@@ -48,7 +49,7 @@ void rt_fused_config_kind(rt_fused *m, int k, int64_t batch, bool tuned, cg_cuda
     const char *tma = getenv("RNNC_FUSED_TMA");
     cfg->tma = !(tma && strcmp(tma, "0") == 0);
     cfg->dtype = (int)m->spec.dtype;
-    cfg->cluster = m->share == 1 ? m->cluster : 1;
+    cfg->cluster = share == 1 ? m->cluster : 1;
     if (tuned)
         rt_fused_tuning_apply(m->tuning, cfg);
 }
@@ -116,6 +117,49 @@ int rt_fused_share(const rt_spec *s)
     return s->dirs == 2 || (s->layers > 1 && !s->batch_first) ? 2 : 1;
 }
 
+/* A batch row's multiply-adds in one step: the step's linears' weights. */
+static int64_t step_macs(const ir_schedule *s, ir_sizes sz)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < s->n_step; i++) {
+        const ir_node *nd = &s->fn->nodes[s->step[i]];
+        const ir_node *w = nd->op == IR_LINEAR ? &s->fn->nodes[nd->a[1]] : NULL;
+        if (w)
+            n += ir_dim_eval(w->rows, sz) * ir_dim_eval(w->cols, sz);
+    }
+    return n;
+}
+
+/* Two kernels at once on half the SMs each pay while a step is bound by
+ * its latency more than by its multiply-adds; past that, each step takes
+ * about twice as long on half the SMs (or streams its weights, which no
+ * longer fit on chip) and one kernel at a time on all of them is faster.
+ * Measured in FFMA on the H200 (T = 100, bench/results/h200/share/), the
+ * multiply-adds a step per SM of the half (B * step_macs / (SMs / 2)):
+ * stacks gained at 1.0 M (I = H = 512, B = 64) and lost 7% at 2.3 M (H =
+ * 768) and 15-17% at 4.1 M and 16 M (H = 1024, B = 64 and 256; level at B
+ * = 1); bidirectional layers gained 13-14% at 2.3 M (H = 768) and 3.1 M
+ * (a GRU at H = 1024), lost 5% at 4.1 M and 10% at 16 M (LSTM, H = 1024).
+ * Tensor-core and 16-bit models keep the model's sizing. */
+int rt_fused_share_at(const rt_fused *m, int64_t batch)
+{
+    int base = m->share_base > 1 ? m->share_base : 1;
+    if (base == 1 || m->spec.math != RNNC_MATH_FFMA || m->spec.dtype != RNNC_F32)
+        return base;
+    double per_sm = (double)batch * (double)m->step_macs / (m->sm_count / 2.0);
+    return per_sm <= (m->spec.dirs == 2 ? 3.5e6 : 1.5e6) ? base : 1;
+}
+
+void rt_fused_set_share(rt_fused *m, int64_t batch)
+{
+    m->share = rt_fused_share_at(m, batch);
+    /* Each kernel may start while the one before it runs (it waits itself,
+     * rnnc_pdl in the source), except where kernels run beside each other on
+     * shares of the SMs: a kernel started early would hold SMs the other
+     * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
+    m->pdl = m->sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0");
+}
+
 rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
 {
     rnnc_status st = check_spec(s);
@@ -124,20 +168,18 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
     m->spec = *s;
     m->sm = sm;
     m->sm_count = sm_count;
-    m->share = rt_fused_share(s);
-    /* Each kernel may start while the one before it runs (it waits itself,
-     * rnnc_pdl in the source), except where kernels run beside each other on
-     * shares of the SMs: a kernel started early would hold SMs the other
-     * stream's persistent kernel is waiting for.  RNNC_FUSED_PDL=0: off. */
-    m->pdl = sm >= 90 && m->share == 1 && !cm_env_is("RNNC_FUSED_PDL", "0");
+    m->share = m->share_base = rt_fused_share(s);
+    m->pdl = false; /* rt_fused_set_share, for a batch */
     /* 0: the generator's choice; 1: no clusters (measurements) */
     const char *cl = getenv("RNNC_FUSED_CLUSTER");
     m->cluster = cl ? atoi(cl) : 0;
     m->arena = ir_arena_create();
     if (!m->arena)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused: out of memory");
-    if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)) || (st = hash_cell(m)) ||
-        (st = trial(m, 0, &m->sched, &m->plan)))
+    if ((st = pass_fuse(s->fn[0], s->hoist, m->arena, &m->sched)) || (st = hash_cell(m)))
+        return st;
+    m->step_macs = step_macs(&m->sched, s->sizes[0]);
+    if ((st = trial(m, 0, &m->sched, &m->plan)))
         return st;
     if (s->layers > 1 && ((st = pass_fuse(s->fn[1], s->hoist, m->arena, &m->up.sched)) ||
                           (st = trial(m, 1, &m->up.sched, &m->up.plan))))

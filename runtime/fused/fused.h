@@ -103,9 +103,12 @@ struct rt_fused {
     rt_fused_slot slot[2];        /* scratch of the two kernels that run at once */
     /* share > 1: kernels are sized for sm_count / share SMs, so that the
      * directions of a layer, or two layers of a wavefront, run at once on
-     * their own streams (fused_model.c) */
-    int share;
-    /* launch with programmatic dependent launch (fused_run.c; decided at init) */
+     * their own streams (fused_model.c); that of the prepared batch,
+     * rt_fused_share_at.  share_base: the model's (rt_fused_share), in its
+     * tuning keys; step_macs: a batch row's multiply-adds in one step */
+    int share, share_base;
+    int64_t step_macs;
+    /* launch with programmatic dependent launch (fused_run.c; with share) */
     bool pdl;
     /* blocks per thread-block cluster in the step kernel (cg_cuda_config.cluster;
      * RNNC_FUSED_CLUSTER; 1 once a clustered grid was found not to fit) */
@@ -247,8 +250,8 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
 /* Grows device buffer *p to hold n bytes (contents not kept). */
 rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n);
 /* The streams and events of the overlapped runs (fused_model.c): aux[]
- * where share > 1, and at least n events, made once and kept. */
-rnnc_status rt_fused_streams(rt_fused *m, int n);
+ * where `aux`, and at least n events, made once and kept. */
+rnnc_status rt_fused_streams(rt_fused *m, bool aux, int n);
 void rt_fused_streams_free(rt_fused *m);
 /* waiter waits for what signaller has been given so far (through event e). */
 rnnc_status rt_fused_after(CUstream waiter, CUevent e, CUstream signaller);
@@ -260,8 +263,12 @@ rnnc_status rt_fused_join(rt_fused *m, CUstream s);
 CUstream rt_fused_dir_stream(const rt_fused *m, int d);
 /* Floats of one pseudo-layer's states in st (three copies). */
 int64_t rt_fused_st_stride(const rt_fused *m);
-/* The kernel sizing of spec s: 2 where directions or layers run at once. */
+/* The kernel sizing of spec s: 2 where directions or layers may run at once. */
 int rt_fused_share(const rt_spec *s);
+/* ... and at a batch size: 1 where two kernels at once lose (fused.c). */
+int rt_fused_share_at(const rt_fused *m, int64_t batch);
+/* Sets m->share and m->pdl for kernels of that batch size. */
+void rt_fused_set_share(rt_fused *m, int64_t batch);
 /* Dropout between layers l and l+1 on a layer output buf ([T, B, D*Hout],
  * or [B, T, ...] when batch_first), the interpreter's mask and scale; run
  * again on a gradient it applies the same mask (the backward). */

@@ -293,9 +293,9 @@ void rt_fused_streams_free(rt_fused *m)
     memset(m->aux, 0, sizeof m->aux);
 }
 
-rnnc_status rt_fused_streams(rt_fused *m, int n)
+rnnc_status rt_fused_streams(rt_fused *m, bool aux, int n)
 {
-    rnnc_status st = m->share > 1 ? make_streams(m) : RNNC_OK;
+    rnnc_status st = aux ? make_streams(m) : RNNC_OK;
     return st ? st : make_events(m, n);
 }
 
@@ -601,7 +601,7 @@ rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdevice
     if (st == RNNC_OK)
         st = upload_lengths(m, a, chunks, s);
     if (st == RNNC_OK)
-        st = rt_fused_streams(m, 5 + 2 * m->spec.layers * chunks);
+        st = rt_fused_streams(m, m->share > 1, 5 + 2 * m->spec.layers * chunks);
     if (st == RNNC_OK)
         st = grow_io(m, np);
     /* the wavefront's first chunk reads these, its last writes them (not

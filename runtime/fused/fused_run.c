@@ -20,6 +20,7 @@ rnnc_status rt_fused_prepare(rt_fused *m, int64_t batch)
     if (m->batch == batch && m->src)
         return RNNC_OK;
     cg_cuda_config cfg;
+    rt_fused_set_share(m, batch);
     rt_fused_config(m, batch, true, &cfg);
     char *src = NULL, *up = NULL;
     cg_cuda_plan plan, up_plan;
@@ -279,7 +280,7 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     cg_cuda_io io = j->io;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     size_t TB = (size_t)T * (size_t)m->batch;
-    int pdl = m->pdl ? RT_LAUNCH_PDL : 0; /* rt_fused_init says why and when */
+    int pdl = m->pdl ? RT_LAUNCH_PDL : 0; /* rt_fused_set_share says why and when */
     rnnc_status e = RNNC_OK;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];

@@ -35,8 +35,8 @@ void rt_fused_model_key(const rt_fused *m, char *buf, size_t n)
              (long long)s->sizes[0].H, (long long)s->sizes[0].P, (int)s->hoist,
              (int)s->batch_first, (int)s->math, dt, RT_CODEGEN_VERSION);
     size_t len = strlen(buf);
-    if (m->share > 1 && len < n)
-        snprintf(buf + len, n - len, " share=%d", m->share);
+    if (m->share_base > 1 && len < n)
+        snprintf(buf + len, n - len, " share=%d", m->share_base);
 }
 
 void rt_fused_shape_key(const rt_fused *m, int64_t batch, char *buf, size_t n)
@@ -399,6 +399,8 @@ static rt_fused *timing_clone(const rt_fused *m, rt_fused_tuning t)
     c->sm = m->sm;
     c->sm_count = m->sm_count;
     c->share = m->share;
+    c->share_base = m->share_base;
+    c->step_macs = m->step_macs;
     c->pdl = m->pdl;
     c->cluster = m->cluster;
     c->bound = m->bound;
@@ -475,7 +477,7 @@ static bool autotune(rt_fused *m, int64_t batch, rt_fused_tuning *best, char *no
     cand *c = calloc(MAX_CANDIDATES, sizeof *c); /* kernel plans: too large for the stack */
     if (!c)
         return false;
-    int sms = m->sm_count / (m->share > 1 ? m->share : 1);
+    int share = rt_fused_share_at(m, batch), sms = m->sm_count / share;
     int n = rt_fused_candidates(batch, m->spec.sizes[0].H, sms, rt_dtype_is_half(m->spec.dtype),
                                 list, MAX_CANDIDATES);
     n = generate(m, batch, list, n, c);
