@@ -306,18 +306,21 @@ static void test_share(void **state)
         int layers;
         bool bi;
         rnnc_math math;
+        rnnc_dtype dtype;
         int want;
     } cases[] = {
-        {"lstm", 512, 64, 4, false, RNNC_MATH_FFMA, 2},  /* 1.0 M a step an SM of the half */
-        {"lstm", 768, 64, 2, false, RNNC_MATH_FFMA, 1},  /* 2.3 M */
-        {"lstm", 1024, 1, 2, false, RNNC_MATH_FFMA, 2},
-        {"lstm", 1024, 64, 2, false, RNNC_MATH_FFMA, 1},
-        {"lstm", 768, 64, 1, true, RNNC_MATH_FFMA, 2},   /* 2.3 M */
-        {"gru", 1024, 64, 1, true, RNNC_MATH_FFMA, 2},   /* 3.1 M */
-        {"lstm", 1024, 64, 1, true, RNNC_MATH_FFMA, 1},  /* 4.1 M */
-        {"lstm", 1024, 1, 1, true, RNNC_MATH_FFMA, 2},
-        {"lstm", 1024, 256, 1, true, RNNC_MATH_TF32, 2}, /* tensor cores: the model's */
-        {"lstm", 1024, 64, 1, false, RNNC_MATH_FFMA, 1}, /* nothing to run beside */
+        {"lstm", 512, 64, 4, false, RNNC_MATH_FFMA, RNNC_F32, 2},  /* 1.0 M a step an SM of the half */
+        {"lstm", 768, 64, 2, false, RNNC_MATH_FFMA, RNNC_F32, 1},  /* 2.3 M */
+        {"lstm", 1024, 1, 2, false, RNNC_MATH_FFMA, RNNC_F32, 2},
+        {"lstm", 1024, 64, 2, false, RNNC_MATH_FFMA, RNNC_F32, 1},
+        {"lstm", 768, 64, 1, true, RNNC_MATH_FFMA, RNNC_F32, 2},   /* 2.3 M */
+        {"gru", 1024, 64, 1, true, RNNC_MATH_FFMA, RNNC_F32, 2},   /* 3.1 M */
+        {"lstm", 1024, 64, 1, true, RNNC_MATH_FFMA, RNNC_F32, 1},  /* 4.1 M */
+        {"lstm", 1024, 1, 1, true, RNNC_MATH_FFMA, RNNC_F32, 2},
+        {"lstm", 1024, 256, 1, true, RNNC_MATH_TF32, RNNC_F32, 2}, /* TF32: the model's */
+        {"lstm", 1024, 64, 1, false, RNNC_MATH_FFMA, RNNC_F32, 1}, /* nothing to run beside */
+        {"lstm", 1024, 64, 1, true, RNNC_MATH_FFMA, RNNC_BF16, 1}, /* 16-bit: as fp32 */
+        {"lstm", 512, 64, 4, false, RNNC_MATH_FFMA, RNNC_BF16, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rnnc_cell *cell = NULL;
@@ -330,6 +333,7 @@ static void test_share(void **state)
         d.num_layers = cases[i].layers;
         d.bidirectional = cases[i].bi;
         d.math = cases[i].math;
+        d.dtype = cases[i].dtype;
         d.backend = RNNC_BACKEND_INTERP;
         assert_ok(rnnc_model_create(&mod, &d));
         rt_fused *f = fused(mod, 90, 132);
