@@ -109,7 +109,8 @@ static rnnc_status trial(rt_fused *m, int k, const ir_schedule *sched, cg_cuda_p
  * unidirectional model (a wavefront of chunks, fused_model.c); each kernel
  * then gets half the SMs.  batch_first rows of a time chunk are not
  * contiguous, so such a model runs its layers one after another, on all
- * the SMs.  RNNC_FUSED_SHARE=1 turns the overlap off (measurements). */
+ * the SMs.  RNNC_FUSED_SHARE=1 turns the overlap off, =2 keeps it at every
+ * batch size (measurements: rt_fused_share_at). */
 int rt_fused_share(const rt_spec *s)
 {
     if (cm_env_is("RNNC_FUSED_SHARE", "1"))
@@ -148,7 +149,7 @@ static int64_t step_macs(const ir_schedule *s, ir_sizes sz)
 int rt_fused_share_at(const rt_fused *m, int64_t batch)
 {
     int base = m->share_base > 1 ? m->share_base : 1;
-    if (base == 1 || m->spec.math != RNNC_MATH_FFMA)
+    if (base == 1 || m->spec.math != RNNC_MATH_FFMA || cm_env_is("RNNC_FUSED_SHARE", "2"))
         return base;
     double per_sm = (double)batch * (double)m->step_macs / (m->sm_count / 2.0);
     return per_sm <= (m->spec.dirs == 2 ? 3.5e6 : 1.5e6) ? base : 1;
