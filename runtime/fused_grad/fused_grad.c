@@ -1,6 +1,7 @@
 /*
  * fused_grad.c: training on the fused backend (fused_grad.h).  A training
- * forward runs the record cell per (layer, direction), keeping its rows
+ * forward runs the record cell per (layer, direction; a bidirectional
+ * layer's two side by side where it has two sides), keeping its rows
  * [T, B, y | next states | saved]; the backward walks the layers down and,
  * per direction, gathers each step's inputs (dy, saved values, the states
  * entering and leaving), runs the recurrence cell in the opposite time
@@ -26,7 +27,7 @@ int fg_sides(const rt_fused *m)
 
 CUstream fg_side_stream(const rt_fused *m, int d, CUstream s)
 {
-    return fg_sides(m) > 1 ? rt_fused_dir_stream(m, d) : s;
+    return m->grad->sides > 1 ? rt_fused_dir_stream(m, d) : s;
 }
 
 rnnc_status fg_launch_set(rt_fgrad *g, fg_side *sd, const fg_set *set, CUdeviceptr x,

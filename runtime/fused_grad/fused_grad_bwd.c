@@ -5,7 +5,9 @@
  * backwards in time (d_states from dfinal; the reverse direction's
  * backward walks forward), then the post ops over all T*B rows: dW +=
  * A^T B, db += colsum, and dx += D W into the layer's input gradient,
- * which both directions share and the layer below reads as its dy.
+ * which both directions share and the layer below reads as its dy.  The
+ * two directions run side by side where the model has two sides
+ * (fg_sides), their dx terms after both are done.
  */
 #include <stdlib.h>
 #include <string.h>
