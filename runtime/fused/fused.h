@@ -1,8 +1,9 @@
 /*
  * fused.h: the internal header of runtime/fused: the fused GPU forward:
  * the model object and weight binding (fused.c), one forward (fused_run.c),
- * whole models (fused_model.c), tuning (fused_tune.c) and AOT bundles
- * (fused_aot.c).  Needs <cuda.h> at build time (RT_HAVE_CUDA_H).
+ * whole models (fused_model.c, their streams in fused_streams.c), tuning
+ * (fused_tune.c) and AOT bundles (fused_aot.c).  Needs <cuda.h> at build
+ * time (RT_HAVE_CUDA_H).
  *
  * Uses: common, ir, codegen/cuda, runtime/device, runtime/cache,
  * runtime/spec, runtime/eval (the fold), runtime/tensor.
@@ -114,7 +115,7 @@ struct rt_fused {
      * RNNC_FUSED_CLUSTER; 1 once a clustered grid was found not to fit) */
     int cluster;
     /* 0: the second step stream; 1, 2: GEMM streams; 3: the wavefront's
-     * first step stream (fused_model.c make_streams: priorities) */
+     * first step stream (fused_streams.c make_streams: priorities) */
     CUstream aux[4];
     CUevent *ev;
     int ev_n;
@@ -249,7 +250,7 @@ typedef struct rt_fused_job {
 rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s);
 /* Grows device buffer *p to hold n bytes (contents not kept). */
 rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n);
-/* The streams and events of the overlapped runs (fused_model.c): aux[]
+/* The streams and events of the overlapped runs (fused_streams.c): aux[]
  * where `aux`, and at least n events, made once and kept. */
 rnnc_status rt_fused_streams(rt_fused *m, bool aux, int n);
 void rt_fused_streams_free(rt_fused *m);
