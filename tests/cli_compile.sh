@@ -45,7 +45,19 @@ ok "$RNNC" compile --cell gru --input-size 16 --hidden 16 --batch 4 --arch 90 --
    -o g.rnncpkg
 manifest g.rnncpkg | grep -q 'sm_90 sms=114 B=4' || fail "--sm-count not in the record"
 
-# 3. errors
+# 3. a stack runs two kernels at once on half the SMs where a step is bound by its latency
+#    (B = 8) and one at a time on every SM where its multiply-adds dominate (B = 2048): the
+#    info log says which (rt_fused_share_at), and both tuning records name the model's share=2
+RNNC_LOG=info ok "$RNNC" compile --cell lstm --input-size 128 --hidden 128 --layers 2 --batch 8,2048 \
+   --arch sm_90 -o s.rnncpkg
+grep -q "tuning of lstm B=8 (sm_90; two kernels at once)" err.txt ||
+    { fail "B = 8 of a stack: not two kernels at once"; cat err.txt >&2; }
+grep -q "tuning of lstm B=2048 (sm_90; one kernel at a time)" err.txt ||
+    { fail "B = 2048 of a stack: not one kernel at a time"; cat err.txt >&2; }
+[ "$(manifest s.rnncpkg | grep -Eo 'share=2 sm_90 sms=132 B=(8|2048)"' | wc -l)" -eq 2 ] ||
+    fail "want both tuning records keyed share=2"
+
+# 4. errors
 expect 2 "--arch wants archs like" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 \
     --batch 1 --arch hopper -o x.rnncpkg
 expect 2 "--batch wants an integer" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 \
@@ -71,7 +83,7 @@ expect 1 "bundle format 7.*rnnc compile" "$RNNC" run --cell lstm --weights w.st 
 ok "$RNNC" run --cell lstm --weights w.st --input x.st --out y.st --bundle m.rnncpkg \
    --backend interp
 
-# 4. the user's kernel cache is read, not written, unless --cache asks
+# 5. the user's kernel cache is read, not written, unless --cache asks
 count_kernels() { find "$1" -name '*.cubin' 2>/dev/null | wc -l; }
 RNNC_CACHE_DIR=$PWD/own_cache ok "$RNNC" compile --cell lstm --input-size 6 --hidden 6 \
     --batch 2 --arch sm_90 -o c.rnncpkg

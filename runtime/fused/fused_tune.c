@@ -585,9 +585,13 @@ void rt_fused_choose(rt_fused *m, int64_t batch, rt_fused_tuning *t, const char 
     rt_fused_shape_key(m, batch, key, sizeof key);
     *from = lookup(m, batch, key, t, note, sizeof note);
     if (!m->tune_forced && cm_log_enabled("info")) {
+        /* where two kernels may run at once, whether they do at this batch */
+        const char *share = m->share_base < 2                  ? ""
+                            : rt_fused_share_at(m, batch) > 1 ? "; two kernels at once"
+                                                              : "; one kernel at a time";
         rt_fused_tuning_text(*t, text, sizeof text);
-        fprintf(stderr, "rnnc: tuning of %s B=%lld (sm_%d): %s from %s%s\n",
-                m->spec.fn[0]->name, (long long)batch, m->sm, text, *from, note);
+        fprintf(stderr, "rnnc: tuning of %s B=%lld (sm_%d%s): %s from %s%s\n",
+                m->spec.fn[0]->name, (long long)batch, m->sm, share, text, *from, note);
     }
 }
 
