@@ -148,7 +148,7 @@ static int64_t step_macs(const ir_schedule *s, ir_sizes sz)
  * keep the model's sizing. */
 int rt_fused_share_at(const rt_fused *m, int64_t batch)
 {
-    int base = m->share_base > 1 ? m->share_base : 1;
+    int base = m->share_base;
     if (base == 1 || m->spec.math != RNNC_MATH_FFMA || cm_env_is("RNNC_FUSED_SHARE", "2"))
         return base;
     double per_sm = (double)batch * (double)m->step_macs / (m->sm_count / 2.0);

@@ -16,15 +16,6 @@
 
 #ifdef RT_HAVE_CUDA_H
 
-/* Training keeps the directions side by side where the forward's shape
- * rule would not (rt_fused_share_at): an LSTM at I = H = 1024, B = 64
- * trained in 23.18 ms so against 25.41 one after the other, while its
- * forward lost 5% (H200, bench/results/h200/share/). */
-int fg_sides(const rt_fused *m)
-{
-    return m->spec.dirs == 2 && m->share_base > 1 ? 2 : 1;
-}
-
 CUstream fg_side_stream(const rt_fused *m, int d, CUstream s)
 {
     return m->grad->sides > 1 ? rt_fused_dir_stream(m, d) : s;

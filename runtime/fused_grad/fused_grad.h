@@ -152,7 +152,7 @@ struct rt_fgrad {
     int n_kinds;
     int np, npar;          /* pseudo-layers, forward params */
     int sm_count;          /* of the device (the GEMMs' K split) */
-    int sides;             /* fg_sides */
+    int sides;             /* 2: a layer's two directions side by side, on half the SMs each */
     /* host weights: [np * npar] blocks at hw_off (dw uses the same offsets) */
     float *hw;
     int64_t *hw_off, *hw_cnt, hw_floats;
@@ -179,9 +179,6 @@ struct rt_fgrad {
     int64_t rec_stride; /* floats of a record row buffer's rows, every kind */
 };
 
-/* 2 where the directions of a layer run side by side on half the SMs
- * each (a bidirectional model whose kernels are sized so), else 1. */
-int fg_sides(const rt_fused *m);
 /* The stream of direction d's side: s itself where there is one side. */
 CUstream fg_side_stream(const rt_fused *m, int d, CUstream s);
 /* Pseudo-layer p's offset in an arena of n[kind] floats per pseudo-layer. */

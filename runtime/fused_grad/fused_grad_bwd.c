@@ -7,7 +7,7 @@
  * A^T B, db += colsum, and dx += D W into the layer's input gradient,
  * which both directions share and the layer below reads as its dy.  The
  * two directions run side by side where the model has two sides
- * (fg_sides), their dx terms after both are done.
+ * (rt_fgrad.sides), their dx terms after both are done.
  */
 #include <stdlib.h>
 #include <string.h>
