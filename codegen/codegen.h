@@ -46,6 +46,12 @@
 #define CG_CUDA_IO 4
 typedef struct cg_cuda_io {
     uint64_t in[CG_CUDA_IO], out[CG_CUDA_IO]; /* device pointers */
+    /* The cell's dropout ops (cuda_dropout.c): drop 0 in inference (the
+     * identity); else the model's seed, the site of the launch's
+     * pseudo-layer (rt_dropout_site_cell(p, 0)) and the true time of the
+     * launch's first step (a wavefront chunk's start). */
+    uint64_t seed, site;
+    int32_t t0, drop;
 } cg_cuda_io;
 
 typedef struct cg_cuda_config {

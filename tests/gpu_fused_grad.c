@@ -5,7 +5,8 @@
  * within 1e-4 relative, for every built-in cell x layers {1, 2} x {uni,
  * bi} x {padded, lengths} x dropout {0, 0.3}; and against cuDNN for lstm,
  * gru, rnn_tanh and rnn_relu; at sizes that take the large GEMM
- * tiles; at B = 128 and 256 with H = 512 (the record kernels' outer products); and at
+ * tiles; three cells with dropout ops of their own (tests/data/cells/); at B = 128
+ * and 256 with H = 512 (the record kernels' outer products); and at
  * batches that take passes (B = 16384 and 32768).  A case the fused backward does not run
  * must be refused with RNNC_ERR_UNSUPPORTED (counted and printed).
  * Exits 77 without a GPU.
@@ -153,8 +154,9 @@ static rnnc_model *make(rnnc_cell *cell, int layers, bool bi, double dropout, rn
 static void one(const char *cell_name, int layers, bool bi, bool use_len, double dropout,
                 rnnc_backend ref_be)
 {
-    rnnc_cell *cell;
-    assert_ok(rnnc_cell_builtin(&cell, cell_name, NULL));
+    rnnc_cell *cell = NULL;
+    if (rnnc_cell_builtin(&cell, cell_name, NULL) != RNNC_OK)
+        cell = tu_data_cell(cell_name);
     rnnc_model *m[2] = {make(cell, layers, bi, dropout, RNNC_BACKEND_FUSED),
                         make(cell, layers, bi, dropout, ref_be)};
     tu_set_random_weights_on(m, 2, &rng, -0.3, 0.3);
@@ -226,6 +228,27 @@ static void test_vs_interp(void **st)
     assert_true(n_run > 0);
 }
 
+/* Cells with dropout ops of their own (tests/data/cells/): the training
+ * forward's record kernels and the backward's recurrence draw the same
+ * masks as the interpreter, so every case runs and agrees; one case at
+ * sizes of the large GEMM tiles. */
+static void test_dropout_cells(void **st)
+{
+    (void)st;
+    static const char *const names[] = {"semd", "hdrop", "lnd"};
+    int before = n_run;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        for (int l = 1; l <= 2; l++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int len = 0; len < 2; len++)
+                    for (int dr = 0; dr < 2; dr++)
+                        one(names[i], l, bi, len, dr ? 0.3 : 0.0, RNNC_BACKEND_INTERP);
+    I_ = 128, H_ = 128, nb = 20;
+    one("semd", 2, true, true, 0.0, RNNC_BACKEND_INTERP);
+    I_ = 24, H_ = 32, nb = B_;
+    assert_int_equal(n_run - before, 3 * 16 + 1);
+}
+
 /* Sizes whose weight-gradient and dx products use the 128x128 GEMM tiles. */
 static void test_large(void **st)
 {
@@ -294,6 +317,7 @@ int main(void)
     rng = tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vs_interp),
+        cmocka_unit_test(test_dropout_cells),
         cmocka_unit_test(test_vs_cudnn),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_outer_batches),

@@ -2,7 +2,8 @@
  * the interpreter: every built-in cell and two .cell cells of this file x
  * layers {1, 2, 4} x {uni, bi} x {padded, random lengths} x dropout {0,
  * 0.3} (training, between layers) x proj_size {0, P} (the LSTM cells), and
- * batch_first on every other case.  y and the final states of every
+ * batch_first on every other case; three cells with dropout ops of their
+ * own, in training.  y and the final states of every
  * pseudo-layer, poisoned before the run, must agree to max|out-ref| /
  * max|ref| <= 1e-5.  Dropout is drawn from the same Philox stream by both:
  * one mask bit that differed would zero (or keep) a value of layer l's
@@ -45,22 +46,35 @@ static const char k_cifg[] =
     "    next h = h_next\n    next c = c_next\n    output h_next\n}\n";
 
 typedef struct mcase {
-    const char *cell; /* built-in name, or "mgu" / "cifg" */
+    const char *cell; /* built-in name, or one of this file's */
     int64_t T, B, I, H, P;
     int layers;
     bool bi, lengths, batch_first;
     double dropout;
 } mcase;
 
+static const struct {
+    const char *name, *text;
+} k_files[] = {{"mgu", k_mgu}, {"cifg", k_cifg}};
+
+/* Cells with dropout ops of their own (tests/data/cells/): on step
+ * elements, on a state a linear reads, on a hoisted GEMM's epilogue, on a
+ * value of the row kernel. */
+static const char *const k_drop_cells[] = {"semd", "hdrop", "lnd"};
+
 static rnnc_cell *load_cell(const char *name)
 {
     rnnc_cell *c = NULL;
-    if (strcmp(name, "mgu") == 0)
-        assert_ok(rnnc_cell_parse(&c, k_mgu, strlen(k_mgu), "mgu.cell", NULL, NULL));
-    else if (strcmp(name, "cifg") == 0)
-        assert_ok(rnnc_cell_parse(&c, k_cifg, strlen(k_cifg), "cifg.cell", NULL, NULL));
-    else
-        assert_ok(rnnc_cell_builtin(&c, name, NULL));
+    for (size_t i = 0; i < sizeof k_files / sizeof k_files[0]; i++)
+        if (strcmp(name, k_files[i].name) == 0) {
+            const char *t = k_files[i].text;
+            assert_ok(rnnc_cell_parse(&c, t, strlen(t), name, NULL, NULL));
+            return c;
+        }
+    for (size_t i = 0; i < sizeof k_drop_cells / sizeof k_drop_cells[0]; i++)
+        if (strcmp(name, k_drop_cells[i]) == 0)
+            return tu_data_cell(name);
+    assert_ok(rnnc_cell_builtin(&c, name, NULL));
     return c;
 }
 
@@ -196,7 +210,9 @@ static rnnc_status forward_dev(rnnc_model *f, const rnnc_forward_args *a, bufs *
     return st;
 }
 
-static void run_mode(const mcase *mc, uint64_t *rng, int dev)
+/* train: a training call even without dropout between layers (a cell's
+ * own dropout ops drop then). */
+static void run_mode(const mcase *mc, uint64_t *rng, int dev, bool train)
 {
     rnnc_model *f = make(mc, RNNC_BACKEND_FUSED), *r = make(mc, RNNC_BACKEND_INTERP);
     rnnc_model *both[2] = {f, r};
@@ -208,7 +224,8 @@ static void run_mode(const mcase *mc, uint64_t *rng, int dev)
     alloc_bufs(mc, f, rng, &b);
     rnnc_forward_args a = {.seq_len = mc->T, .batch = mc->B, .x = b.x, .y = b.yr,
                            .init = (const void *const *)b.init, .lengths = b.len,
-                           .final = (void *const *)b.finr, .training = mc->dropout > 0};
+                           .final = (void *const *)b.finr,
+                           .training = mc->dropout > 0 || train};
     assert_ok(rnnc_model_forward(r, &a));
     a.y = b.y;
     a.final = (void *const *)b.fin;
@@ -220,9 +237,10 @@ static void run_mode(const mcase *mc, uint64_t *rng, int dev)
         double e = rel_err(b.fin[s], b.finr[s], b.nst[s]);
         ef = e > ef || e != e ? e : ef;
     }
-    printf("  %-15s T=%lld L=%d D=%d P=%-3lld len=%d bf=%d drop=%.1f dev=%d  y %.2e  final %.2e\n",
+    printf("  %-15s T=%lld L=%d D=%d P=%-3lld len=%d bf=%d drop=%.1f train=%d dev=%d  y %.2e  "
+           "final %.2e\n",
            mc->cell, (long long)mc->T, mc->layers, mc->bi ? 2 : 1, (long long)mc->P, mc->lengths,
-           mc->batch_first, mc->dropout, dev, ey, ef);
+           mc->batch_first, mc->dropout, a.training, dev, ey, ef);
     fflush(stdout);
     if (!(ey <= TOL) || !(ef <= TOL))
         fail_msg("%s L=%d bi=%d P=%lld lengths=%d dropout=%.1f: rel err y %.3g final %.3g > %g",
@@ -235,7 +253,7 @@ static void run_mode(const mcase *mc, uint64_t *rng, int dev)
 
 static void run_case(const mcase *mc, uint64_t *rng)
 {
-    run_mode(mc, rng, 0);
+    run_mode(mc, rng, 0, false);
 }
 
 static bool has_proj(const char *cell)
@@ -319,6 +337,38 @@ static void test_model_shapes(void **state)
         run_case(&cases[i], &rng);
 }
 
+/* The cells' own dropout ops in training, masks drawn in the kernels:
+ * layers {1, 2, 4} (unidirectional stacks run as a wavefront of time
+ * chunks, each chunk's steps at their true times) x {uni, bi} x {padded,
+ * lengths}, batch_first on every other case, dropout between layers on
+ * every third; then larger shapes (other step tilings, several batch
+ * groups) and inference, where the ops are the identity. */
+static void test_cell_dropout(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    static const int layers[] = {1, 2, 4};
+    int n = 0;
+    for (size_t c = 0; c < sizeof k_drop_cells / sizeof k_drop_cells[0]; c++)
+        for (size_t li = 0; li < 3; li++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int len = 0; len < 2; len++, n++) {
+                    mcase mc = {k_drop_cells[c], 20, 5, 12, 16, 0, layers[li], bi, len, (n & 1) != 0,
+                                n % 3 == 0 ? 0.3 : 0.0};
+                    run_mode(&mc, &rng, 0, true);
+                }
+    static const mcase cases[] = {
+        {"semd", 30, 64, 512, 512, 0, 2, false, true, false, 0.0},
+        {"semd", 12, 256, 1024, 1024, 0, 1, true, false, false, 0.0},
+        {"hdrop", 25, 64, 256, 512, 0, 1, true, true, true, 0.0},
+        {"lnd", 16, 96, 128, 256, 0, 2, false, true, false, 0.0},
+        {"semd", 9, 5, 12, 16, 0, 2, true, true, false, 0.0},
+    };
+    size_t nc = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < nc; i++)
+        run_mode(&cases[i], &rng, 0, i + 1 < nc); /* the last in inference */
+}
+
 /* Device pointers: the step kernels read the initial states from the
  * caller's buffers and write the final ones there (no copies; in the
  * wavefront of a unidirectional stack the first chunk reads them and the
@@ -343,7 +393,7 @@ static void test_device_states(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int dev = 1; dev <= 2; dev++)
-            run_mode(&cases[i], &rng, dev);
+            run_mode(&cases[i], &rng, dev, false);
 }
 
 int main(void)
@@ -355,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_device_states),
         cmocka_unit_test(test_builtin_grid),
         cmocka_unit_test(test_cell_files_grid),
+        cmocka_unit_test(test_cell_dropout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,7 +30,9 @@ static void compile_clean(const char *src, const char *label)
     free(cubin);
 }
 
-static void generate(const ir_schedule *s, ir_sizes sz, int64_t B, const char *label,
+/* Generates (and compiles) the kernels of s; whether the source draws
+ * dropout masks. */
+static bool generate(const ir_schedule *s, ir_sizes sz, int64_t B, const char *label,
                      bool compile)
 {
     cg_cuda_config cfg = {.sizes = sz, .batch = B, .sm = 90, .sm_count = 132};
@@ -40,7 +42,9 @@ static void generate(const ir_schedule *s, ir_sizes sz, int64_t B, const char *l
         fail_msg("%s: %s", label, rnnc_last_error());
     if (compile && rt_nvrtc_available())
         compile_clean(src, label);
+    bool drops = strstr(src, "rnnc_drop(") != NULL;
     free(src);
+    return drops;
 }
 
 static bool standard(const char *name)
@@ -63,11 +67,9 @@ static void test_builtins(void **st)
             ir_arena *a = ir_arena_create();
             fg_kind kd;
             memset(&kd, 0, sizeof kd);
-            rnnc_status s = c->n_dropout ? RNNC_ERR_UNSUPPORTED
-                                         : fg_kind_build(c, sizes[k], a, &kd);
+            rnnc_status s = fg_kind_build(c, sizes[k], a, &kd);
             if (s != RNNC_OK) {
-                printf("%-16s fused backward: %s\n", names[i],
-                       c->n_dropout ? "dropout in the cell" : rnnc_last_error());
+                printf("%-16s fused backward: %s\n", names[i], rnnc_last_error());
                 assert_int_equal(s, RNNC_ERR_UNSUPPORTED);
                 assert_false(standard(names[i]));
             } else {
@@ -80,6 +82,36 @@ static void test_builtins(void **st)
                        names[i], (long long)kd.rec_cols, (long long)kd.g_cols,
                        (long long)kd.dg_cols, kd.n_ops);
             }
+            fg_kind_free(&kd);
+            ir_arena_destroy(a);
+            rnnc_cell_destroy(c);
+        }
+}
+
+/* Cells with dropout ops of their own (tests/data/cells/): the record
+ * cell draws the forward's masks, the recurrence cell the same masks again
+ * (its dropout ops keep their sites); both generate at two shapes, draw
+ * masks, and compile at the larger. */
+static void test_dropout_cells(void **st)
+{
+    (void)st;
+    static const char *const names[] = {"semd", "hdrop", "lnd"};
+    static const ir_sizes sizes[] = {{5, 8, 8}, {256, 512, 512}};
+    static const int64_t batch[] = {3, 64};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            rnnc_cell *c = tu_data_cell(names[i]);
+            assert_ok(ir_optimise(c, false));
+            ir_arena *a = ir_arena_create();
+            fg_kind kd;
+            memset(&kd, 0, sizeof kd);
+            if (fg_kind_build(c, sizes[k], a, &kd) != RNNC_OK)
+                fail_msg("%s: %s", names[i], rnnc_last_error());
+            char label[96];
+            snprintf(label, sizeof label, "%s_rec_%d", names[i], k);
+            assert_true(generate(&kd.rec_sched, sizes[k], batch[k], label, k == 1));
+            snprintf(label, sizeof label, "%s_bwd_%d", names[i], k);
+            assert_true(generate(&kd.bwd_sched, sizes[k], batch[k], label, k == 1));
             fg_kind_free(&kd);
             ir_arena_destroy(a);
             rnnc_cell_destroy(c);
@@ -171,6 +203,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lstm_split),
         cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_dropout_cells),
         cmocka_unit_test(test_huge_batches),
         cmocka_unit_test(test_util_kernels_compile),
     };

@@ -81,10 +81,25 @@ double tu_rel_err_f64(const double *out, const double *ref, size_t n)
 
 void tu_require_gpu(void)
 {
+    /* one test of a GPU program alone (device time is short) */
+    const char *only = getenv("RNNC_TEST_FILTER");
+    if (only && *only)
+        cmocka_set_test_filter(only);
     if (!rnnc_backend_available(RNNC_BACKEND_FUSED) && !rnnc_backend_available(RNNC_BACKEND_CUDNN)) {
         fprintf(stderr, "no usable GPU: skipped\n");
         exit(TU_SKIP);
     }
+}
+
+rnnc_cell *tu_data_cell(const char *name)
+{
+    const char *dir = getenv("RNNC_TEST_DATA");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cells/%s.cell", dir ? dir : "tests/data", name);
+    rnnc_cell *c = NULL;
+    if (rnnc_cell_load_file(&c, path, NULL, NULL) != RNNC_OK)
+        fail_msg("%s: %s", path, rnnc_last_error());
+    return c;
 }
 
 char *tu_tmpdir(void)

@@ -37,8 +37,12 @@ void tu_set_random_weights_on(rnnc_model *const *models, int n, uint64_t *state,
 /* Random weights of m (all but `skip`, if not NULL) added to ts by name. */
 void tu_add_random_weights(const rnnc_model *m, rnnc_tensors *ts, uint64_t *state, double lo,
                            double hi, const char *skip);
-/* Exits 77 unless a CUDA device is usable (for gpu_*.c tests). */
+/* Exits 77 unless a CUDA device is usable (for gpu_*.c tests); applies
+ * RNNC_TEST_FILTER (a cmocka test-name pattern) so one test can run alone. */
 void tu_require_gpu(void);
+/* A cell of tests/data/cells/ (RNNC_TEST_DATA), by file name without
+ * `.cell`; fails the test when it does not load. */
+rnnc_cell *tu_data_cell(const char *name);
 /* A fresh temporary directory (removed by tu_rmtree). */
 char *tu_tmpdir(void);
 void tu_rmtree(const char *dir);

@@ -383,6 +383,15 @@ const char *cu_float_lit(double v, char *buf, size_t n);
  * a leaf as "state h", "input x", "param w" (cuda_text.c). */
 const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
 const char *cu_leaf_describe(const cu_ctx *c, int32_t v, char *buf, size_t n);
+/* The cell's dropout ops in training (cuda_dropout.c): the device helper
+ * (nothing without a dropout op), and dropout node v applied to the value
+ * `a`: at slice sl of the step's current element (gb, gu, t in scope), or
+ * at row `row` of T*B and column `col` of the hoisted part (io, T in
+ * scope).  False when buf is too short. */
+void cu_emit_dropout_helpers(const cu_ctx *c, cu_text *t);
+bool cu_dropout_step(const cu_ctx *c, int32_t v, int sl, const char *a, char *buf, size_t n);
+bool cu_dropout_row(const cu_ctx *c, int32_t v, const char *a, const char *row, const char *col,
+                    char *buf, size_t n);
 /* Tensor cores for the TF32 math modes and half models (cuda_mma.c; a
  * half model's hoisted GEMM takes m16n8k8 with 16-bit operands): the device helpers
  * (nothing in FFMA); whether a hoisted GEMM tile runs on them, its accumulator

@@ -37,6 +37,13 @@ static bool epi_expr(const cu_ctx *c, int32_t v, int32_t lin, char *buf, size_t 
     const char *uf = cu_unary_fmt(c, nd->op), *bo = cu_binary_op(nd->op);
     /* An expression too long for buf fails cleanly rather than as cut-off CUDA. */
     int k = -1;
+    if (nd->op == IR_DROPOUT) {
+        if (!epi_expr(c, nd->a[0], lin, a, sizeof a))
+            return false;
+        if (cu_dropout_row(c, v, a, "m", "col", buf, n))
+            return true;
+        return cu_hoist_fail(c, v, "GEMM epilogue expression too long");
+    }
     if (uf && epi_expr(c, nd->a[0], lin, a, sizeof a))
         k = snprintf(buf, n, uf, a);
     else if (bo && epi_expr(c, nd->a[0], lin, a, sizeof a) &&
@@ -381,8 +388,9 @@ static bool epilogue_first(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
                   "            for (int jv = 0; jv < %d; ++jv)\n"
                   "#pragma unroll\n"
                   "                for (int e_ = 0; e_ < %d; ++e_) {\n"
-                  "                    const int j = jv * %d, col = min(n0 + %s + e_, N_ - 1);\n",
-                  cu_describe(c, v, d, sizeof d), tm, tn, tm, tn / w, w, w, ci);
+                  "                    const int j = jv * %d, col = min(n0 + %s + e_, N_ - 1);\n"
+                  "                    const int m = m0 + %s; (void)m; /* a dropout's row */\n",
+                  cu_describe(c, v, d, sizeof d), tm, tn, tm, tn / w, w, w, ci, ri);
         emit_value("v_[i][j + e_]", e, t);
         cu_printf(t, "                }\n");
         emit_run_loops(8, tm, ri, tn, w, ci, t);

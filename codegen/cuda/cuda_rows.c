@@ -116,7 +116,11 @@ static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
                       nd->op == IR_SUM ? "s_" : "m_");
         }
     } else {
-        if (uf && row_expr(c, nd->a[0], "cx", a, sizeof a))
+        if (nd->op == IR_DROPOUT) {
+            if (!row_expr(c, nd->a[0], "cx", a, sizeof a) ||
+                !cu_dropout_row(c, v, a, "row", "cx", e, sizeof e))
+                return cu_hoist_fail(c, v, "no hoisted code for this dropout");
+        } else if (uf && row_expr(c, nd->a[0], "cx", a, sizeof a))
             snprintf(e, sizeof e, uf, a);
         else if (bo && row_expr(c, nd->a[0], "cx", a, sizeof a) &&
                  row_expr(c, nd->a[1], "cx", b, sizeof b))

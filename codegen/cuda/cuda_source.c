@@ -166,9 +166,12 @@ static rnnc_status emit(const cu_ctx *c, cu_text *t)
               c->f->name, (long long)c->B, (long long)c->I, (long long)cfg->sizes.H,
               (long long)cfg->sizes.P, cfg->sm, dtype, math, h < 3 ? hoists[h] : "?",
               c->plan->tuning);
-    cu_printf(t, "struct rnnc_io { const float *in[%d]; float *out[%d]; };\n", CG_CUDA_IO,
-              CG_CUDA_IO);
+    cu_printf(t,
+              "struct rnnc_io { const float *in[%d]; float *out[%d]; unsigned long long seed, "
+              "site; int t0, drop; };\n",
+              CG_CUDA_IO, CG_CUDA_IO);
     cu_emit_half_helpers(c, t);
+    cu_emit_dropout_helpers(c, t);
     cu_emit_mma_helpers(c, t);
     cu_emit_wgmma_helpers(c, t);
     cu_emit_wgstep_helpers(c, t);

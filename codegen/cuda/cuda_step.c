@@ -252,7 +252,11 @@ static rnnc_status slice_expr(const cu_ctx *c, int32_t v, int sl, int p, char *o
         if (o[k] >= 0 && !opnd(c, o[k], os[k], p, a[k], sizeof a[k]))
             return RNNC_ERR_UNSUPPORTED;
     const char *uf = cu_unary_fmt(c, nd->op), *bo = cu_binary_op(nd->op);
-    if (uf)
+    if (nd->op == IR_DROPOUT) {
+        if (!cu_dropout_step(c, v, sl, a[0], out, n))
+            return err_fail(RNNC_ERR_UNSUPPORTED, "fused backend: dropout node %d: expression "
+                            "too long", (int)v);
+    } else if (uf)
         snprintf(out, n, uf, a[0]);
     else if (bo)
         snprintf(out, n, "(%s) %s (%s)", a[0], bo, a[1]);

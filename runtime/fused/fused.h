@@ -244,6 +244,8 @@ typedef struct rt_fused_job {
     bool rev;
     CUdeviceptr x, y, st, hz, len;
     cg_cuda_io io; /* states straight from / to the caller's buffers (0: st) */
+    bool train;    /* the cell's dropout ops drop (rt_fused_launch fills io's dropout part) */
+    int t0;        /* true time of step 0: a wavefront chunk's start */
 } rt_fused_job;
 #define RT_FUSED_HOIST 1 /* the launches before the step kernel */
 #define RT_FUSED_STEP 2  /* the persistent step kernel */

@@ -344,7 +344,8 @@ static rt_fused_job whole_job(const rt_fused *m, const rnnc_forward_args *a, int
     return (rt_fused_job){.k = l > 0, .p = p, .T = (int)a->seq_len, .slot = slot, .rev = d == 1,
                           .x = in, .y = out + (CUdeviceptr)((size_t)(d * m->spec.hout) * rt_fused_esz(m)),
                           .st = st_of(m, p), .hz = m->slot[slot].hz,
-                          .len = len_of(m, a->batch, -1), .io = m->io[p]};
+                          .len = len_of(m, a->batch, -1), .io = m->io[p],
+                          .train = a->training};
 }
 
 /* One layer: its directions one after the other, or (share > 1, two
@@ -430,7 +431,7 @@ static cg_cuda_io chunk_io(const wave *w, int l, int c)
     const cg_cuda_plan *pl = plan_of(m, l);
     CUdeviceptr fin = fin_of(m, l);
     bool in_place = reads_fin(w, l, c);
-    cg_cuda_io io = {{0}, {0}};
+    cg_cuda_io io = {.in = {0}};
     for (int i = 0; i < pl->n_states && i < CG_CUDA_IO; i++) {
         io.in[i] = c == 0     ? m->io[l].in[i]
                    : in_place ? (uint64_t)(fin + (CUdeviceptr)pl->state[i].offset * 4)
@@ -456,7 +457,8 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
                       .x = in + (CUdeviceptr)(rows * (size_t)pl->in_cols * esz),
                       .y = out + (CUdeviceptr)(rows * (size_t)w->W * esz), .st = st_of(m, l),
                       .hz = m->slot[l & 1].hz + (CUdeviceptr)(rows * (size_t)pl->hz_cols * 4),
-                      .len = len_of(m, w->B, c), .io = chunk_io(w, l, c)};
+                      .len = len_of(m, w->B, c), .io = chunk_io(w, l, c),
+                      .train = w->a->training, .t0 = t0};
     rnnc_status st;
     if ((l > 0 && (st = rt_cuda_check(rt_cu()->StreamWaitEvent(g, wave_ev(w, 0, l - 1, c), 0),
                                       "cuStreamWaitEvent"))) ||

@@ -278,6 +278,10 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     CUdeviceptr wts = m->wts + (CUdeviceptr)rt_fused_wts_at(m, j->p) * rt_fused_esz(m);
     int T = j->T, r = j->rev;
     cg_cuda_io io = j->io;
+    io.seed = m->spec.seed;
+    io.site = rt_dropout_site_cell(j->p, 0);
+    io.t0 = j->t0;
+    io.drop = j->train;
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     size_t TB = (size_t)T * (size_t)m->batch;
     int pdl = m->pdl ? RT_LAUNCH_PDL : 0; /* rt_fused_set_share says why and when */
@@ -318,12 +322,13 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     return e;
 }
 
-/* Whether the fused backend runs this call of a model it created.  Everything
- * else it refuses at create: a dtype other than f32, f16 and bf16, a cell the generator
- * cannot place, a projection whose slices (gcd(H, P)) would be under H/16. */
+/* Whether the fused backend runs this call of a model it created: all but
+ * training a half model.  Everything else it refuses at create: a dtype
+ * other than f32, f16 and bf16, a cell the generator cannot place, a
+ * projection whose slices (gcd(H, P)) would be under H/16. */
 static bool call_supported(const rt_spec *s, const rnnc_forward_args *a)
 {
-    return !(a && a->training && (s->fn[0]->n_dropout > 0 || rt_dtype_is_half(s->dtype)));
+    return !(a && a->training && rt_dtype_is_half(s->dtype));
 }
 
 static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
@@ -331,14 +336,11 @@ static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
     rnnc_status st = rt_check_forward(&m->spec, a);
     if (st)
         return st;
-    if (a->training && rt_dtype_is_half(m->spec.dtype))
+    if (!call_supported(&m->spec, a))
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "fused backend: training a %s model is not supported (its forward "
                         "runs for inference only; train in fp32, or a f16 model on cudnn)",
                         rnnc_dtype_name(m->spec.dtype));
-    if (!call_supported(&m->spec, a))
-        return err_fail(RNNC_ERR_UNSUPPORTED,
-                        "fused backend: training with in-cell dropout is not supported yet");
     if (!m->bound)
         return err_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
     if (a->seq_len > (int64_t)1 << 30)

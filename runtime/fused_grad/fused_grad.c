@@ -21,15 +21,18 @@ CUstream fg_side_stream(const rt_fused *m, int d, CUstream s)
     return m->grad->sides > 1 ? rt_fused_dir_stream(m, d) : s;
 }
 
-rnnc_status fg_launch_set(rt_fgrad *g, fg_side *sd, const fg_set *set, CUdeviceptr x,
-                          CUdeviceptr y, CUdeviceptr wts, CUdeviceptr fold, int T, int rev,
-                          CUstream s)
+rnnc_status fg_launch_set(const rt_fused *m, fg_side *sd, const fg_set *set, int p,
+                          CUdeviceptr x, CUdeviceptr y, CUdeviceptr wts, CUdeviceptr fold,
+                          int rev, CUstream s)
 {
+    const rt_fgrad *g = m->grad;
     const cg_cuda_plan *pl = &set->plan;
     CUdeviceptr xx = x, yy = y, st = sd->st.p, hz = sd->hz.p, xb = sd->xb.p, part = sd->part.p;
     CUdeviceptr bar = sd->bar.p, len = g->has_len ? g->dlen.p : 0;
-    int r = rev;
-    cg_cuda_io io = {{0}, {0}}; /* states through st: the backward reads its copies */
+    int r = rev, T = (int)g->T;
+    /* states through st: the backward reads its copies; the record and
+     * the recurrence cells' dropout ops at the forward's sites and times */
+    cg_cuda_io io = {.seed = m->spec.seed, .site = rt_dropout_site_cell(p, 0), .drop = 1};
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     if (rt_fused_bar_bytes(pl) > RT_FUSED_BAR_BYTES)
         return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: persistent grid too large");
@@ -293,7 +296,7 @@ static rnnc_status record_dir(rt_fused *m, rt_fgrad *g, const rnnc_forward_args 
         st = rt_dev_copy(fg_init_at(g, p) + (CUdeviceptr)(g->B * kd->init_off[i] * 4),
                          sd->st.p + (CUdeviceptr)set->plan.state[i].offset * 4,
                          (size_t)(g->B * set->plan.state[i].count) * 4, s);
-    if (st || (st = fg_launch_set(g, sd, set, in, fg_rec_at(g, p), wts, fold, (int)g->T, d, s)))
+    if (st || (st = fg_launch_set(m, sd, set, p, in, fg_rec_at(g, p), wts, fold, d, s)))
         return st;
     return fg_copy_cols(g, fg_out_at(m, g, l) + (CUdeviceptr)(d * m->spec.hout * 4), W,
                         fg_rec_at(g, p), (int)kd->rec_cols, g->T * g->B, (int)m->spec.hout, s);

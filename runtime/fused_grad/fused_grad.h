@@ -187,10 +187,11 @@ int64_t fg_at(const rt_fgrad *g, int dirs, int p, const int64_t n[2]);
 rnnc_status fg_prepare(rt_fused *m, int64_t batch);
 /* Grows b to n bytes (contents not kept). */
 rnnc_status fg_grow(fg_buf *b, size_t n);
-/* Launches a generated kernel set as the fused forward does. */
-rnnc_status fg_launch_set(rt_fgrad *g, fg_side *sd, const fg_set *set, CUdeviceptr x,
-                          CUdeviceptr y, CUdeviceptr wts, CUdeviceptr fold, int T, int rev,
-                          CUstream s);
+/* Launches a generated kernel set of pseudo-layer p as the fused forward
+ * does, the cell's dropout ops drawing the training forward's masks. */
+rnnc_status fg_launch_set(const rt_fused *m, fg_side *sd, const fg_set *set, int p,
+                          CUdeviceptr x, CUdeviceptr y, CUdeviceptr wts, CUdeviceptr fold,
+                          int rev, CUstream s);
 
 /* fused_grad.c, for fused_grad_bwd.c: device views and helpers. */
 CUdeviceptr fg_rec_at(const rt_fgrad *g, int p);

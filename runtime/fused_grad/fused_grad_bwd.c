@@ -114,7 +114,7 @@ static rnnc_status dir_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *
     rnnc_status st;
     if ((st = gather(m, g, sd, k, p, d, s)) ||
         (st = fg_states_in(g, sd, &set->plan, b->dfinal, p, s)) ||
-        (st = fg_launch_set(g, sd, set, sd->g.p, sd->dg.p, wts, fold, (int)g->T, !d, s)))
+        (st = fg_launch_set(m, sd, set, p, sd->g.p, sd->dg.p, wts, fold, !d, s)))
         return st;
     return post_ops(m, g, sd, k, p, false, x, s);
 }

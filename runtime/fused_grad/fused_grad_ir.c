@@ -23,8 +23,6 @@ rnnc_status fg_model_supported(const rt_spec *s)
         return unsupported("training runs in fp32 only (f16 models train on cudnn)", name);
     if (s->sizes[0].P != s->sizes[0].H)
         return unsupported("proj_size is not supported yet", name);
-    if (s->fn[0]->n_dropout > 0)
-        return unsupported("dropout inside the cell is not supported yet", name);
     return RNNC_OK;
 }
 
