@@ -246,6 +246,15 @@ static void run_mode(const mcase *mc, uint64_t *rng, int dev, bool train)
         fail_msg("%s L=%d bi=%d P=%lld lengths=%d dropout=%.1f: rel err y %.3g final %.3g > %g",
                  mc->cell, mc->layers, mc->bi, (long long)mc->P, mc->lengths, mc->dropout, ey,
                  ef, TOL);
+    /* a cell's own dropout ops must have dropped something: the same call
+     * in inference (the ops the identity) gives another y */
+    if (train && mc->dropout == 0 && !dev) {
+        a.training = false;
+        assert_ok(rnnc_model_forward(f, &a));
+        double d = rel_err(b.yr, b.y, b.ny);
+        if (!(d > 1e-2))
+            fail_msg("%s: training and inference differ by only %.3g", mc->cell, d);
+    }
     free_bufs(&b);
     rnnc_model_destroy(f);
     rnnc_model_destroy(r);
