@@ -190,6 +190,12 @@ typedef struct cg_cuda_plan {
     int64_t xb_zero_floats;                /* the first floats of xb, zeroed before each forward */
     int64_t out_cols;                      /* y: [T, B, out_cols] */
     int64_t in_cols;                       /* x: [T, B, in_cols] */
+    /* A cell whose input is read only through one dropout op: the kernels
+     * read x as that op's value, so in training the runtime passes x with
+     * the op's mask applied (site x_drop_site of the pseudo-layer, p
+     * x_drop_p; -1: none, or an op that drops nothing). */
+    int32_t x_drop_site;
+    double x_drop_p;
     char tuning[96];                       /* the chosen tiles, as text */
     int passes;                            /* batch passes a step: 1 but where no tiling
                                               of one pass fits (cuda_passes.c) */

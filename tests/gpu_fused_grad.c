@@ -231,7 +231,7 @@ static void test_vs_interp(void **st)
 /* Cells with dropout ops of their own (tests/data/cells/): the training
  * forward's record kernels and the backward's recurrence draw the same
  * masks as the interpreter, so every case runs and agrees; one case at
- * sizes of the large GEMM tiles. */
+ * sizes of the large GEMM tiles; a dropout of the input is refused. */
 static void test_dropout_cells(void **st)
 {
     (void)st;
@@ -247,6 +247,10 @@ static void test_dropout_cells(void **st)
     one("semd", 2, true, true, 0.0, RNNC_BACKEND_INTERP);
     I_ = 24, H_ = 32, nb = B_;
     assert_int_equal(n_run - before, 3 * 16 + 1);
+    /* a dropout of the input: the forward runs it, the backward not yet */
+    int refused = n_refused;
+    one("xdrop", 1, false, false, 0.0, RNNC_BACKEND_INTERP);
+    assert_int_equal(n_refused, refused + 1);
 }
 
 /* Sizes whose weight-gradient and dx products use the 128x128 GEMM tiles. */

@@ -59,8 +59,8 @@ static const struct {
 
 /* Cells with dropout ops of their own (tests/data/cells/): on step
  * elements, on a state a linear reads, on a hoisted GEMM's epilogue, on a
- * value of the row kernel. */
-static const char *const k_drop_cells[] = {"semd", "hdrop", "lnd"};
+ * value of the row kernel, on the input (masked by the runtime). */
+static const char *const k_drop_cells[] = {"semd", "hdrop", "lnd", "xdrop"};
 
 static rnnc_cell *load_cell(const char *name)
 {
@@ -371,6 +371,8 @@ static void test_cell_dropout(void **state)
         {"semd", 12, 256, 1024, 1024, 0, 1, true, false, false, 0.0},
         {"hdrop", 25, 64, 256, 512, 0, 1, true, true, true, 0.0},
         {"lnd", 16, 96, 128, 256, 0, 2, false, true, false, 0.0},
+        {"xdrop", 40, 64, 512, 512, 0, 4, false, true, false, 0.0},
+        {"xdrop", 20, 48, 96, 128, 0, 2, true, true, true, 0.0},
         {"semd", 9, 5, 12, 16, 0, 2, true, true, false, 0.0},
     };
     size_t nc = sizeof cases / sizeof cases[0];

@@ -513,6 +513,40 @@ static void test_unsupported_names_op(void **state)
     rnnc_cell_destroy(c);
 }
 
+/* A cell that reads its input only through one dropout op: the kernels
+ * read x as that op's value (the runtime masks x in training), so a
+ * hoisted linear of it stays one GEMM, at every hoist setting; an input
+ * read both dropped and not stays refused. */
+static void test_input_dropout(void **state)
+{
+    (void)state;
+    rnnc_cell *c = tu_data_cell("xdrop");
+    assert_ok(ir_optimise(c, false));
+    for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0] - 1; k++) {
+        char *src = NULL, label[64];
+        cg_cuda_plan plan;
+        if (generate(c, &k_shapes[k], &src, &plan) != RNNC_OK)
+            fail_msg("xdrop shape %zu: %s", k, rnnc_last_error());
+        assert_int_equal(plan.x_drop_site, 0);
+        assert_true(plan.x_drop_p == 0.2);
+        assert_null(strstr(src, "rnnc_drop(")); /* nothing drawn in the kernels */
+        snprintf(label, sizeof label, "xdrop_%zu", k);
+        tu_compile_clean(src, label, 90);
+        free(src);
+    }
+    rnnc_cell_destroy(c);
+    static const char twice[] = "cell twice {\n input x[I]\n state h[H]\n param w[H, I]\n"
+                                " param v[H, I]\n param u[H, H]\n"
+                                " n = tanh(linear(dropout(x, 0.1), w) + linear(x, v) + linear(h, u))\n"
+                                " next h = n\n output n\n}\n";
+    assert_ok(rnnc_cell_parse(&c, twice, strlen(twice), "twice", NULL, NULL));
+    assert_ok(ir_optimise(c, false));
+    char *src = NULL;
+    cg_cuda_plan plan;
+    assert_status(generate(c, &k_shapes[0], &src, &plan), RNNC_ERR_UNSUPPORTED);
+    rnnc_cell_destroy(c);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -538,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_gemm_tiers),
         cmocka_unit_test(test_unsupported_names_op),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_input_dropout),
         cmocka_unit_test(test_builtins_compile),
         cmocka_unit_test(test_large_shapes_compile),
         cmocka_unit_test(test_kept_columns_compile),

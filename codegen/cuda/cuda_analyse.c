@@ -54,7 +54,7 @@ static int32_t fuse_linear(const cu_ctx *c, int32_t v)
     const ir_node *n = &c->f->nodes[v];
     const uint8_t *part = c->s->hoist.part;
     if (n->op == IR_LINEAR)
-        return c->f->nodes[n->a[0]].op == IR_INPUT ? v : -1;
+        return c->role[n->a[0]] == CU_LEAF_INPUT ? v : -1;
     if (!is_pointwise(n))
         return -1;
     int32_t lin = -1;
@@ -139,16 +139,16 @@ static rnnc_status place_hoist_read(cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
     const uint8_t *part = c->s->hoist.part;
-    if (n->op == IR_INPUT || c->role[v] == CU_HOIST_BUF || c->role[v] == CU_HOIST_VIEW)
+    if (c->role[v] == CU_LEAF_INPUT || c->role[v] == CU_HOIST_BUF || c->role[v] == CU_HOIST_VIEW)
         return RNNC_OK;
     bool view = false;
     if (n->op == IR_CHUNK && c->k[v] >= 1 && c->k[n->a[0]] >= 1 &&
         c->k[n->a[0]] % n->i0 == 0 && part[n->a[0]] == IR_PART_HOIST &&
-        c->f->nodes[n->a[0]].op != IR_INPUT)
+        c->role[n->a[0]] != CU_LEAF_INPUT)
         view = true;
     if (n->op == IR_CONCAT && c->k[n->a[0]] >= 1 && c->k[n->a[1]] >= 1 &&
         part[n->a[0]] == IR_PART_HOIST && part[n->a[1]] == IR_PART_HOIST &&
-        c->f->nodes[n->a[0]].op != IR_INPUT && c->f->nodes[n->a[1]].op != IR_INPUT)
+        c->role[n->a[0]] != CU_LEAF_INPUT && c->role[n->a[1]] != CU_LEAF_INPUT)
         view = true;
     if (!view)
         return place_hoist_buf(c, v);
@@ -177,7 +177,7 @@ static rnnc_status place_hoist_tmp(cu_ctx *c, int32_t v)
             continue;
         }
         const ir_node *on = &c->f->nodes[o];
-        if (on->op == IR_INPUT || c->role[o] == CU_HOIST_BUF)
+        if (c->role[o] == CU_LEAF_INPUT || c->role[o] == CU_HOIST_BUF)
             continue;
         rnnc_status st;
         if (on->op == IR_LINEAR) {
@@ -205,8 +205,9 @@ static rnnc_status place_hoist_buf(cu_ctx *c, int32_t v)
     c->off[v] = p->hz_cols;
     p->hz_cols += round4(c->cols[v]);
     if (n->op == IR_LINEAR) {
-        if (c->f->nodes[n->a[0]].op != IR_INPUT)
-            return unsupported(c, v, "a hoisted linear must read the input itself");
+        if (c->role[n->a[0]] != CU_LEAF_INPUT)
+            return unsupported(c, v, "a hoisted linear must read the input itself (or one "
+                                     "dropout of it)");
         c->gemm[v] = v;
         return place_weight(c, n->a[1]);
     }
@@ -261,10 +262,39 @@ static void mark_gathers(cu_ctx *c)
     }
 }
 
+/* The dropout op that is the only live reader of the input, or -1: the
+ * kernels read x as its value (the runtime drops x in training), so a
+ * hoisted linear of dropout(x) stays one GEMM over x. */
+static int32_t input_dropout(const cu_ctx *c)
+{
+    const ir_fn *f = c->f;
+    const uint8_t *part = c->s->hoist.part;
+    int32_t only = -1;
+    for (int32_t i = 0; i < f->n; i++) {
+        const ir_node *n = &f->nodes[i];
+        if (part[i] == IR_PART_DEAD)
+            continue;
+        for (int k = 0; k < 3; k++) {
+            if (n->a[k] < 0 || f->nodes[n->a[k]].op != IR_INPUT)
+                continue;
+            if (n->op != IR_DROPOUT || only >= 0)
+                return -1;
+            only = i;
+        }
+    }
+    return only;
+}
+
 static rnnc_status classify(cu_ctx *c)
 {
     const ir_fn *f = c->f;
     const uint8_t *part = c->s->hoist.part;
+    int32_t xd = input_dropout(c);
+    c->plan->x_drop_site = -1;
+    if (xd >= 0 && f->nodes[xd].f > 0.0) {
+        c->plan->x_drop_site = f->nodes[xd].i1;
+        c->plan->x_drop_p = f->nodes[xd].f;
+    }
     for (int32_t i = 0; i < f->n; i++) {
         const ir_node *n = &f->nodes[i];
         c->gemm[i] = -1;
@@ -273,7 +303,7 @@ static rnnc_status classify(cu_ctx *c)
         c->k[i] = (int32_t)slices_of(c->cols[i], c->H);
         if (part[i] == IR_PART_DEAD)
             continue;
-        if (n->op == IR_INPUT)
+        if (n->op == IR_INPUT || i == xd)
             c->role[i] = CU_LEAF_INPUT;
         else if (n->op == IR_STATE)
             c->role[i] = CU_LEAF_STATE;

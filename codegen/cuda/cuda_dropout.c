@@ -21,7 +21,8 @@
 static bool has_dropout(const cu_ctx *c)
 {
     for (int32_t v = 0; v < c->f->n; v++)
-        if (c->f->nodes[v].op == IR_DROPOUT && c->f->nodes[v].f > 0.0)
+        if (c->f->nodes[v].op == IR_DROPOUT && c->f->nodes[v].f > 0.0 &&
+            c->role[v] != CU_LEAF_INPUT) /* x comes dropped */
             return true;
     return false;
 }

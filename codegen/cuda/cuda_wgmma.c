@@ -93,7 +93,7 @@ bool cu_wgmma_shape_ok(const cu_ctx *c, int32_t lin)
     long long K = (long long)c->cols[nd->a[0]], kw = slice_k(c);
     bool mode = c->half ? c->cfg.math == 0 : c->cfg.math != 0;
     return c->cfg.tma && c->cfg.sm == 90 && mode && K >= kw && K % kw == 0 &&
-           c->cols[lin] % 8 == 0 && c->f->nodes[nd->a[0]].op == IR_INPUT;
+           c->cols[lin] % 8 == 0 && c->role[nd->a[0]] == CU_LEAF_INPUT;
 }
 
 /* The copy of W the tiles read: the TF32 modes' (the tensor cores

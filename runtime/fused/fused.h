@@ -62,6 +62,8 @@ typedef struct rt_fused_tuning {
 typedef struct rt_fused_slot {
     CUdeviceptr hz, xb, part, bar;
     size_t hz_n, xb_n, part_n;
+    CUdeviceptr xd; /* x with the cell's dropout of it applied (plan x_drop_site, training) */
+    size_t xd_n;
 } rt_fused_slot;
 
 /* The kernels of layers > 0 (their input is D * Hout wide). */
@@ -277,6 +279,17 @@ void rt_fused_set_share(rt_fused *m, int64_t batch);
  * again on a gradient it applies the same mask (the backward). */
 rnnc_status rt_fused_dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
                              bool batch_first, CUstream s);
+/* One dropout mask over a [T, B, W] tensor ([B, T, W] batch_first): dst =
+ * src masked and scaled (in place where dst == src), element (t, b, j)
+ * drawing index base + (t B + b) W + j of Philox site `site`. */
+typedef struct rt_fused_mask_job {
+    CUdeviceptr dst, src;
+    int64_t T, B, W, base;
+    bool batch_first;
+    uint64_t site;
+    double p;
+} rt_fused_mask_job;
+rnnc_status rt_fused_mask(rt_fused *m, const rt_fused_mask_job *k, CUstream s);
 /* Every (layer, direction) of a forward whose buffers are on the device. */
 rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdeviceptr x,
                                CUdeviceptr y, CUstream s);

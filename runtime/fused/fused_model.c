@@ -32,13 +32,17 @@ int64_t rt_fused_fold_at(const rt_fused *m, int p)
 }
 
 /* Philox4x32-10 as runtime/philox.c; u = word * 2^-32 in double, kept iff
- * u >= p, so the decision is exactly the interpreter's. */
+ * u >= p, so the decision is exactly the interpreter's.  dst = the masked
+ * src (in place where they are one buffer) over the n elements whose
+ * time-major indices start at `base` (a chunk of time: t0 * B * W): a
+ * thread draws one block of four words, the indices 4q .. 4q + 3. */
 static const char k_dropout_src[] =
     "#define M0 0xD2511F53u\n#define M1 0xCD9E8D57u\n#define W0 0x9E3779B9u\n#define W1 0xBB67AE85u\n"
-    "extern \"C\" __global__ void rnnc_dropout(float *buf, long long n, int B, int T, int W, int bf,\n"
-    "    unsigned long long seed, unsigned long long site, double p, float scale)\n{\n"
-    "    const long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "    if (q * 4 >= n) return;\n"
+    "extern \"C\" __global__ void rnnc_dropout(float *dst, const float *src, long long n, int B, int T,\n"
+    "    int W, int bf, unsigned long long seed, unsigned long long site, double p, float scale,\n"
+    "    long long base)\n{\n"
+    "    const long long q = base / 4 + (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (q * 4 >= base + n) return;\n"
     "    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"
     "    unsigned c0 = (unsigned)q, c1 = (unsigned)((unsigned long long)q >> 32), c2 = (unsigned)site,\n"
     "             c3 = (unsigned)(site >> 32);\n"
@@ -52,12 +56,12 @@ static const char k_dropout_src[] =
     "    }\n"
     "    const unsigned w[4] = {c0, c1, c2, c3};\n"
     "    for (int j = 0; j < 4; ++j) {\n"
-    "        const long long i = q * 4 + j;\n"
-    "        if (i >= n) return;\n"
+    "        const long long i = q * 4 + j - base;\n"
+    "        if (i < 0 || i >= n) continue;\n"
     "        const long long col = i % W, r = i / W, t = r / B, b = r % B;\n"
     "        const long long at = bf ? (b * T + t) * W + col : i;\n"
     "        const bool keep = (double)w[j] * (1.0 / 4294967296.0) >= p;\n"
-    "        buf[at] = keep ? buf[at] * scale : 0.f;\n"
+    "        dst[at] = keep ? src[at] * scale : 0.f;\n"
     "    }\n}\n";
 
 static rnnc_status dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
@@ -66,8 +70,7 @@ static rnnc_status dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, i
     return rt_fused_dropout(m, layer, buf, T, B, m->spec.batch_first, s);
 }
 
-rnnc_status rt_fused_dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
-                             bool batch_first, CUstream s)
+rnnc_status rt_fused_mask(rt_fused *m, const rt_fused_mask_job *k, CUstream s)
 {
     if (!m->drop_loaded) {
         const char *names[] = {"rnnc_dropout"};
@@ -78,14 +81,25 @@ rnnc_status rt_fused_dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T,
             return st;
         m->drop_loaded = true;
     }
-    long long n = (long long)(T * B * m->spec.dirs * m->spec.hout);
-    int Bi = (int)B, Ti = (int)T, W = (int)(m->spec.dirs * m->spec.hout), bf = batch_first;
-    unsigned long long seed = m->spec.seed, site = rt_dropout_site_layer(layer);
-    double p = m->spec.dropout;
+    CUdeviceptr dst = k->dst, src = k->src;
+    long long n = (long long)(k->T * k->B * k->W), base = k->base;
+    int Bi = (int)k->B, Ti = (int)k->T, W = (int)k->W, bf = k->batch_first;
+    unsigned long long seed = m->spec.seed, site = k->site;
+    double p = k->p;
     float scale = (float)cm_dropout_scale(p);
-    void *args[] = {&buf, &n, &Bi, &Ti, &W, &bf, &seed, &site, &p, &scale};
-    unsigned grid[3] = {(unsigned)((n / 4 + 256) / 256), 1, 1}, block[3] = {256, 1, 1};
+    void *args[] = {&dst, &src, &n, &Bi, &Ti, &W, &bf, &seed, &site, &p, &scale, &base};
+    long long blocks4 = (base + n + 3) / 4 - base / 4;
+    unsigned grid[3] = {(unsigned)((blocks4 + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
     return rt_launch(m->drop.fn[0], grid, block, 0, s, args, false);
+}
+
+rnnc_status rt_fused_dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
+                             bool batch_first, CUstream s)
+{
+    rt_fused_mask_job k = {.dst = buf, .src = buf, .T = T, .B = B,
+                           .W = m->spec.dirs * m->spec.hout, .batch_first = batch_first,
+                           .site = rt_dropout_site_layer(layer), .p = m->spec.dropout};
+    return rt_fused_mask(m, &k, s);
 }
 
 /* Copies n bytes of fp32 states between the caller's buffer (host or

@@ -177,12 +177,22 @@ int64_t rt_fused_st_stride(const rt_fused *m)
     return 3 * max64(p->state_floats, q->state_floats);
 }
 
+/* Floats a row of x takes with the cell's dropout of it applied (training:
+ * the kernels then read that copy); 0 when the cell has no such op. */
+static int64_t xd_cols(const cg_cuda_plan *p, const rnnc_forward_args *a)
+{
+    return a->training && p->x_drop_site >= 0 ? p->in_cols : 0;
+}
+
 /* Scratch of one slot: the largest need of every kernel set. */
-static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, size_t TB)
+static rnnc_status slot_scratch(rt_fused *m, rt_fused_slot *sl, const rnnc_forward_args *a)
 {
     const cg_cuda_plan *p = &m->plan, *q = m->spec.layers > 1 ? &m->up.plan : &m->plan;
+    size_t TB = (size_t)a->seq_len * (size_t)a->batch;
+    int64_t xd = max64(xd_cols(p, a), xd_cols(q, a));
     rnnc_status st;
-    if ((st = rt_fused_grow(&sl->hz, &sl->hz_n, TB * (size_t)max64(p->hz_cols, q->hz_cols) * 4)) ||
+    if ((xd > 0 && (st = rt_fused_grow(&sl->xd, &sl->xd_n, TB * (size_t)xd * 4))) ||
+        (st = rt_fused_grow(&sl->hz, &sl->hz_n, TB * (size_t)max64(p->hz_cols, q->hz_cols) * 4)) ||
         (st = rt_fused_grow(&sl->xb, &sl->xb_n, (size_t)max64(p->xb_floats, q->xb_floats) * 4)) ||
         (st = rt_fused_grow(&sl->part, &sl->part_n,
                             (size_t)max64(p->part_floats, q->part_floats) * 4)))
@@ -218,7 +228,7 @@ static rnnc_status ensure_scratch(rt_fused *m, const rnnc_forward_args *a)
     if ((st = rt_fused_grow(&m->st, &m->st_n, (size_t)(rt_fused_st_stride(m) * np) * 4)))
         return st;
     for (int i = 0; i < (m->share > 1 ? 2 : 1); i++)
-        if ((st = slot_scratch(m, &m->slot[i], TB)))
+        if ((st = slot_scratch(m, &m->slot[i], a)))
             return st;
     for (int i = 0; m->spec.layers > 1 && i < 2 && i < m->spec.layers - 1; i++)
         if ((st = rt_fused_grow(&m->lay[i], &m->lay_n[i], TB * width * esz)))
@@ -282,10 +292,24 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
     io.site = rt_dropout_site_cell(j->p, 0);
     io.t0 = j->t0;
     io.drop = j->train;
+    rnnc_status e = RNNC_OK;
+    if (j->train && pl->x_drop_site >= 0) {
+        /* the kernels read x as the cell's dropout of it: its rows of this
+         * launch (a chunk's at its own rows), masked once, before the
+         * first kernel that reads them */
+        size_t at = (size_t)j->t0 * (size_t)m->batch * (size_t)pl->in_cols * 4;
+        rt_fused_mask_job k = {.dst = sl->xd + at, .src = xx, .T = T, .B = m->batch,
+                               .W = pl->in_cols, .base = (int64_t)j->t0 * m->batch * pl->in_cols,
+                               .batch_first = m->spec.batch_first,
+                               .site = rt_dropout_site_cell(j->p, pl->x_drop_site),
+                               .p = pl->x_drop_p};
+        xx = k.dst;
+        if (which & RT_FUSED_HOIST)
+            e = rt_fused_mask(m, &k, s);
+    }
     void *args[] = {&xx, &yy, &st, &hz, &fold, &wts, &xb, &part, &bar, &T, &len, &r, &io};
     size_t TB = (size_t)T * (size_t)m->batch;
     int pdl = m->pdl ? RT_LAUNCH_PDL : 0; /* rt_fused_set_share says why and when */
-    rnnc_status e = RNNC_OK;
     for (int i = 0; e == RNNC_OK && i < pl->n_launch; i++) {
         const cg_cuda_launch *l = &pl->launch[i];
         if (!(which & (l->cooperative ? RT_FUSED_STEP : RT_FUSED_HOIST)))
@@ -432,6 +456,7 @@ void rt_fused_free(rt_fused *m)
                 rt_dev_free(m->slot[i].xb);
                 rt_dev_free(m->slot[i].part);
                 rt_dev_free(m->slot[i].bar);
+                rt_dev_free(m->slot[i].xd);
             }
             rt_fused_streams_free(m);
         }

@@ -16,6 +16,17 @@ static rnnc_status unsupported(const char *what, const char *cell)
     return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: %s (cell '%s')", what, cell);
 }
 
+/* Whether the cell drops its input: the forward's kernels read x dropped by
+ * the runtime, which the weight gradients' GEMMs over x would have to do
+ * too (and dx go back through the mask). */
+static bool drops_input(const ir_fn *f)
+{
+    for (int32_t i = 0; i < f->n; i++)
+        if (f->nodes[i].op == IR_DROPOUT && f->nodes[f->nodes[i].a[0]].op == IR_INPUT)
+            return true;
+    return false;
+}
+
 rnnc_status fg_model_supported(const rt_spec *s)
 {
     const char *name = s->fn[0]->name;
@@ -23,6 +34,8 @@ rnnc_status fg_model_supported(const rt_spec *s)
         return unsupported("training runs in fp32 only (f16 models train on cudnn)", name);
     if (s->sizes[0].P != s->sizes[0].H)
         return unsupported("proj_size is not supported yet", name);
+    if (drops_input(s->fn[0]))
+        return unsupported("a dropout of the cell's input is not supported yet", name);
     return RNNC_OK;
 }
 
