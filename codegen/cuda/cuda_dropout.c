@@ -69,7 +69,8 @@ static bool drop_call(const cu_ctx *c, int32_t v, const char *a, const char *idx
      * double; 2^32 (no word reaches it) drops everything */
     unsigned long long thr = (unsigned long long)ceil(nd->f * 4294967296.0);
     char s[64];
-    int k = snprintf(buf, n, "rnnc_drop(%s, io.drop, io.seed, io.site + %d, %s, %lluull, %s)", a, (int)nd->i1, idx, thr,
+    int k = snprintf(buf, n, "rnnc_drop(%s, io.drop, io.seed, io.site + %d, %s, %lluull, %s)", a,
+                     (int)nd->i1, idx, thr,
                      cu_float_lit((double)(float)cm_dropout_scale(nd->f), s, sizeof s));
     return k >= 0 && (size_t)k < n;
 }
@@ -82,8 +83,9 @@ bool cu_dropout_step(const cu_ctx *c, int32_t v, int sl, const char *a, char *bu
     if (cols == 1)
         snprintf(idx, sizeof idx, "(unsigned long long)(io.t0 + TR(gb, t)) * B + gb");
     else
-        snprintf(idx, sizeof idx, "((unsigned long long)(io.t0 + TR(gb, t)) * B + gb) * %lld + %lld + gu",
-                 cols, (long long)sl * (long long)c->H);
+        snprintf(idx, sizeof idx,
+                 "((unsigned long long)(io.t0 + TR(gb, t)) * B + gb) * %lld + %lld + gu", cols,
+                 (long long)sl * (long long)c->H);
     return drop_call(c, v, a, idx, buf, n);
 }
 
