@@ -2,8 +2,8 @@
  * the interpreter: every built-in cell and two .cell cells of this file x
  * layers {1, 2, 4} x {uni, bi} x {padded, random lengths} x dropout {0,
  * 0.3} (training, between layers) x proj_size {0, P} (the LSTM cells), and
- * batch_first on every other case; three cells with dropout ops of their
- * own, in training.  y and the final states of every
+ * batch_first on every other case; four cells with dropout ops of their
+ * own (tests/data/cells/), in training.  y and the final states of every
  * pseudo-layer, poisoned before the run, must agree to max|out-ref| /
  * max|ref| <= 1e-5.  Dropout is drawn from the same Philox stream by both:
  * one mask bit that differed would zero (or keep) a value of layer l's
@@ -362,8 +362,8 @@ static void test_cell_dropout(void **state)
         for (size_t li = 0; li < 3; li++)
             for (int bi = 0; bi < 2; bi++)
                 for (int len = 0; len < 2; len++, n++) {
-                    mcase mc = {k_drop_cells[c], 20, 5, 12, 16, 0, layers[li], bi, len, (n & 1) != 0,
-                                n % 3 == 0 ? 0.3 : 0.0};
+                    mcase mc = {k_drop_cells[c], 20, 5, 12, 16, 0, layers[li], bi, len,
+                                (n & 1) != 0, n % 3 == 0 ? 0.3 : 0.0};
                     run_mode(&mc, &rng, 0, true);
                 }
     static const mcase cases[] = {
