@@ -71,6 +71,15 @@ bool rnnc_backend_available(rnnc_backend b)
     }
 }
 
+void api_seed_sync(rnnc_model *m, const rnnc_forward_args *a)
+{
+    api_slot *slot = &m->slot[m->kind];
+    if (!a->training || !slot->be || !slot->be->set_seed || slot->seed == m->spec.seed)
+        return;
+    slot->be->set_seed(slot->state, m->spec.seed);
+    slot->seed = m->spec.seed;
+}
+
 /* Creates slot b (once); a create that fails is remembered as refused. */
 static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
 {
@@ -103,6 +112,7 @@ static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
     }
     slot->be = ops;
     slot->bound_gen = 0;
+    slot->seed = m->spec.seed;
     return RNNC_OK;
 }
 

@@ -142,6 +142,7 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
 static rnnc_status call_forward(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
 {
     (void)ctx;
+    api_seed_sync(m, a);
     if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN) /* cuDNN reads packed input itself */
         return api_forward_packed(m, a, 0, 0, NULL);
     return m->be->forward(m->be_state, a);
@@ -156,6 +157,14 @@ rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a)
         s = check_device_pointers(m, a);
     api_packed_forget(m);
     return s != RNNC_OK ? s : api_backend_run(m, a, call_forward, NULL);
+}
+
+rnnc_status rnnc_model_set_seed(rnnc_model *m, uint64_t seed)
+{
+    if (!m)
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_set_seed: NULL model");
+    m->spec.seed = seed; /* the backends see it at their next training forward */
+    return RNNC_OK;
 }
 
 rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
@@ -197,6 +206,7 @@ rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, 
 rnnc_status api_call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
 {
     const api_timing *t = ctx;
+    api_seed_sync(m, a);
     if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN)
         return api_forward_packed(m, a, t->warmup, t->iters, t->median_ms);
     if (m->be->time_forward)

@@ -402,6 +402,16 @@ typedef struct rnnc_forward_args {
 rnnc_status rnnc_model_forward(rnnc_model *m, const rnnc_forward_args *a);
 
 /*
+ * The Philox seed of the dropout masks (between layers and the cell's own
+ * dropout ops) from the next training forward on; until then the one in
+ * rnnc_model_desc.  A backward keeps the masks of its forward.  A training
+ * loop that sets a new seed before each step draws fresh masks each step,
+ * still reproducibly.  cudnn draws from a dropout state of its own, seeded
+ * once from the model's seed at creation, and ignores it.
+ */
+rnnc_status rnnc_model_set_seed(rnnc_model *m, uint64_t seed);
+
+/*
  * Backward (cudnn, fused and interp backends; others: RNNC_ERR_UNSUPPORTED): after
  * a training forward with the same shapes, once per forward (else
  * RNNC_ERR_STATE).  dy [T,B,D*Hout] (packed like y when the forward was);

@@ -144,6 +144,60 @@ static void test_forward_checks(void **st)
     rnnc_model_destroy(m);
 }
 
+/* A 2-layer LSTM with dropout 0.5 between layers on backend be, seed 7. */
+static rnnc_model *make_dropout(rnnc_backend be)
+{
+    rnnc_cell *c;
+    rnnc_model *m = NULL;
+    rnnc_model_desc d;
+    assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+    rnnc_model_desc_init(&d);
+    d.cell = c;
+    d.input_size = 5;
+    d.hidden_size = 7;
+    d.num_layers = 2;
+    d.dropout = 0.5;
+    d.seed = 7;
+    d.backend = be;
+    assert_ok(rnnc_model_create(&m, &d));
+    rnnc_cell_destroy(c);
+    return m;
+}
+
+/* rnnc_model_set_seed: another seed draws other masks from the next
+ * training forward on, the first seed again the first masks; the
+ * interpreter and the CPU code (where built) agree on them. */
+static void test_set_seed(void **st)
+{
+    (void)st;
+    bool cpu = rnnc_backend_available(RNNC_BACKEND_CPU);
+    rnnc_model *m[2] = {make_dropout(RNNC_BACKEND_INTERP),
+                        make_dropout(cpu ? RNNC_BACKEND_CPU : RNNC_BACKEND_INTERP)};
+    uint64_t rng = tu_seed();
+    tu_set_random_weights_on(m, 2, &rng, -0.4, 0.4);
+    float x[4 * 3 * 5], y[3][4 * 3 * 7], ya[4 * 3 * 7];
+    tu_fill_f32(x, 60, &rng, -1, 1);
+    rnnc_forward_args a = {.seq_len = 4, .batch = 3, .x = x, .training = true};
+    for (int k = 0; k < 3; k++) {
+        assert_ok(rnnc_model_set_seed(m[0], k == 1 ? 8 : 7));
+        a.y = y[k];
+        assert_ok(rnnc_model_forward(m[0], &a));
+    }
+    assert_true(memcmp(y[0], y[1], sizeof y[0]) != 0);
+    assert_memory_equal(y[0], y[2], sizeof y[0]);
+    assert_ok(rnnc_model_set_seed(m[1], 8));
+    a.y = ya;
+    assert_ok(rnnc_model_forward(m[1], &a));
+    double *ref = malloc(sizeof(double) * 84);
+    for (int i = 0; i < 84; i++)
+        ref[i] = y[1][i];
+    assert_true(tu_rel_err_f32(ya, ref, 84) <= 1e-5);
+    free(ref);
+    assert_status(rnnc_model_set_seed(NULL, 1), RNNC_ERR_INVALID_ARG);
+    rnnc_model_destroy(m[0]);
+    rnnc_model_destroy(m[1]);
+}
+
 static void test_backend_names_and_absence(void **st)
 {
     (void)st;
@@ -191,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_desc_checks),       cmocka_unit_test(test_forward_checks),
         cmocka_unit_test(test_backend_names_and_absence),
         cmocka_unit_test(test_cudnn_refuses_custom_cells),
+        cmocka_unit_test(test_set_seed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

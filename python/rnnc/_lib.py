@@ -122,6 +122,7 @@ _PROTOTYPES = {
     "rnnc_model_weight_info": (c_int, [c_void_p, c_int, P(c_char_p), c_int, P(c_i64), P(c_int)]),
     "rnnc_model_forward": (c_int, [c_void_p, P(ForwardArgs)]),
     "rnnc_model_backward": (c_int, [c_void_p, P(BackwardArgs)]),
+    "rnnc_model_set_seed": (c_int, [c_void_p, ctypes.c_uint64]),
     "rnnc_model_weight_grad": (c_int, [c_void_p, c_char_p, c_void_p, c_i64]),
     "rnnc_model_time_forward": (c_int, [c_void_p, P(ForwardArgs), c_int, c_int, P(c_double)]),
     "rnnc_model_output_size": (c_int, [c_void_p, P(c_i64)]),

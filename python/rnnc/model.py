@@ -263,6 +263,13 @@ class Model:
         needs more (a conversion, a copy, or an error Model.forward raises)."""
         return _plan.make(self, x, _Buffers)
 
+    def set_seed(self, seed):
+        """The seed of the dropout masks from the next training forward on (a
+        backward keeps its forward's): a new seed before each training step
+        draws fresh masks, reproducibly."""
+        with self._lock:
+            check(lib.rnnc_model_set_seed(self._h, int(seed) & (2**64 - 1)))
+
     # ------------------------------------------------------------ backward
     def backward(self, dy, dfinal=None):
         """After a training forward: gradients (dx, [dinit per state]) from

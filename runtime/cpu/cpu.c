@@ -172,6 +172,11 @@ static rnnc_status cpu_forward(void *state, const rnnc_forward_args *a)
     return rt_cpu_forward(state, a);
 }
 
+static void cpu_set_seed(void *state, uint64_t seed)
+{
+    ((rt_cpu_model *)state)->spec.seed = seed;
+}
+
 const rt_backend rt_backend_cpu = {
     .name = "cpu",
     .create = cpu_create,
@@ -180,6 +185,7 @@ const rt_backend rt_backend_cpu = {
     .time_forward = NULL, /* the model API times it on the host clock */
     .backward = NULL,
     .weight_grad = NULL,
+    .set_seed = cpu_set_seed,
     .destroy = cpu_destroy,
 };
 #endif /* RNNC_HAVE_LLVM */

@@ -45,6 +45,12 @@ static bool fused_second_choice(void *state, const rnnc_forward_args *a)
            (a->training && rt_fgrad_takes_passes(m, a->batch));
 }
 
+/* The kernels take the seed as a launch argument: nothing to rebuild. */
+static void fused_set_seed(void *state, uint64_t seed)
+{
+    ((rt_fused *)state)->spec.seed = seed;
+}
+
 static void fused_destroy(void *state)
 {
     rt_fused_free(state);
@@ -61,6 +67,7 @@ const rt_backend rt_backend_fused = {
     .time_training = rt_fgrad_time_training,
     .can_train = rt_fgrad_can_train,
     .second_choice = fused_second_choice,
+    .set_seed = fused_set_seed,
     .destroy = fused_destroy,
 };
 

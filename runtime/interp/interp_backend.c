@@ -167,6 +167,11 @@ static rnnc_status interp_weight_grad(void *state, int pseudo, int param, float 
     return rt_interp_train_weight_grad(m->train, &m->spec, pseudo, param, out, count);
 }
 
+static void interp_set_seed(void *state, uint64_t seed)
+{
+    ((interp_model *)state)->spec.seed = seed;
+}
+
 const rt_backend rt_backend_interp = {
     .name = "interp",
     .create = interp_create,
@@ -175,5 +180,6 @@ const rt_backend rt_backend_interp = {
     .time_forward = NULL, /* the model API times it on the host clock */
     .backward = interp_backward,
     .weight_grad = interp_weight_grad,
+    .set_seed = interp_set_seed,
     .destroy = interp_destroy,
 };

@@ -95,6 +95,11 @@ typedef struct rt_backend {
      * cuDNN beats wherever it runs the call; AUTO then tries the next
      * backend in its order (cuDNN) before this one. */
     bool (*second_choice)(void *state, const rnnc_forward_args *a);
+    /* Optional (NULL: the seed it was created with, or dropout states of
+     * its own): the Philox seed of the dropout masks from the next
+     * training forward on.  The model API calls it just before a training
+     * forward, so a backward always has its forward's seed. */
+    void (*set_seed)(void *state, uint64_t seed);
     void (*destroy)(void *state);
 } rt_backend;
 
