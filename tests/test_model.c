@@ -4,6 +4,20 @@
 
 #include "testutil.h"
 
+/* I = 5, H = 7 */
+static void desc_of(rnnc_model_desc *d, rnnc_cell *c, int layers, bool bi, int64_t proj,
+                    rnnc_backend be)
+{
+    rnnc_model_desc_init(d);
+    d->cell = c;
+    d->input_size = 5;
+    d->hidden_size = 7;
+    d->proj_size = proj;
+    d->num_layers = layers;
+    d->bidirectional = bi;
+    d->backend = be;
+}
+
 static rnnc_model *make(const char *cell, int layers, bool bi, int64_t proj, rnnc_backend be,
                         rnnc_cell **keep)
 {
@@ -11,14 +25,7 @@ static rnnc_model *make(const char *cell, int layers, bool bi, int64_t proj, rnn
     rnnc_model *m = NULL;
     rnnc_model_desc d;
     assert_ok(rnnc_cell_builtin(&c, cell, NULL));
-    rnnc_model_desc_init(&d);
-    d.cell = c;
-    d.input_size = 5;
-    d.hidden_size = 7;
-    d.proj_size = proj;
-    d.num_layers = layers;
-    d.bidirectional = bi;
-    d.backend = be;
+    desc_of(&d, c, layers, bi, proj, be);
     rnnc_status s = rnnc_model_create(&m, &d);
     if (keep)
         *keep = c;
@@ -151,14 +158,9 @@ static rnnc_model *make_dropout(rnnc_backend be)
     rnnc_model *m = NULL;
     rnnc_model_desc d;
     assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
-    rnnc_model_desc_init(&d);
-    d.cell = c;
-    d.input_size = 5;
-    d.hidden_size = 7;
-    d.num_layers = 2;
+    desc_of(&d, c, 2, false, 0, be);
     d.dropout = 0.5;
     d.seed = 7;
-    d.backend = be;
     assert_ok(rnnc_model_create(&m, &d));
     rnnc_cell_destroy(c);
     return m;
