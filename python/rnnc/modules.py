@@ -48,7 +48,10 @@ class CellRNN(_Base):
       dtype    of inputs and outputs: float32, or float16 (cudnn; the cpu and
                interp backends convert; the parameters stay float32, rounded);
       attrs, cell_name  as rnnc_cell_load ("eps=0"; a cell of a file holding several);
-      hoist, math, seed as rnnc_model_desc ("all"/"matmul"/"none", "ffma"/"tf32"/"3xtf32").
+      hoist, math as rnnc_model_desc ("all"/"matmul"/"none", "ffma"/"tf32"/"3xtf32");
+      seed     of the dropout masks without PyTorch (with it, each training call
+               draws its masks' seed from torch's generator, as nn.LSTM draws its
+               masks: torch.manual_seed repeats a run).
     Parameters are named as nn.LSTM's (weight_ih_l0, ..._reverse) from the
     cell's parameter names; each starts uniform in [-1/sqrt(H), 1/sqrt(H)] as
     in nn.LSTM.  bias=False drops the parameters whose names start with
@@ -65,6 +68,9 @@ class CellRNN(_Base):
         self.bidirectional, self.proj_size = bidirectional, proj_size
         self.backend, self.dtype = backend, A.rnnc_dtype(dtype)
         self._opts = dict(hoist=hoist, math=math, seed=seed)
+        # a fresh dropout seed each training call, where anything drops
+        self._drops = (self.dropout > 0 and num_layers > 1) or "dropout(" in self.cell.text
+        self._seeds = None  # without torch: the generator of those seeds
         self._models = {}
         self._plans = {}
         self._host_key = None
@@ -251,7 +257,22 @@ class CellRNN(_Base):
         if tp is _Tensor and _grad_enabled() and self._needs_grad(x, init, self._live_weights()):
             return None  # the autograd path
         self._sync(plan.model)
+        self._draw_seed(plan.model)
         return plan.run(x, init, self.training)
+
+    def _draw_seed(self, m):
+        """Before a training call that may drop: a new seed for the masks, so each
+        call draws fresh ones, from torch's generator (or a NumPy one seeded with
+        `seed`); the backward of the call keeps them."""
+        if not (self.training and self._drops):
+            return
+        if torch is not None:
+            s = int(torch.randint(0, 2**62, (1,)).item())
+        else:
+            if self._seeds is None:
+                self._seeds = A.numpy().random.default_rng(self._opts["seed"])
+            s = int(self._seeds.integers(0, 2**62))
+        m.set_seed(s)
 
     def _plan(self, x, key):
         if len(self._plans) >= _MAX_PLANS:  # many shapes: start again rather than grow
@@ -277,6 +298,7 @@ class CellRNN(_Base):
                                               for i in init]
         m = self._model_for(input)
         self._sync(m)
+        self._draw_seed(m)
         ws = m._held
         if self._needs_grad(input, init, ws):
             outs = RnncFunction.apply(m, lengths, self.training, self._pnames,

@@ -44,3 +44,34 @@ def test_a_backward_keeps_its_forwards_masks(rng):
     assert np.array_equal(m.backward(dy)[0], dx11)
     m.forward(x, training=True)
     assert not np.array_equal(m.backward(dy)[0], dx11)
+
+
+def module_outputs(backend, weights, x, calls=3, train=True):
+    """The outputs of `calls` calls of a fresh 2-layer LSTM module with dropout."""
+    torch = rnnc.modules.torch
+    if torch is not None:
+        torch.manual_seed(5)
+    m = rnnc.LSTM(4, 6, num_layers=2, dropout=0.5, seed=3, backend=backend)
+    m.load_state_dict(weights)
+    m.train(train)
+    if torch is None:
+        return [np.asarray(m(x)[0]) for _ in range(calls)]
+    with torch.no_grad():
+        return [m(torch.as_tensor(x))[0].numpy() for _ in range(calls)]
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_modules_draw_fresh_masks_each_training_call(backend, rng):
+    """As nn.LSTM: each training call its own masks, a run repeated from the same
+    seed (torch.manual_seed with PyTorch, else the module's seed) repeats them;
+    evaluation draws none."""
+    m = rnnc.LSTM(4, 6, num_layers=2, dropout=0.5, backend=backend)
+    weights = {k: rng.standard_normal(tuple(v.shape)).astype(np.float32) * 0.5
+               for k, v in m.state_dict().items()}
+    x = rng.standard_normal((5, 3, 4)).astype(np.float32)
+    ys = module_outputs(backend, weights, x)
+    assert not np.array_equal(ys[0], ys[1]) and not np.array_equal(ys[1], ys[2])
+    again = module_outputs(backend, weights, x)
+    assert all(np.array_equal(a, b) for a, b in zip(ys, again))
+    ev = module_outputs(backend, weights, x, train=False)
+    assert np.array_equal(ev[0], ev[1])
