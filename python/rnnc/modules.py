@@ -264,12 +264,13 @@ class CellRNN(_Base):
         """Before a training call that may drop: a new seed for the masks, so each
         call draws fresh ones, from torch's generator (or a NumPy one seeded with
         `seed`); the backward of the call keeps them."""
-        if not (self.training and self._drops):
+        # (getattr: a module pickled before these attributes existed)
+        if not (self.training and getattr(self, "_drops", False)):
             return
         if torch is not None:
             s = int(torch.randint(0, 2**62, (1,)).item())
         else:
-            if self._seeds is None:
+            if getattr(self, "_seeds", None) is None:
                 self._seeds = A.numpy().random.default_rng(self._opts["seed"])
             s = int(self._seeds.integers(0, 2**62))
         m.set_seed(s)
