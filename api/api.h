@@ -39,7 +39,6 @@ typedef struct api_slot {
     void *state;
     unsigned bound_gen;     /* the weights generation it last bound */
     bool refused;           /* its create failed: not tried again */
-    uint64_t seed;          /* the dropout seed it last received (spec.seed at open) */
 } api_slot;
 
 #define API_N_BACKENDS 5
@@ -103,10 +102,6 @@ rnnc_status api_backend_open(rnnc_model *m, rnnc_backend want);
 void api_backend_close_all(rnnc_model *m);
 /* One call on the current backend: forward, or timed forward. */
 typedef rnnc_status (*api_call_fn)(rnnc_model *m, const rnnc_forward_args *a, void *ctx);
-/* Before a training call on the current backend: hands it the seed that
- * rnnc_model_set_seed gave since its last training forward (a backward
- * keeps its forward's). */
-void api_seed_sync(rnnc_model *m, const rnnc_forward_args *a);
 /* Runs `call` on the current backend, or for an AUTO model on the first of
  * fused, cudnn, cpu, interp that accepts it (backends.c: a training forward
  * first on one that can also run its backward; device pointers only on

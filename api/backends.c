@@ -71,13 +71,13 @@ bool rnnc_backend_available(rnnc_backend b)
     }
 }
 
-void api_seed_sync(rnnc_model *m, const rnnc_forward_args *a)
+/* Before a call on the current backend, as the weights are synced: a
+ * training call hands it the model's seed (rnnc_model_set_seed), so a
+ * backward keeps the seed of its forward. */
+static void seed_sync(rnnc_model *m, const rnnc_forward_args *a)
 {
-    api_slot *slot = &m->slot[m->kind];
-    if (!a->training || !slot->be || !slot->be->set_seed || slot->seed == m->spec.seed)
-        return;
-    slot->be->set_seed(slot->state, m->spec.seed);
-    slot->seed = m->spec.seed;
+    if (a->training && m->be->set_seed)
+        m->be->set_seed(m->be_state, m->spec.seed);
 }
 
 /* Creates slot b (once); a create that fails is remembered as refused. */
@@ -112,7 +112,6 @@ static rnnc_status open_one(rnnc_model *m, rnnc_backend b)
     }
     slot->be = ops;
     slot->bound_gen = 0;
-    slot->seed = m->spec.seed;
     return RNNC_OK;
 }
 
@@ -192,6 +191,7 @@ rnnc_status api_backend_try(rnnc_model *m, rnnc_backend b, const rnnc_forward_ar
         return s;
     rnnc_backend was = m->kind;
     make_current(m, b);
+    seed_sync(m, a);
     if ((s = api_weights_sync(m)) == RNNC_OK)
         s = call(m, a, ctx);
     if (passes_on(s)) {
@@ -232,6 +232,7 @@ static void call_order(rnnc_model *m, const rnnc_forward_args *a, rnnc_backend *
 rnnc_status api_backend_run(rnnc_model *m, const rnnc_forward_args *a, api_call_fn call, void *ctx)
 {
     if (!m->auto_pick) {
+        seed_sync(m, a);
         rnnc_status s = api_weights_sync(m);
         return s != RNNC_OK ? s : call(m, a, ctx);
     }

@@ -142,7 +142,6 @@ static rnnc_status check_device_pointers(const rnnc_model *m, const rnnc_forward
 static rnnc_status call_forward(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
 {
     (void)ctx;
-    api_seed_sync(m, a);
     if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN) /* cuDNN reads packed input itself */
         return api_forward_packed(m, a, 0, 0, NULL);
     return m->be->forward(m->be_state, a);
@@ -206,7 +205,6 @@ rnnc_status rnnc_model_weight_grad(rnnc_model *m, const char *name, float *out, 
 rnnc_status api_call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx)
 {
     const api_timing *t = ctx;
-    api_seed_sync(m, a);
     if (a->batch_sizes && m->kind != RNNC_BACKEND_CUDNN)
         return api_forward_packed(m, a, t->warmup, t->iters, t->median_ms);
     if (m->be->time_forward)

@@ -51,7 +51,6 @@ rnnc_status api_call_time_training(rnnc_model *m, const rnnc_forward_args *f, vo
                         "backend '%s' has no backward (interp, cudnn and fused have one)",
                         rnnc_backend_name(m->kind));
     api_packed_forget(m);
-    api_seed_sync(m, f);
     if (m->be->time_training && !(f->batch_sizes && m->kind != RNNC_BACKEND_CUDNN))
         return m->be->time_training(m->be_state, f, c->b, c->warmup, c->iters, c->median_ms);
     return time_host(m, f, c);

@@ -97,8 +97,9 @@ typedef struct rt_backend {
     bool (*second_choice)(void *state, const rnnc_forward_args *a);
     /* Optional (NULL: the seed it was created with, or dropout states of
      * its own): the Philox seed of the dropout masks from the next
-     * training forward on.  The model API calls it just before a training
-     * forward, so a backward always has its forward's seed. */
+     * training forward on.  The model API calls it just before each
+     * training call (an assignment: nothing rebuilt), so a backward always
+     * has its forward's seed. */
     void (*set_seed)(void *state, uint64_t seed);
     void (*destroy)(void *state);
 } rt_backend;
