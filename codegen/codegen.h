@@ -30,7 +30,7 @@
  * copies of the states: two for the steps, the third the final states.
  */
 #define CG_CUDA_MAX_ITEMS 64
-#define CG_CUDA_MAX_LAUNCH 8
+#define CG_CUDA_MAX_LAUNCH 16
 #define CG_CUDA_ARGS                                                                           \
     "const float *__restrict__ x, float *__restrict__ y, float *st, float *hz, "              \
     "const float *__restrict__ fold, const float *__restrict__ wts, float *xb, float *part, " \

@@ -253,6 +253,29 @@ static void test_dropout_cells(void **st)
     assert_int_equal(n_refused, refused + 1);
 }
 
+/* Cells whose hoisted linears read something other than x (rounds,
+ * codegen/cuda/cuda_rounds.c): chain's backward builds (its dx is W1's
+ * linear_t of the first projection's gradient) and agrees with the
+ * interpreter; preln's and twice's dx is no sum of linear_t terms (a
+ * layernorm, a dropout beside x itself), refused by name. */
+static void test_round_cells(void **st)
+{
+    (void)st;
+    int before = n_run;
+    for (int l = 1; l <= 2; l++)
+        for (int bi = 0; bi < 2; bi++)
+            for (int len = 0; len < 2; len++)
+                one("chain", l, bi, len, l == 2 ? 0.3 : 0.0, RNNC_BACKEND_INTERP);
+    I_ = 128, H_ = 128, nb = 20;
+    one("chain", 2, true, true, 0.0, RNNC_BACKEND_INTERP);
+    I_ = 24, H_ = 32, nb = B_;
+    assert_int_equal(n_run - before, 9);
+    int refused = n_refused;
+    one("preln", 1, false, false, 0.0, RNNC_BACKEND_INTERP);
+    one("twice", 2, true, true, 0.0, RNNC_BACKEND_INTERP);
+    assert_int_equal(n_refused, refused + 2);
+}
+
 /* Sizes whose weight-gradient and dx products use the 128x128 GEMM tiles. */
 static void test_large(void **st)
 {
@@ -322,6 +345,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vs_interp),
         cmocka_unit_test(test_dropout_cells),
+        cmocka_unit_test(test_round_cells),
         cmocka_unit_test(test_vs_cudnn),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_outer_batches),

@@ -61,6 +61,9 @@ static const struct {
  * elements, on a state a linear reads, on a hoisted GEMM's epilogue, on a
  * value of the row kernel, on the input (masked by the runtime). */
 static const char *const k_drop_cells[] = {"semd", "hdrop", "lnd", "xdrop"};
+/* Cells whose hoisted linears read something other than x, made for every
+ * row in an earlier round (codegen/cuda/cuda_rounds.c). */
+static const char *const k_round_cells[] = {"preln", "chain", "twice"};
 
 static rnnc_cell *load_cell(const char *name)
 {
@@ -73,6 +76,9 @@ static rnnc_cell *load_cell(const char *name)
         }
     for (size_t i = 0; i < sizeof k_drop_cells / sizeof k_drop_cells[0]; i++)
         if (strcmp(name, k_drop_cells[i]) == 0)
+            return tu_data_cell(name);
+    for (size_t i = 0; i < sizeof k_round_cells / sizeof k_round_cells[0]; i++)
+        if (strcmp(name, k_round_cells[i]) == 0)
             return tu_data_cell(name);
     assert_ok(rnnc_cell_builtin(&c, name, NULL));
     return c;
@@ -380,6 +386,38 @@ static void test_cell_dropout(void **state)
         run_mode(&cases[i], &rng, 0, i + 1 < nc); /* the last in inference */
 }
 
+/* Hoisted work in rounds: layers {1, 2, 4} x {uni, bi} x {padded,
+ * lengths}, batch_first and dropout between layers mixed in, in training
+ * and in inference (twice drops x in the first round's row kernel); then
+ * the GEMM tiers over hz (large tiles with a tail at 6400 rows, small at
+ * B = 1, I = H = 1024 at B = 256). */
+static void test_round_cells(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    static const int layers[] = {1, 2, 4};
+    int n = 0;
+    for (size_t c = 0; c < sizeof k_round_cells / sizeof k_round_cells[0]; c++)
+        for (size_t li = 0; li < 3; li++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int len = 0; len < 2; len++, n++) {
+                    mcase mc = {k_round_cells[c], 20, 5, 12, 16, 0, layers[li], bi, len,
+                                (n & 1) != 0, n % 3 == 0 ? 0.3 : 0.0};
+                    /* a training call of twice drops inside (run_mode checks it
+                     * differs from inference: the others drop nothing) */
+                    run_mode(&mc, &rng, 0, c == 2 && (n & 2) != 0);
+                }
+    static const mcase cases[] = {
+        {"preln", 100, 64, 512, 512, 0, 2, false, true, false, 0.3},
+        {"chain", 30, 1, 256, 512, 0, 1, true, false, false, 0.0},
+        {"twice", 40, 64, 512, 512, 0, 4, false, true, false, 0.0},
+        {"preln", 12, 256, 1024, 1024, 0, 1, false, false, true, 0.0},
+        {"chain", 25, 48, 96, 128, 0, 2, true, true, true, 0.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_mode(&cases[i], &rng, 0, strcmp(cases[i].cell, "twice") == 0);
+}
+
 /* rnnc_model_set_seed reaches the kernels: after a new seed on both
  * models the fused training forward (a cell's own dropout ops and dropout
  * between layers) still equals the interpreter's, and differs from the
@@ -452,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_builtin_grid),
         cmocka_unit_test(test_cell_files_grid),
         cmocka_unit_test(test_cell_dropout),
+        cmocka_unit_test(test_round_cells),
         cmocka_unit_test(test_set_seed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

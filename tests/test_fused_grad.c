@@ -118,6 +118,38 @@ static void test_dropout_cells(void **st)
         }
 }
 
+/* Cells whose hoisted linears read something other than x (test_cuda_rounds):
+ * the fused backward either builds them (the record and recurrence kernels
+ * generate and compile) or refuses them naming why. */
+static void test_round_cells(void **st)
+{
+    (void)st;
+    static const char *const names[] = {"preln", "chain", "twice"};
+    ir_sizes sz = {256, 512, 512};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        rnnc_cell *c = tu_data_cell(names[i]);
+        assert_ok(ir_optimise(c, false));
+        ir_arena *a = ir_arena_create();
+        fg_kind kd;
+        memset(&kd, 0, sizeof kd);
+        rnnc_status s = fg_kind_build(c, sz, a, &kd);
+        if (s != RNNC_OK) {
+            printf("%-8s fused backward: %s\n", names[i], rnnc_last_error());
+            assert_int_equal(s, RNNC_ERR_UNSUPPORTED);
+        } else {
+            char label[96];
+            printf("%-8s fused backward: builds\n", names[i]);
+            snprintf(label, sizeof label, "%s_rec", names[i]);
+            generate(&kd.rec_sched, sz, 64, label, true);
+            snprintf(label, sizeof label, "%s_bwd", names[i]);
+            generate(&kd.bwd_sched, sz, 64, label, true);
+            fg_kind_free(&kd);
+        }
+        ir_arena_destroy(a);
+        rnnc_cell_destroy(c);
+    }
+}
+
 /* LSTM: the record keeps y, h, c and the 4H gate pre-activations; the
  * recurrence cell exports the 4H gate gradients; dW_ih, dW_hh, both biases
  * and dx are five post ops. */
@@ -204,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_lstm_split),
         cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_dropout_cells),
+        cmocka_unit_test(test_round_cells),
         cmocka_unit_test(test_huge_batches),
         cmocka_unit_test(test_util_kernels_compile),
     };

@@ -54,7 +54,7 @@ static int32_t fuse_linear(const cu_ctx *c, int32_t v)
     const ir_node *n = &c->f->nodes[v];
     const uint8_t *part = c->s->hoist.part;
     if (n->op == IR_LINEAR)
-        return c->role[n->a[0]] == CU_LEAF_INPUT ? v : -1;
+        return v;
     if (!is_pointwise(n))
         return -1;
     int32_t lin = -1;
@@ -195,6 +195,17 @@ static rnnc_status place_hoist_tmp(cu_ctx *c, int32_t v)
     return RNNC_OK;
 }
 
+/* The matrix of hoisted linear lin and its x: the input, or a hoisted
+ * value stored in hz for it (an earlier round makes it, cuda_rounds.c). */
+static rnnc_status place_gemm_operands(cu_ctx *c, int32_t lin)
+{
+    const ir_node *n = &c->f->nodes[lin];
+    rnnc_status st = place_weight(c, n->a[1]);
+    if (st || c->role[n->a[0]] == CU_LEAF_INPUT)
+        return st;
+    return place_hoist_buf(c, n->a[0]);
+}
+
 static rnnc_status place_hoist_buf(cu_ctx *c, int32_t v)
 {
     const ir_node *n = &c->f->nodes[v];
@@ -205,16 +216,13 @@ static rnnc_status place_hoist_buf(cu_ctx *c, int32_t v)
     c->off[v] = p->hz_cols;
     p->hz_cols += round4(c->cols[v]);
     if (n->op == IR_LINEAR) {
-        if (c->role[n->a[0]] != CU_LEAF_INPUT)
-            return unsupported(c, v, "a hoisted linear must read the input itself (or one "
-                                     "dropout of it)");
         c->gemm[v] = v;
-        return place_weight(c, n->a[1]);
+        return place_gemm_operands(c, v);
     }
     int32_t lin = fuse_linear(c, v);
     if (lin >= 0 && c->cols[v] == c->cols[lin]) {
         c->gemm[v] = lin;
-        rnnc_status st = place_weight(c, c->f->nodes[lin].a[1]);
+        rnnc_status st = place_gemm_operands(c, lin);
         if (st)
             return st;
         if (c->role[lin] == CU_NONE)

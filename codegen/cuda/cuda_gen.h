@@ -52,6 +52,7 @@ typedef struct cu_tile {
     bool tail;    /* small tiles over the rows the split leaves (suffix "t") */
     bool g16;     /* large tiles through the cp.async pipeline (cuda_gemm16.c) */
     bool wg;      /* large tiles by wgmma, fed by the TMA (cuda_wgmma.c) */
+    int row_round; /* a row kernel's launch (lin -1): its round (cuda_rounds.c), else 0 */
 } cu_tile;
 
 typedef struct cu_ctx {
@@ -80,6 +81,13 @@ typedef struct cu_ctx {
                          kept in shared memory all the same (a multiple of 4 ks; 0: none) */
     uint8_t *need;    /* [n] bit flags CU_NEED_* */
     int32_t *gemm;    /* [n] for hoisted buffers fused into a GEMM: the linear, else -1 */
+    /* Rounds of the hoisted work (cuda_rounds.c): round r runs its GEMMs, then
+     * its row kernel; a GEMM reads x (round 1) or a buffer an earlier round
+     * made in hz (a linear of a hoisted value: layernorm(x), tanh(linear(x,
+     * W1))).  round[v] for hoisted GEMMs, their epilogues and the row
+     * kernels' values, 0 elsewhere; most cells have one round. */
+    int32_t *round;
+    int n_rounds;
     /* step tiling */
     int UT, BT, BTP, NUB, NBB, NT, RR, BB;
     /* Batch passes: a block's batch group is NP tiles of BT rows, taken
@@ -144,7 +152,7 @@ typedef struct cu_ctx {
     /* F16 or BF16 model: x, y and the weights are 16-bit (cuda_half.c). */
     bool half;
     int64_t smem_floats, xs_floats;
-    int64_t rows_floats; /* shared memory of the row kernel (0: no row kernel) */
+    int64_t rows_floats; /* shared memory of the widest row kernel (0: no row kernel) */
     cu_tile tile[CG_CUDA_MAX_LAUNCH]; /* by launch */
 } cu_ctx;
 
@@ -223,8 +231,18 @@ void cu_place_keeps(cu_ctx *c);
 /* The plan's next launch, zeroed, its tile g (NULL: no GEMM); NULL with the
  * error recorded when the plan is full (cuda_analyse.c). */
 cg_cuda_launch *cu_new_launch(cu_ctx *c, const cu_tile *g);
-/* The hoisted part's launches (cuda_hoist.c), then the row kernel's (cuda_rows.c). */
+/* The hoisted part's launches, round by round: its GEMMs (cuda_hoist.c),
+ * then its row kernel (cuda_rows.c). */
 rnnc_status cu_place_hoist(cu_ctx *c);
+/* The rounds of the hoisted work (cuda_rounds.c), before cu_place_hoist. */
+void cu_place_rounds(cu_ctx *c);
+/* Hoisted node v is a linear run as a GEMM. */
+bool cu_is_hoisted_gemm(const cu_ctx *c, int32_t v);
+/* Hoisted linear lin's GEMM reads a buffer in hz, not x. */
+static inline bool cu_gemm_staged(const cu_ctx *c, int32_t lin)
+{
+    return c->role[c->f->nodes[lin].a[0]] != CU_LEAF_INPUT;
+}
 /* The weight arena slot of matrix w (a parameter) holding it as it is or
  * a copy made from it (CG_CUDA_TF32_LO, CG_CUDA_TF32_RN); its offset. */
 rnnc_status cu_place_weight_as(cu_ctx *c, int32_t w, int derive, int64_t *off);
@@ -250,11 +268,11 @@ bool cu_emit_gemm_epilogue(const cu_ctx *c, int32_t lin, int tm, int tn, int w, 
  * return) and, before the kernel, its split's row count (rnnc_rows<lin>). */
 void cu_emit_gemm_head(const cu_ctx *c, const cu_tile *g, cu_text *t);
 void cu_emit_gemm_rows(const cu_tile *g, cu_text *t);
-/* The row kernel (cuda_rows.c): the shared slots of the hoisted values no
- * GEMM epilogue makes and its launch, after the GEMMs' (cu_place_hoist);
- * its kernel (nothing when it has no values). */
-rnnc_status cu_place_rows(cu_ctx *c);
-bool cu_emit_rows(const cu_ctx *c, cu_text *t);
+/* The row kernel of round r (cuda_rows.c): the shared slots of the round's
+ * hoisted values no GEMM epilogue makes and its launch (none when it has
+ * no values), after the round's GEMMs (cu_place_hoist); launch i's kernel. */
+rnnc_status cu_place_rows(cu_ctx *c, int r);
+bool cu_emit_rows(const cu_ctx *c, int i, cu_text *t);
 /* Records why hoisted node v cannot be generated; false. */
 bool cu_hoist_fail(const cu_ctx *c, int32_t v, const char *why);
 /* The large tiles on tensor cores (a half model's, kept 16-bit, or the

@@ -97,10 +97,11 @@ static void emit_gemm_load(cu_text *t, const cu_tile *g, const char *dst, const 
     cu_printf(t, "        }\n");
 }
 
-static void emit_gemm_loads(cu_text *t, const cu_tile *g, const char *wsrc, long long K,
-                            bool half)
+/* The loads of a K slice: x's rows (asrc, 16-bit where ahalf), then W's. */
+static void emit_gemm_loads(cu_text *t, const cu_tile *g, const char *asrc, bool ahalf,
+                            const char *wsrc, long long K, bool half)
 {
-    emit_gemm_load(t, g, "ra", "x", "M", K, "m0", 0, half);
+    emit_gemm_load(t, g, "ra", asrc, "M", K, "m0", 0, ahalf);
     for (int q = 0; q < g->bn / g->bm; q++) {
         char dst[16];
         snprintf(dst, sizeof dst, "rw[%d]", q);
@@ -225,7 +226,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     const char *sfx = g.tail ? "t" : g.small ? "s" : "";
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]];
-    char wsrc[64], e[4096], ri[160], ci[160];
+    char wsrc[64], asrc[64], e[4096], ri[160], ci[160];
     /* tensor cores: the accumulators in mma fragment order, shared rows
      * padded to 8 mod 32 floats (conflict-free fragment loads) */
     bool mma = cu_mma_gemm(c, g.bm, g.bn, g.bk);
@@ -233,6 +234,12 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
     if (mma)
         cu_mma_gemm_layout(g.bm, g.bn, &g.tm, &g.tn, ri, ci, sizeof ri);
     snprintf(wsrc, sizeof wsrc, "(wts + %lld)", (long long)c->off[nd->a[1]]);
+    /* x, or the fp32 buffer an earlier round made (cuda_rounds.c) */
+    bool staged = cu_gemm_staged(c, lin);
+    if (staged)
+        snprintf(asrc, sizeof asrc, "(hz + (size_t)%lld * TB)", (long long)c->off[nd->a[0]]);
+    else
+        snprintf(asrc, sizeof asrc, "x");
     if (g.split.wave && !g.tail)
         cu_emit_gemm_rows(&g, t);
     cu_printf(t, "/* %s over %s: tiles of %d x %d%s%s */\n", cu_describe(c, lin, e, sizeof e),
@@ -259,7 +266,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "    for (int i = 0; i < %d; ++i) for (int j = 0; j < %d; ++j) c_[i][j] = 0.f;\n"
               "    float4 ra, rw[%d];\n    int k0 = 0;\n",
               (long long)c->B, g.tm, g.tn, g.tm, g.tn, g.bn / g.bm);
-    emit_gemm_loads(t, &g, wsrc, K, c->half);
+    emit_gemm_loads(t, &g, asrc, c->half && !staged, wsrc, K, c->half);
     emit_gemm_store(t, &g);
     cu_printf(t,
               "    STORE_(0);\n    __syncthreads();\n"
@@ -269,7 +276,7 @@ static bool emit_gemm(const cu_ctx *c, int i, cu_text *t)
               "        const bool more = k0 < %lld;\n"
               "        if (more) {\n",
               K, g.bk, K);
-    emit_gemm_loads(t, &g, wsrc, K, c->half);
+    emit_gemm_loads(t, &g, asrc, c->half && !staged, wsrc, K, c->half);
     cu_printf(t, "        }\n");
     if (mma) {
         cu_emit_mma_gemm_slice(t, g.bm, g.bn, g.bk, c->half);
@@ -472,73 +479,97 @@ static rnnc_status add_gemm(cu_ctx *c, cu_tile g, unsigned min_rows, unsigned ma
     return RNNC_OK;
 }
 
-static bool is_hoisted_gemm(const cu_ctx *c, int32_t v)
+/* The launches linear v's GEMM may take, counted as the first round's
+ * are: the plan's first 8 launches (the first round, its row kernel and
+ * the step: the choices made before there were rounds); a later round's
+ * from what is left once every launch after it has one. */
+static int launch_cap(const cu_ctx *c, int32_t v)
 {
-    return c->f->nodes[v].op == IR_LINEAR && c->s->hoist.part[v] == IR_PART_HOIST &&
-           (c->role[v] == CU_HOIST_BUF || c->role[v] == CU_HOIST_TMP);
+    if (c->round[v] <= 1)
+        return 8;
+    int later = 1 + c->n_rounds - c->round[v] + 1; /* the step; this and later rows */
+    for (int32_t u = 0; u < c->f->n; u++)
+        if (u != v && cu_is_hoisted_gemm(c, u) &&
+            (c->round[u] > c->round[v] || (c->round[u] == c->round[v] && u > v)))
+            later++;
+    return CG_CUDA_MAX_LAUNCH - later + 2;
+}
+
+/* Linear v's GEMM launches: large tiles, and for short sequences small or
+ * K-split ones. */
+static rnnc_status place_gemm(cu_ctx *c, int32_t v)
+{
+    rnnc_status st;
+    /* a GEMM over a buffer in hz takes the FFMA (or mma) tiles, which read
+     * any fp32 rows; the others read x through its layout or tensor map */
+    bool staged = cu_gemm_staged(c, v);
+    int cap = launch_cap(c, v);
+    if (!staged && cu_wgmma_shape_ok(c, v) && (st = cu_wgmma_place(c, v)))
+        return st;
+    cu_tile g = choose_tile(c, v),
+            s = {.lin = v, .small = true, .bm = 32, .bn = 64, .bk = 32, .tm = 2, .tn = 4},
+            k = {.lin = v, .skinny = true, .bm = 32, .bn = 32};
+    /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
+     * most SMs idle with large tiles (16 blocks of 128 x 128 took about
+     * 37 us at T = 1, B = 64, I = H = 512): below the row count where
+     * the large tiles fill the SMs a second GEMM with small tiles runs,
+     * and below about two waves of 32 x 32 tiles the K-split GEMM
+     * (19.5 us for the small tiles at T = 1, B = 64: serial K). */
+    int sms = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
+    long long cb = (c->cols[v] + g.bn - 1) / g.bn;
+    unsigned split = (unsigned)((sms + cb - 1) / cb * g.bm);
+    bool two = g.bm > s.bm && c->cfg.gemm_rows == 0 && c->plan->n_launch + 4 <= cap;
+    /* room for this linear's launches, the row kernel and the step */
+    unsigned lo = !staged && cu_skinny_fits(c, v) && c->plan->n_launch + (two ? 5 : 4) <= cap
+                      ? cu_skinny_rows(c, v)
+                      : 0;
+    if (two && lo >= split)
+        lo = split, two = false;
+    /* The large tiles' last wave (800 tiles of 128 x 128 at T = 100, B
+     * = 64, I = H = 512 are 3.03 waves of two blocks on each of 132
+     * SMs) costs a whole wave's time for a few blocks; when it is under
+     * half full its rows go to a tail launch of small tiles over all
+     * the SMs instead.  Two blocks of 128 x 128 fit an SM.  Only for
+     * the FFMA tiles: the tensor cores' (wgmma, and the 16-bit
+     * pipeline's of the half models and of the math modes without
+     * wgmma) run a wave in far less time than the tail, one block an
+     * SM walking its small tiles' K in slices (340 us for the last
+     * 256 rows at T = 100, B = 256, I = H = 1024 in TF32, where a wave
+     * of wgmma tiles takes about 22).  On the H100 without it: TF32
+     * LSTM there 4.09 -> 3.78 ms, 3xtf32 LSTM B = 64 0.704 -> 0.668,
+     * bf16 B = 256 2.62 -> 2.52, bf16 B = 64 0.427 -> 0.405; FFMA
+     * level (11.52 -> 11.45 at B = 256, +-0.7% over the stacks, so
+     * kept) (bench/results/h100/notail/, rejected/no-tail/). */
+    cu_tile tl = s;
+    g.wg = !staged && cu_wgmma_fits(c, &g);
+    g.g16 = !staged && !g.wg && cu_gemm16_fits(c, &g);
+    bool tail = two && g.bm == 128 && !g.wg && !g.g16 && c->plan->n_launch + (lo ? 6 : 5) <= cap;
+    if (tail) {
+        /* (two FFMA tiles an SM) */
+        g.split = (cg_cuda_split){2u * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
+        tl.split = g.split;
+        tl.tail = true;
+    }
+    if ((st = add_gemm(c, g, two ? split : lo, 0)) ||
+        (tail && (st = add_gemm(c, tl, split, 0))) ||
+        (two && lo < split && (st = add_gemm(c, s, lo, split))) ||
+        (lo && (st = add_gemm(c, k, 0, lo))))
+        return st;
+    return RNNC_OK;
 }
 
 rnnc_status cu_place_hoist(cu_ctx *c)
 {
     rnnc_status st;
-    for (int32_t v = 0; v < c->f->n; v++) {
-        if (!is_hoisted_gemm(c, v))
-            continue;
-        if (cu_wgmma_shape_ok(c, v) && (st = cu_wgmma_place(c, v)))
-            return st;
-        cu_tile g = choose_tile(c, v),
-                s = {.lin = v, .small = true, .bm = 32, .bn = 64, .bk = 32, .tm = 2, .tn = 4},
-                k = {.lin = v, .skinny = true, .bm = 32, .bn = 32};
-        /* Few rows (a short sequence: T = 1 at B = 64 is 64 rows) leave
-         * most SMs idle with large tiles (16 blocks of 128 x 128 took about
-         * 37 us at T = 1, B = 64, I = H = 512): below the row count where
-         * the large tiles fill the SMs a second GEMM with small tiles runs,
-         * and below about two waves of 32 x 32 tiles the K-split GEMM
-         * (19.5 us for the small tiles at T = 1, B = 64: serial K). */
-        int sms = c->cfg.sm_count > 0 ? c->cfg.sm_count : 132;
-        long long cb = (c->cols[v] + g.bn - 1) / g.bn;
-        unsigned split = (unsigned)((sms + cb - 1) / cb * g.bm);
-        bool two = g.bm > s.bm && c->cfg.gemm_rows == 0 && c->plan->n_launch + 4 <= CG_CUDA_MAX_LAUNCH;
-        /* room for this linear's launches, the row kernel and the step */
-        unsigned lo = cu_skinny_fits(c, v) &&
-                              c->plan->n_launch + (two ? 5 : 4) <= CG_CUDA_MAX_LAUNCH
-                          ? cu_skinny_rows(c, v)
-                          : 0;
-        if (two && lo >= split)
-            lo = split, two = false;
-        /* The large tiles' last wave (800 tiles of 128 x 128 at T = 100, B
-         * = 64, I = H = 512 are 3.03 waves of two blocks on each of 132
-         * SMs) costs a whole wave's time for a few blocks; when it is under
-         * half full its rows go to a tail launch of small tiles over all
-         * the SMs instead.  Two blocks of 128 x 128 fit an SM.  Only for
-         * the FFMA tiles: the tensor cores' (wgmma, and the 16-bit
-         * pipeline's of the half models and of the math modes without
-         * wgmma) run a wave in far less time than the tail, one block an
-         * SM walking its small tiles' K in slices (340 us for the last
-         * 256 rows at T = 100, B = 256, I = H = 1024 in TF32, where a wave
-         * of wgmma tiles takes about 22).  On the H100 without it: TF32
-         * LSTM there 4.09 -> 3.78 ms, 3xtf32 LSTM B = 64 0.704 -> 0.668,
-         * bf16 B = 256 2.62 -> 2.52, bf16 B = 64 0.427 -> 0.405; FFMA
-         * level (11.52 -> 11.45 at B = 256, +-0.7% over the stacks, so
-         * kept) (bench/results/h100/notail/, rejected/no-tail/). */
-        cu_tile tl = s;
-        g.wg = cu_wgmma_fits(c, &g);
-        g.g16 = !g.wg && cu_gemm16_fits(c, &g);
-        bool tail = two && g.bm == 128 && !g.wg && !g.g16 &&
-                    c->plan->n_launch + (lo ? 6 : 5) <= CG_CUDA_MAX_LAUNCH;
-        if (tail) {
-            /* (two FFMA tiles an SM) */
-            g.split = (cg_cuda_split){2u * (unsigned)sms, (unsigned)g.bm, (unsigned)cb};
-            tl.split = g.split;
-            tl.tail = true;
-        }
-        if ((st = add_gemm(c, g, two ? split : lo, 0)) ||
-            (tail && (st = add_gemm(c, tl, split, 0))) ||
-            (two && lo < split && (st = add_gemm(c, s, lo, split))) ||
-            (lo && (st = add_gemm(c, k, 0, lo))))
+    cu_place_rounds(c);
+    for (int r = 1; r <= c->n_rounds; r++) {
+        for (int32_t v = 0; v < c->f->n; v++)
+            if (cu_is_hoisted_gemm(c, v) && c->round[v] == r && (st = place_gemm(c, v)))
+                return st;
+        if ((st = cu_place_rows(c, r)))
             return st;
     }
-    return cu_place_rows(c);
+    return RNNC_OK;
 }
 
 rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)
@@ -546,6 +577,8 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)
     const cg_cuda_plan *p = c->plan;
     for (int i = 0; i < p->n_launch; i++) {
         int32_t lin = c->tile[i].lin;
+        if (lin < 0 && c->tile[i].row_round && !cu_emit_rows(c, i, t))
+            return RNNC_ERR_UNSUPPORTED;
         if (lin < 0)
             continue;
         if (i == 0 || c->tile[i - 1].lin != lin)
@@ -560,5 +593,5 @@ rnnc_status cu_emit_hoist(const cu_ctx *c, cu_text *t)
         if (i + 1 == p->n_launch || c->tile[i + 1].lin != lin)
             cu_printf(t, "#undef N_\n");
     }
-    return cu_emit_rows(c, t) ? RNNC_OK : RNNC_ERR_UNSUPPORTED;
+    return RNNC_OK;
 }

@@ -1,19 +1,20 @@
 /*
- * cuda_rows.c: the row kernel.  Hoisted values that no GEMM epilogue can
+ * cuda_rows.c: the row kernels.  Hoisted values that no GEMM epilogue can
  * make (a layernorm over the gates, sums and means over a row, chunks of
- * mixed values) are made by one block per row of T*B after the GEMMs, each
- * value in a slot of shared memory, node by node with a block barrier
- * between; chunks and concats are read through, not copied.
- * Requires: the hoisted GEMMs placed (cuda_hoist.c: c->gemm, c->role);
- * keeps: every hoisted buffer in hz at its offset, as the step reads it.
+ * mixed values) are made by one block per row of T*B after the GEMMs of
+ * their round (cuda_rounds.c), each value in a slot of shared memory, node
+ * by node with a block barrier between; chunks and concats are read
+ * through, not copied.  Values of earlier rounds are read from hz.
+ * Requires: the rounds placed (c->round, c->gemm, c->role); keeps: every
+ * hoisted buffer in hz at its offset, as the step and later rounds read it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "codegen/cuda/cuda_gen.h"
 
-/* Value of hoisted node v at column `col` inside the row kernel. */
-static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n);
+/* Value of hoisted node v at column `col` inside the row kernel of round r. */
+static bool row_expr(const cu_ctx *c, int r, int32_t v, const char *col, char *buf, size_t n);
 
 /* A chunk or concat at column `col`, read through to its operands. */
 /* A chunk or concat the row kernel only reads through: its consumers read
@@ -25,7 +26,7 @@ static bool row_inline(const cu_ctx *c, int32_t v)
     return c->role[v] == CU_HOIST_TMP && (op == IR_CHUNK || op == IR_CONCAT);
 }
 
-static bool row_view(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+static bool row_view(const cu_ctx *c, int r, int32_t v, const char *col, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
     long long cols = (long long)c->cols[v];
@@ -34,17 +35,17 @@ static bool row_view(const cu_ctx *c, int32_t v, const char *col, char *buf, siz
         col = "0";
     if (nd->op == IR_CHUNK) {
         snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)nd->i1 * cols);
-        return row_expr(c, nd->a[0], inner, buf, n);
+        return row_expr(c, r, nd->a[0], inner, buf, n);
     }
     long long ca = (long long)c->cols[nd->a[0]];
     snprintf(inner, sizeof inner, "(%s) - %lld", col, ca);
-    if (!row_expr(c, nd->a[0], col, a, sizeof a) || !row_expr(c, nd->a[1], inner, b, sizeof b))
+    if (!row_expr(c, r, nd->a[0], col, a, sizeof a) || !row_expr(c, r, nd->a[1], inner, b, sizeof b))
         return false;
     snprintf(buf, n, "((%s) < %lld ? %s : %s)", col, ca, a, b);
     return true;
 }
 
-static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size_t n)
+static bool row_expr(const cu_ctx *c, int r, int32_t v, const char *col, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];
     long long cols = (long long)c->cols[v];
@@ -61,7 +62,7 @@ static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, siz
                                  : "__ldg(x + row * %lld + (%s))", cols, col);
         return true;
     case CU_HOIST_BUF:
-        if (c->gemm[v] >= 0) {
+        if (c->gemm[v] >= 0 || c->round[v] < r) {
             snprintf(buf, n, "hz[(size_t)%lld * TB + row * %lld + (%s)]", (long long)c->off[v],
                      cols, col);
             return true;
@@ -70,19 +71,19 @@ static bool row_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, siz
         __attribute__((fallthrough));
     case CU_HOIST_TMP:
         if (row_inline(c, v))
-            return row_view(c, v, col, buf, n);
+            return row_view(c, r, v, col, buf, n);
         if (c->sm[v] < 0)
             return cu_hoist_fail(c, v, "hoisted value read before it is made");
         snprintf(buf, n, "sm_[SM_R%d + (%s)]", (int)v, col);
         return true;
     case CU_HOIST_VIEW:
-        return row_view(c, v, col, buf, n);
+        return row_view(c, r, v, col, buf, n);
     default:
         return cu_hoist_fail(c, v, "no hoisted value for this node");
     }
 }
 
-static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
+static bool row_node(const cu_ctx *c, int r, int32_t v, cu_text *t)
 {
     const ir_node *nd = &c->f->nodes[v];
     long long cols = (long long)c->cols[v];
@@ -91,7 +92,7 @@ static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
     cu_printf(t, "    /* %s */\n", cu_describe(c, v, e, sizeof e));
     if (ir_ops[nd->op].flags & IR_F_REDUCE) {
         long long K = (long long)c->cols[nd->a[0]];
-        if (!row_expr(c, nd->a[0], "cx", a, sizeof a))
+        if (!row_expr(c, r, nd->a[0], "cx", a, sizeof a))
             return false;
         cu_printf(t,
                   "    {\n        float s_ = 0.f, q_ = 0.f;\n"
@@ -104,8 +105,8 @@ static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
         if (nd->op == IR_LAYERNORM) {
             snprintf(g, sizeof g, "1.f");
             snprintf(be, sizeof be, "0.f");
-            if ((nd->a[1] >= 0 && !row_expr(c, nd->a[1], "cx", g, sizeof g)) ||
-                (nd->a[2] >= 0 && !row_expr(c, nd->a[2], "cx", be, sizeof be)))
+            if ((nd->a[1] >= 0 && !row_expr(c, r, nd->a[1], "cx", g, sizeof g)) ||
+                (nd->a[2] >= 0 && !row_expr(c, r, nd->a[2], "cx", be, sizeof be)))
                 return false;
             cu_printf(t,
                       "        const float r_ = rsqrtf(q_ / %lld.f + %s);\n"
@@ -117,16 +118,16 @@ static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
         }
     } else {
         if (nd->op == IR_DROPOUT) {
-            if (!row_expr(c, nd->a[0], "cx", a, sizeof a) ||
+            if (!row_expr(c, r, nd->a[0], "cx", a, sizeof a) ||
                 !cu_dropout_row(c, v, a, "row", "cx", e, sizeof e))
                 return cu_hoist_fail(c, v, "no hoisted code for this dropout");
-        } else if (uf && row_expr(c, nd->a[0], "cx", a, sizeof a))
+        } else if (uf && row_expr(c, r, nd->a[0], "cx", a, sizeof a))
             snprintf(e, sizeof e, uf, a);
-        else if (bo && row_expr(c, nd->a[0], "cx", a, sizeof a) &&
-                 row_expr(c, nd->a[1], "cx", b, sizeof b))
+        else if (bo && row_expr(c, r, nd->a[0], "cx", a, sizeof a) &&
+                 row_expr(c, r, nd->a[1], "cx", b, sizeof b))
             snprintf(e, sizeof e, "(%s) %s (%s)", a, bo, b);
         else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT) {
-            if (!row_view(c, v, "cx", e, sizeof e))
+            if (!row_view(c, r, v, "cx", e, sizeof e))
                 return false;
         } else
             return cu_hoist_fail(c, v, "no hoisted code for this op");
@@ -139,36 +140,36 @@ static bool row_node(const cu_ctx *c, int32_t v, cu_text *t)
     return true;
 }
 
-/* Whether a row-kernel value reduces over its row (needs red_). */
-static bool reduces(const cu_ctx *c)
+/* Whether the row kernel of round r makes v in shared memory. */
+static bool row_made(const cu_ctx *c, int r, int32_t v)
+{
+    bool here = c->role[v] == CU_HOIST_TMP || (c->role[v] == CU_HOIST_BUF && c->gemm[v] < 0);
+    return here && c->round[v] == r && c->f->nodes[v].op != IR_LINEAR && !row_inline(c, v);
+}
+
+/* Whether a value of round r's row kernel reduces over its row (needs red_). */
+static bool reduces(const cu_ctx *c, int r)
 {
     for (int32_t v = 0; v < c->f->n; v++) {
         int op = c->f->nodes[v].op;
-        if (c->sm[v] >= 0 && (op == IR_LAYERNORM || op == IR_SUM || op == IR_MEAN))
+        if (row_made(c, r, v) && (op == IR_LAYERNORM || op == IR_SUM || op == IR_MEAN))
             return true;
     }
     return false;
 }
 
-/* Whether the row kernel makes v in shared memory. */
-static bool row_made(const cu_ctx *c, int32_t v)
-{
-    bool here = c->role[v] == CU_HOIST_TMP || (c->role[v] == CU_HOIST_BUF && c->gemm[v] < 0);
-    return here && c->f->nodes[v].op != IR_LINEAR && !row_inline(c, v);
-}
-
-/* last[o] = u for the values u reads, through the chunks and concats it
- * reads through. */
-static void mark_row_reads(const cu_ctx *c, int32_t v, int32_t u, int32_t *last)
+/* last[o] = u for the values of round r that u reads, through the chunks
+ * and concats it reads through. */
+static void mark_row_reads(const cu_ctx *c, int r, int32_t v, int32_t u, int32_t *last)
 {
     for (int k = 0; k < 3; k++) {
         int32_t o = c->f->nodes[v].a[k];
         if (o < 0)
             continue;
-        if (row_made(c, o))
+        if (row_made(c, r, o))
             last[o] = u > last[o] ? u : last[o];
         else if (row_inline(c, o) || c->role[o] == CU_HOIST_VIEW)
-            mark_row_reads(c, o, u, last);
+            mark_row_reads(c, r, o, u, last);
     }
 }
 
@@ -188,32 +189,27 @@ static int64_t take_slot(int64_t *off, int64_t *len, bool *used, int *n_slots, i
     return off[*n_slots - 1];
 }
 
-/* Shared slots of the values the row kernel makes, and its launch.  Values
- * are made in node order with a block barrier after each, so a value's slot
- * is reused once the last node that reads it is made (the row kernel of a
- * backward cell holds dozens of 4H-wide values, and the smaller its shared
- * memory, the more rows an SM runs at once). */
-rnnc_status cu_place_rows(cu_ctx *c)
+/* The shared slots of round r's row values, in floats.  Values are made in
+ * node order with a block barrier after each, so a value's slot is reused
+ * once the last node that reads it is made (the row kernel of a backward
+ * cell holds dozens of 4H-wide values, and the smaller its shared memory,
+ * the more rows an SM runs at once). */
+static int64_t place_slots(cu_ctx *c, int r, int32_t *last, int64_t *off, int64_t *len,
+                           bool *used, int32_t *slot_of)
 {
-    int32_t n = c->f->n, *last = malloc(sizeof(int32_t) * (size_t)(n + 1)), *slot_of = NULL;
-    int64_t *off = malloc(sizeof(int64_t) * (size_t)(n + 1)), *len = NULL, at = 0;
-    bool *used = calloc((size_t)n + 1, sizeof(bool));
+    int32_t n = c->f->n;
+    int64_t at = 0;
     int n_slots = 0;
-    if (!last || !off || !used || !(len = malloc(sizeof(int64_t) * (size_t)(n + 1))) ||
-        !(slot_of = malloc(sizeof(int32_t) * (size_t)(n + 1)))) {
-        free(last), free(off), free(len), free(used), free(slot_of);
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backend: out of memory");
-    }
     for (int32_t v = 0; v < n; v++)
         last[v] = v;
     for (int32_t v = 0; v < n; v++)
-        if (row_made(c, v))
-            mark_row_reads(c, v, v, last);
+        if (row_made(c, r, v))
+            mark_row_reads(c, r, v, v, last);
     for (int32_t v = 0; v < n; v++) {
-        if (!row_made(c, v))
+        if (!row_made(c, r, v))
             continue;
         for (int32_t d = 0; d < v; d++) /* free the slots of values read for the last time */
-            if (row_made(c, d) && last[d] < v && last[d] >= 0) {
+            if (row_made(c, r, d) && last[d] < v && last[d] >= 0) {
                 used[slot_of[d]] = false;
                 last[d] = -1;
             }
@@ -222,14 +218,35 @@ rnnc_status cu_place_rows(cu_ctx *c)
             if (off[i] == c->sm[v])
                 slot_of[v] = i;
     }
+    return at;
+}
+
+/* The launch of round r's row kernel, when it makes anything.  A cell of one
+ * round keeps the name rnnc_rows. */
+rnnc_status cu_place_rows(cu_ctx *c, int r)
+{
+    int32_t n = c->f->n, *last = malloc(sizeof(int32_t) * (size_t)(n + 1)), *slot_of = NULL;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(n + 1)), *len = NULL;
+    bool *used = calloc((size_t)n + 1, sizeof(bool));
+    if (!last || !off || !used || !(len = malloc(sizeof(int64_t) * (size_t)(n + 1))) ||
+        !(slot_of = malloc(sizeof(int32_t) * (size_t)(n + 1)))) {
+        free(last), free(off), free(len), free(used), free(slot_of);
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backend: out of memory");
+    }
+    int64_t at = place_slots(c, r, last, off, len, used, slot_of);
     free(last), free(off), free(len), free(used), free(slot_of);
-    c->rows_floats = at;
     if (!at)
         return RNNC_OK;
-    cg_cuda_launch *l = cu_new_launch(c, NULL);
+    if (at > c->rows_floats)
+        c->rows_floats = at;
+    cu_tile row = {.lin = -1, .row_round = r};
+    cg_cuda_launch *l = cu_new_launch(c, &row);
     if (!l)
         return RNNC_ERR_INTERNAL;
-    snprintf(l->name, sizeof l->name, "rnnc_rows");
+    if (c->n_rounds > 1)
+        snprintf(l->name, sizeof l->name, "rnnc_rows_r%d", r);
+    else
+        snprintf(l->name, sizeof l->name, "rnnc_rows");
     l->rows_per_block = 1;
     l->grid_y = 1;
     l->threads = 256;
@@ -237,28 +254,40 @@ rnnc_status cu_place_rows(cu_ctx *c)
     return RNNC_OK;
 }
 
-bool cu_emit_rows(const cu_ctx *c, cu_text *t)
+/* What every row kernel shares: the slots' names and the block sum. */
+static void emit_rows_head(const cu_ctx *c, cu_text *t)
 {
-    if (!c->rows_floats)
-        return true;
-    if (c->rows_floats * 4 > 200 * 1024)
-        return cu_hoist_fail(c, c->f->output, "hoisted values too wide for one row in shared memory");
     char d[256];
     cu_printf(t, "/* row kernel: one block per row of T*B; its values in shared memory (floats) */\n");
     for (int32_t v = 0; v < c->f->n; v++)
         if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF))
             cu_printf(t, "#define SM_R%d %lld /* %s */\n", (int)v, (long long)c->sm[v],
                       cu_describe(c, v, d, sizeof d));
+    cu_printf(t, "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
+                 "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+                 "    __syncthreads();\n"
+                 "    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;\n"
+                 "    __syncthreads();\n"
+                 "    float s = 0.f;\n"
+                 "    for (int w = 0; w < 8; ++w) s += red[w];\n"
+                 "    return s;\n}\n");
+}
+
+/* Launch i's row kernel (c->tile[i].row_round); the shared head before the first. */
+bool cu_emit_rows(const cu_ctx *c, int i, cu_text *t)
+{
+    int r = c->tile[i].row_round;
+    if (c->rows_floats * 4 > 200 * 1024)
+        return cu_hoist_fail(c, c->f->output, "hoisted values too wide for one row in shared memory");
+    bool first = true;
+    for (int j = 0; j < i; j++)
+        first &= c->tile[j].row_round == 0;
+    if (first)
+        emit_rows_head(c, t);
+    if (c->n_rounds > 1)
+        cu_printf(t, "/* round %d: after the GEMMs of this round, before those of the next */\n", r);
     cu_printf(t,
-              "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
-              "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
-              "    __syncthreads();\n"
-              "    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;\n"
-              "    __syncthreads();\n"
-              "    float s = 0.f;\n"
-              "    for (int w = 0; w < 8; ++w) s += red[w];\n"
-              "    return s;\n}\n"
-              "extern \"C\" __global__ void __launch_bounds__(256) rnnc_rows(%s)\n{\n"
+              "extern \"C\" __global__ void __launch_bounds__(256) %s(%s)\n{\n"
               "    extern __shared__ float4 smem4_[];\n"
               "    float *sm_ = (float *)smem4_;\n"
               "%s"
@@ -266,10 +295,10 @@ bool cu_emit_rows(const cu_ctx *c, cu_text *t)
               "    const int tid = threadIdx.x;\n"
               "    const size_t row = blockIdx.x, TB = (size_t)T * %lld;\n"
               "    (void)y; (void)st; (void)xb; (void)part; (void)bar; (void)wts; (void)TB;\n",
-              cu_args(c), reduces(c) ? "    __shared__ float red_[8];\n" : "", (long long)c->B);
+              c->plan->launch[i].name, cu_args(c), reduces(c, r) ? "    __shared__ float red_[8];\n" : "",
+              (long long)c->B);
     for (int32_t v = 0; v < c->f->n; v++)
-        if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF) &&
-            !row_node(c, v, t))
+        if (row_made(c, r, v) && !row_node(c, r, v, t))
             return false;
     cu_printf(t, "}\n");
     return true;

@@ -116,7 +116,8 @@ static rnnc_status init_ctx(cu_ctx *c, ctx_mem *m, const ir_schedule *s,
     c->pfuse = take(m, n, sizeof *c->pfuse);
     c->pl2 = take(m, n, sizeof *c->pl2);
     c->live = take(m, n, sizeof *c->live);
-    if (m->n != 21)
+    c->round = take(m, n, sizeof *c->round);
+    if (m->n != 22)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cg_cuda: out of memory");
     return RNNC_OK;
 }
