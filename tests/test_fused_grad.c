@@ -91,11 +91,12 @@ static void test_builtins(void **st)
 /* Cells with dropout ops of their own (tests/data/cells/): the record
  * cell draws the forward's masks, the recurrence cell the same masks again
  * (its dropout ops keep their sites); both generate at two shapes, draw
- * masks, and compile at the larger. */
+ * masks, and compile at the larger.  A dropout of the input (xdrop) is
+ * the runtime's and the post ops' instead. */
 static void test_dropout_cells(void **st)
 {
     (void)st;
-    static const char *const names[] = {"semd", "hdrop", "lnd"};
+    static const char *const names[] = {"semd", "hdrop", "lnd", "xdrop"};
     static const ir_sizes sizes[] = {{5, 8, 8}, {256, 512, 512}};
     static const int64_t batch[] = {3, 64};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -108,10 +109,20 @@ static void test_dropout_cells(void **st)
             if (fg_kind_build(c, sizes[k], a, &kd) != RNNC_OK)
                 fail_msg("%s: %s", names[i], rnnc_last_error());
             char label[96];
+            /* xdrop: the kernels read x dropped by the runtime (nothing drawn
+             * in them); dW_ih reads x dropped the same way and dx goes back
+             * through the mask (post ops) */
+            bool xd = !strcmp(names[i], "xdrop"), outer_xd = false, lint_drop = false;
             snprintf(label, sizeof label, "%s_rec_%d", names[i], k);
-            assert_true(generate(&kd.rec_sched, sizes[k], batch[k], label, k == 1));
+            assert_true(generate(&kd.rec_sched, sizes[k], batch[k], label, k == 1) == !xd);
             snprintf(label, sizeof label, "%s_bwd_%d", names[i], k);
-            assert_true(generate(&kd.bwd_sched, sizes[k], batch[k], label, k == 1));
+            assert_true(generate(&kd.bwd_sched, sizes[k], batch[k], label, k == 1) == !xd);
+            assert_int_equal(kd.x_site, xd ? 0 : -1);
+            for (int j = 0; j < kd.n_ops; j++) {
+                outer_xd |= kd.op[j].kind == FG_OUTER && kd.op[j].b.where == FG_XD;
+                lint_drop |= kd.op[j].kind == FG_LINT && kd.op[j].drop;
+            }
+            assert_true(outer_xd == xd && lint_drop == xd);
             fg_kind_free(&kd);
             ir_arena_destroy(a);
             rnnc_cell_destroy(c);

@@ -286,6 +286,7 @@ typedef struct rt_fused_mask_job {
     CUdeviceptr dst, src;
     int64_t T, B, W, base;
     bool batch_first;
+    bool add; /* dst += the masked src (a gradient's term), else dst = it */
     uint64_t site;
     double p;
 } rt_fused_mask_job;

@@ -33,14 +33,15 @@ int64_t rt_fused_fold_at(const rt_fused *m, int p)
 
 /* Philox4x32-10 as runtime/philox.c; u = word * 2^-32 in double, kept iff
  * u >= p, so the decision is exactly the interpreter's.  dst = the masked
- * src (in place where they are one buffer) over the n elements whose
+ * src (in place where they are one buffer; dst += it with `add`, a
+ * gradient through the mask) over the n elements whose
  * time-major indices start at `base` (a chunk of time: t0 * B * W): a
  * thread draws one block of four words, the indices 4q .. 4q + 3. */
 static const char k_dropout_src[] =
     "#define M0 0xD2511F53u\n#define M1 0xCD9E8D57u\n#define W0 0x9E3779B9u\n#define W1 0xBB67AE85u\n"
     "extern \"C\" __global__ void rnnc_dropout(float *dst, const float *src, long long n, int B, int T,\n"
     "    int W, int bf, unsigned long long seed, unsigned long long site, double p, float scale,\n"
-    "    long long base)\n{\n"
+    "    long long base, int add)\n{\n"
     "    const long long q = base / 4 + (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (q * 4 >= base + n) return;\n"
     "    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"
@@ -61,7 +62,8 @@ static const char k_dropout_src[] =
     "        const long long col = i % W, r = i / W, t = r / B, b = r % B;\n"
     "        const long long at = bf ? (b * T + t) * W + col : i;\n"
     "        const bool keep = (double)w[j] * (1.0 / 4294967296.0) >= p;\n"
-    "        dst[at] = keep ? src[at] * scale : 0.f;\n"
+    "        const float v = keep ? src[at] * scale : 0.f;\n"
+    "        dst[at] = add ? dst[at] + v : v;\n"
     "    }\n}\n";
 
 static rnnc_status dropout(rt_fused *m, int layer, CUdeviceptr buf, int64_t T, int64_t B,
@@ -83,11 +85,11 @@ rnnc_status rt_fused_mask(rt_fused *m, const rt_fused_mask_job *k, CUstream s)
     }
     CUdeviceptr dst = k->dst, src = k->src;
     long long n = (long long)(k->T * k->B * k->W), base = k->base;
-    int Bi = (int)k->B, Ti = (int)k->T, W = (int)k->W, bf = k->batch_first;
+    int Bi = (int)k->B, Ti = (int)k->T, W = (int)k->W, bf = k->batch_first, add = k->add;
     unsigned long long seed = m->spec.seed, site = k->site;
     double p = k->p;
     float scale = (float)cm_dropout_scale(p);
-    void *args[] = {&dst, &src, &n, &Bi, &Ti, &W, &bf, &seed, &site, &p, &scale, &base};
+    void *args[] = {&dst, &src, &n, &Bi, &Ti, &W, &bf, &seed, &site, &p, &scale, &base, &add};
     long long blocks4 = (base + n + 3) / 4 - base / 4;
     unsigned grid[3] = {(unsigned)((blocks4 + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
     return rt_launch(m->drop.fn[0], grid, block, 0, s, args, false);

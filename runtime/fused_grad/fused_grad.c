@@ -280,8 +280,20 @@ static rnnc_status lengths_in(rt_fgrad *g, const rnnc_forward_args *a, CUstream 
     return st ? st : rt_dev_sync(s);
 }
 
+rnnc_status fg_drop_input(rt_fused *m, rt_fgrad *g, fg_side *sd, int k, int p, CUdeviceptr x,
+                          CUstream s)
+{
+    const fg_kind *kd = &g->kind[k];
+    int64_t I = m->spec.sizes[k].I;
+    rnnc_status st = fg_grow(&sd->xd, (size_t)(g->T * g->B * I) * 4);
+    rt_fused_mask_job j = {.dst = sd->xd.p, .src = x, .T = g->T, .B = g->B, .W = I,
+                           .site = rt_dropout_site_cell(p, kd->x_site), .p = kd->x_p};
+    return st ? st : rt_fused_mask(m, &j, s);
+}
+
 /* Direction d of layer l on stream s: its initial states (kept for the
- * backward), its record rows, and its columns of the layer output. */
+ * backward), its record rows (from x dropped by the cell where its kernels
+ * read it so), and its columns of the layer output. */
 static rnnc_status record_dir(rt_fused *m, rt_fgrad *g, const rnnc_forward_args *a, int l, int d,
                               CUdeviceptr in, CUstream s)
 {
@@ -296,6 +308,8 @@ static rnnc_status record_dir(rt_fused *m, rt_fgrad *g, const rnnc_forward_args 
         st = rt_dev_copy(fg_init_at(g, p) + (CUdeviceptr)(g->B * kd->init_off[i] * 4),
                          sd->st.p + (CUdeviceptr)set->plan.state[i].offset * 4,
                          (size_t)(g->B * set->plan.state[i].count) * 4, s);
+    if (st == RNNC_OK && set->plan.x_drop_site >= 0 && (st = fg_drop_input(m, g, sd, k, p, in, s)) == RNNC_OK)
+        in = sd->xd.p;
     if (st || (st = fg_launch_set(m, sd, set, p, in, fg_rec_at(g, p), wts, fold, d, s)))
         return st;
     return fg_copy_cols(g, fg_out_at(m, g, l) + (CUdeviceptr)(d * m->spec.hout * 4), W,

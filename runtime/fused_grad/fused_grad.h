@@ -30,8 +30,9 @@
 #define FG_MAX 64
 
 /* Where a row operand of a post op lives: the layer input x, the gathered
- * step inputs G (= bin), or the recurrence cell's output DG. */
-enum { FG_X = 0, FG_G = 1, FG_DG = 2 };
+ * step inputs G (= bin), the recurrence cell's output DG, or x with the
+ * cell's dropout of it applied (fg_kind.x_site; the side's xd). */
+enum { FG_X = 0, FG_G = 1, FG_DG = 2, FG_XD = 3 };
 
 typedef struct fg_operand {
     int where;
@@ -50,11 +51,13 @@ typedef struct fg_piece {
 enum { FG_OUTER = 0, FG_ROWSUM = 1, FG_LINT = 2 };
 
 /* One post op: dW[param] += a^T b (OUTER), db[param] += colsum(a)
- * (ROWSUM), dx += a W[wparam] (LINT, param = -1). */
+ * (ROWSUM), dx += a W[wparam] (LINT, param = -1; through the mask of the
+ * cell's dropout of x where `drop`: dx += mask(a W)). */
 typedef struct fg_op {
     int kind;
     int param, wparam;
     fg_operand a, b;
+    bool drop;
 } fg_op;
 
 /* Everything about one layer kind (0: layer 0, 1: layers above). */
@@ -71,6 +74,11 @@ typedef struct fg_kind {
     int64_t g_cols, dg_cols;
     fg_op op[FG_MAX];
     int n_ops;
+    /* The cell's dropout of its input, x's only reader (the forward's
+     * kernels read x dropped, cg_cuda_plan.x_drop_site): its site and p;
+     * x_site -1: none. */
+    int x_site;
+    double x_p;
     int n_fwd_params;                /* recurrence params past these are W^T of ... */
     int32_t t_of[FG_MAX];            /* ... forward param t_of[j - n_fwd_params] */
     int n_t;
@@ -90,8 +98,9 @@ extern const char *const fg_util_names[FG_N_UTIL];
  * run yet.  Schedules' memory comes from `a`. */
 rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *out);
 void fg_kind_free(fg_kind *k);
-/* Whether the fused backend trains this model: no projection, no dropout
- * inside the cell, fp32; else why not (UNSUPPORTED). */
+/* Whether the fused backend trains this model: no projection, fp32, the
+ * input dropped (if at all) by one op that is its only reader; else why
+ * not (UNSUPPORTED). */
 rnnc_status fg_model_supported(const rt_spec *s);
 
 #ifdef RT_HAVE_CUDA_H
@@ -141,6 +150,7 @@ typedef struct fg_set {
  * SMs (rt_fused.share), each on its stream with a side of its own. */
 typedef struct fg_side {
     fg_buf st, hz, xb, part, bar, g, dg;
+    fg_buf xd; /* the layer input dropped by the cell (fg_kind.x_site), else unused */
 } fg_side;
 
 struct rt_fgrad {
@@ -193,6 +203,11 @@ rnnc_status fg_launch_set(const rt_fused *m, fg_side *sd, const fg_set *set, int
                           CUdeviceptr x, CUdeviceptr y, CUdeviceptr wts, CUdeviceptr fold,
                           int rev, CUstream s);
 
+/* Side sd's xd = pseudo-layer p's input x ([T*B, I] of kind k, time-major)
+ * under the mask of the cell's dropout of it (fg_kind.x_site), as the
+ * interpreter draws it (fused_grad.c). */
+rnnc_status fg_drop_input(rt_fused *m, rt_fgrad *g, fg_side *sd, int k, int p, CUdeviceptr x,
+                          CUstream s);
 /* fused_grad.c, for fused_grad_bwd.c: device views and helpers. */
 CUdeviceptr fg_rec_at(const rt_fgrad *g, int p);
 CUdeviceptr fg_init_at(const rt_fgrad *g, int p);

@@ -26,6 +26,7 @@ static view where(const rt_fgrad *g, const fg_side *sd, int k, CUdeviceptr x, in
 {
     switch (o->where) {
     case FG_X: return (view){x + (CUdeviceptr)o->off * 4, ldx};
+    case FG_XD: return (view){sd->xd.p + (CUdeviceptr)o->off * 4, ldx};
     case FG_G: return (view){sd->g.p + (CUdeviceptr)o->off * 4, (int)g->kind[k].g_cols};
     default: return (view){sd->dg.p + (CUdeviceptr)o->off * 4, (int)g->bwd[k].plan.out_cols};
     }
@@ -42,6 +43,22 @@ static int same_rowsum(const fg_kind *kd, int i)
             return j;
     }
     return -1;
+}
+
+/* dx += mask(D W): the term in tmp, then added under the mask the forward
+ * drew for pseudo-layer p's input (both directions add into dx on one
+ * stream, one after the other, so tmp is free). */
+static rnnc_status masked_dx(rt_fused *m, rt_fgrad *g, int k, int p, view a, CUdeviceptr w,
+                             int n, CUstream s)
+{
+    int R = (int)(g->T * g->B), I = (int)m->spec.sizes[k].I;
+    rt_fused_mask_job j = {.dst = g->dxl.p, .src = g->tmp.p, .T = g->T, .B = g->B, .W = I,
+                           .add = true, .site = rt_dropout_site_cell(p, g->kind[k].x_site),
+                           .p = g->kind[k].x_p};
+    rnnc_status st = rt_dev_zero(g->tmp.p, (size_t)R * (size_t)I * 4, s);
+    if (st == RNNC_OK)
+        st = fg_gemm(g, g->tmp.p, I, a.p, a.ld, 1, w, I, 1, R, I, n, s);
+    return st ? st : rt_fused_mask(m, &j, s);
 }
 
 /* Pseudo-layer p's post ops from side sd's G and DG: the weight
@@ -74,9 +91,10 @@ static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, 
                        : rt_dev_copy(dw, done, (size_t)op->a.cols * 4, s);
             break;
         }
-        default: { /* dx[R, I] += D[R, n] W[n, I] */
+        default: { /* dx[R, I] += D[R, n] W[n, I], through the mask of x's dropout */
             CUdeviceptr w = g->plain + (CUdeviceptr)g->hw_off[p * g->npar + op->wparam] * 4;
-            st = fg_gemm(g, g->dxl.p, I, a.p, a.ld, 1, w, I, 1, R, I, (int)op->a.cols, s);
+            st = op->drop ? masked_dx(m, g, k, p, a, w, (int)op->a.cols, s)
+                          : fg_gemm(g, g->dxl.p, I, a.p, a.ld, 1, w, I, 1, R, I, (int)op->a.cols, s);
         }
         }
     }
@@ -115,6 +133,10 @@ static rnnc_status dir_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *
     if ((st = gather(m, g, sd, k, p, d, s)) ||
         (st = fg_states_in(g, sd, &set->plan, b->dfinal, p, s)) ||
         (st = fg_launch_set(m, sd, set, p, sd->g.p, sd->dg.p, wts, fold, !d, s)))
+        return st;
+    /* the weight gradients over x dropped read the forward's mask again
+     * (the side's copy belongs to the pseudo-layer recorded last) */
+    if (g->kind[k].x_site >= 0 && (st = fg_drop_input(m, g, sd, k, p, x, s)))
         return st;
     return post_ops(m, g, sd, k, p, false, x, s);
 }

@@ -16,15 +16,21 @@ static rnnc_status unsupported(const char *what, const char *cell)
     return err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: %s (cell '%s')", what, cell);
 }
 
-/* Whether the cell drops its input: the forward's kernels read x dropped by
- * the runtime, which the weight gradients' GEMMs over x would have to do
- * too (and dx go back through the mask). */
-static bool drops_input(const ir_fn *f)
+/* Whether the cell reads its input other than through one dropout op.
+ * Through one op, the forward's kernels read x dropped by the runtime, the
+ * weight gradients' GEMMs read x dropped the same way (FG_XD) and dx goes
+ * back through the mask; x read both dropped and not would need dx
+ * through a row kernel, which the post ops have not. */
+static bool drops_input_and_more(const ir_fn *f)
 {
+    int drops = 0, reads = 0;
     for (int32_t i = 0; i < f->n; i++)
-        if (f->nodes[i].op == IR_DROPOUT && f->nodes[f->nodes[i].a[0]].op == IR_INPUT)
-            return true;
-    return false;
+        for (int k = 0; k < 3; k++)
+            if (f->nodes[i].a[k] >= 0 && f->nodes[f->nodes[i].a[k]].op == IR_INPUT) {
+                reads++;
+                drops += f->nodes[i].op == IR_DROPOUT;
+            }
+    return drops > 0 && (drops > 1 || reads > 1);
 }
 
 rnnc_status fg_model_supported(const rt_spec *s)
@@ -34,8 +40,8 @@ rnnc_status fg_model_supported(const rt_spec *s)
         return unsupported("training runs in fp32 only (f16 models train on cudnn)", name);
     if (s->sizes[0].P != s->sizes[0].H)
         return unsupported("proj_size is not supported yet", name);
-    if (drops_input(s->fn[0]))
-        return unsupported("a dropout of the cell's input is not supported yet", name);
+    if (drops_input_and_more(s->fn[0]))
+        return unsupported("the cell's input read both dropped and otherwise", name);
     return RNNC_OK;
 }
 
@@ -104,13 +110,29 @@ static int input_slot(const ir_fn *gf, int32_t v)
     return gf->nodes[v].op == IR_INPUT ? gf->nodes[v].i0 : -1;
 }
 
+/* The layer input's slot where v is that input, else -1. */
+static int layer_input(const split *p, int32_t v)
+{
+    int in = input_slot(p->gf, v);
+    return in >= 0 && p->k->g.in[in].src == IR_GSRC_INPUT ? in : -1;
+}
+
+/* Whether v is the cell's dropout of the layer input (the forward's x_site
+ * and p, which the backward's op repeats). */
+static bool dropped_input(const split *p, int32_t v)
+{
+    const ir_node *n = &p->gf->nodes[v];
+    return n->op == IR_DROPOUT && layer_input(p, n->a[0]) >= 0 && n->f > 0.0 &&
+           n->i1 == p->k->x_site;
+}
+
 /* Marks (pass 0) or resolves (pass 1) a row operand of a post op. */
 static fg_operand operand(split *p, int32_t v, int pass)
 {
     int in = input_slot(p->gf, v);
     fg_operand o = {FG_DG, 0, cols_of(p->gf, v, p->s)};
-    if (in >= 0 && p->k->g.in[in].src == IR_GSRC_INPUT) {
-        o.where = FG_X;
+    if (layer_input(p, v) >= 0 || dropped_input(p, v)) {
+        o.where = layer_input(p, v) >= 0 ? FG_X : FG_XD;
         return o;
     }
     if (pass == 0)
@@ -130,17 +152,22 @@ static rnnc_status add_op(split *p, fg_op op, int pass)
     return RNNC_OK;
 }
 
-/* A post tree: sums of outer, rowsum and (for dx) linear_t of row values. */
-static rnnc_status walk_post(split *p, int32_t v, int param, int pass)
+/* A post tree: sums of outer, rowsum and (for dx) linear_t of row values,
+ * dx's terms under the cell's dropout of x where `drop`. */
+static rnnc_status walk_post(split *p, int32_t v, int param, bool drop, int pass)
 {
     const ir_node *n = &p->gf->nodes[v];
-    fg_op op = {.param = param, .wparam = -1};
+    fg_op op = {.param = param, .wparam = -1, .drop = drop};
     rnnc_status st;
     switch (n->op) {
     case IR_ADD:
-        if ((st = walk_post(p, n->a[0], param, pass)))
+        if ((st = walk_post(p, n->a[0], param, drop, pass)))
             return st;
-        return walk_post(p, n->a[1], param, pass);
+        return walk_post(p, n->a[1], param, drop, pass);
+    case IR_DROPOUT: /* dx through the forward's mask of x: the same op */
+        if (param >= 0 || drop || n->i1 != p->k->x_site || n->f <= 0.0)
+            break;
+        return walk_post(p, n->a[0], param, true, pass);
     case IR_OUTER:
         if (param < 0)
             break;
@@ -174,9 +201,9 @@ static rnnc_status walk_all(split *p, int pass)
     rnnc_status st = RNNC_OK;
     for (int i = 0; st == RNNC_OK && i < p->f->n_params; i++)
         if (p->k->g.param_grad[i] >= 0)
-            st = walk_post(p, p->k->g.param_grad[i], i, pass);
+            st = walk_post(p, p->k->g.param_grad[i], i, false, pass);
     if (st == RNNC_OK && p->gf->output >= 0)
-        st = walk_post(p, p->gf->output, -1, pass);
+        st = walk_post(p, p->gf->output, -1, false, pass);
     return st;
 }
 
@@ -388,9 +415,29 @@ static rnnc_status bwd_schedule(fg_kind *k, ir_arena *a)
     return st;
 }
 
+/* The site and p of the cell's dropout of its input where that op is the
+ * input's only reader (as the forward's kernels take it), else -1. */
+static void input_dropout(const ir_fn *f, fg_kind *k)
+{
+    int reads = 0;
+    k->x_site = -1;
+    for (int32_t i = 0; i < f->n; i++)
+        for (int j = 0; j < 3; j++)
+            if (f->nodes[i].a[j] >= 0 && f->nodes[f->nodes[i].a[j]].op == IR_INPUT) {
+                reads++;
+                if (f->nodes[i].op == IR_DROPOUT && f->nodes[i].f > 0.0) {
+                    k->x_site = f->nodes[i].i1;
+                    k->x_p = f->nodes[i].f;
+                }
+            }
+    if (reads != 1)
+        k->x_site = -1;
+}
+
 rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *k)
 {
     memset(k, 0, sizeof *k);
+    input_dropout(f, k);
     if (f->n_states > FG_MAX)
         return unsupported("too many states", f->name);
     for (int i = 0; i < f->n_states; i++) {

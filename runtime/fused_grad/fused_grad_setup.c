@@ -429,7 +429,7 @@ void rt_fgrad_free(rt_fgrad *g)
         rt_dev_free(bufs[i]->p);
     for (int i = 0; i < 2; i++) {
         fg_side *sd = &g->side[i];
-        fg_buf *side[] = {&sd->st, &sd->hz, &sd->xb, &sd->part, &sd->bar, &sd->g, &sd->dg};
+        fg_buf *side[] = {&sd->st, &sd->hz, &sd->xb, &sd->part, &sd->bar, &sd->g, &sd->dg, &sd->xd};
         for (size_t j = 0; j < sizeof side / sizeof side[0]; j++)
             rt_dev_free(side[j]->p);
     }
