@@ -145,14 +145,21 @@ static int64_t step_macs(const ir_schedule *s, ir_sizes sz)
  * stack gained 24% at 1.0 M and lost 18-20% at 4.1 M and 16 M, a
  * bidirectional layer lost 10% at 4.1 M.  TF32 models gained at 4.1 M
  * (4% a stack, 15% a bidirectional layer) and were level at 16 M: they
- * keep the model's sizing. */
+ * keep the model's sizing.  A stack of two layers has less to overlap (its
+ * wavefront of 4 chunks is 5 chunk-times of half the SMs, against 8 of all
+ * of them one layer after another): on the H200 at I = H = 512 it gained
+ * 2-14% up to 0.57 M (B from 1 to 128) and lost 3% at 1.0 M (B = 64), where
+ * three and four layers still gained 3-4% (bench/results/h200/share/
+ * layers/); fp32 only, the 16-bit stacks' side of it unmeasured. */
 int rt_fused_share_at(const rt_fused *m, int64_t batch)
 {
     int base = m->share_base;
     if (base == 1 || m->spec.math != RNNC_MATH_FFMA || cm_env_is("RNNC_FUSED_SHARE", "2"))
         return base;
     double per_sm = (double)batch * (double)m->step_macs / (m->sm_count / 2.0);
-    return per_sm <= (m->spec.dirs == 2 ? 3.5e6 : 1.5e6) ? base : 1;
+    bool two = m->spec.layers == 2 && m->spec.dtype == RNNC_F32; /* (16-bit: unmeasured) */
+    double limit = m->spec.dirs == 2 ? 3.5e6 : two ? 0.75e6 : 1.5e6;
+    return per_sm <= limit ? base : 1;
 }
 
 void rt_fused_set_share(rt_fused *m, int64_t batch)
