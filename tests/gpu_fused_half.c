@@ -7,8 +7,8 @@
  * converted on the device; x also at an odd offset); B = 4; the benchmark width; the step linears
  * on FFMA and on tensor cores (mma.sync m16n8k16).  max|out-ref|/max|ref| of
  * y and of the final states: bf16 <= 2e-2, f16 <= 5e-3.  Outputs start
- * poisoned (NaN).  Training a half model is refused.  Exits 77 without a
- * GPU. */
+ * poisoned (NaN).  Training (test_training): the fused backward in fp32 on
+ * the half model's values.  Exits 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,21 +280,187 @@ static void test_bf16(void **state)
     each_case(RNNC_BF16);
 }
 
-/* Training a half model on the fused backend says why it cannot. */
-static void test_training_refused(void **state)
+/* ---------------------------------------------------------------- training */
+
+/* Random weights rounded to dt, the same on the half model h and the fp32
+ * model r (h would round them itself; r must see the rounded values). */
+static void rounded_weights(rnnc_model *h, rnnc_model *r, rnnc_dtype dt, uint64_t *rng, double k)
+{
+    for (int i = 0; i < rnnc_model_weight_count(h); i++) {
+        const char *name;
+        int64_t shape[2] = {1, 1};
+        int rank;
+        assert_ok(rnnc_model_weight_info(h, i, &name, 2, shape, &rank));
+        size_t n = (size_t)(shape[0] * (rank == 2 ? shape[1] : 1));
+        uint16_t *w16 = random_half(n, dt, rng, -k, k);
+        float *w = malloc(n * 4 + 4);
+        assert_ok(rnnc_convert(w, RNNC_F32, w16, dt, (int64_t)n));
+        assert_ok(rnnc_model_set_weight(h, name, w, (int64_t)n));
+        assert_ok(rnnc_model_set_weight(r, name, w, (int64_t)n));
+        free(w);
+        free(w16);
+    }
+}
+
+static float *to_f32(const uint16_t *h, size_t n, rnnc_dtype dt)
+{
+    float *f = malloc(n * 4 + 4);
+    assert_ok(rnnc_convert(f, RNNC_F32, h, dt, (int64_t)n));
+    return f;
+}
+
+/* max|out - ref| / max|ref| of a 16-bit output against an fp32 one. */
+static double err_vs_f32(const uint16_t *out, const float *ref, size_t n, rnnc_dtype dt)
+{
+    float *o = to_f32(out, n, dt);
+    double *r = malloc(n * 8 + 8);
+    for (size_t i = 0; i < n; i++)
+        r[i] = ref[i];
+    double e = tu_rel_err_f32(o, r, n);
+    free(o);
+    free(r);
+    return e;
+}
+
+/* A device copy of n bytes at h (dev), else h itself. */
+static void *on_dev(const void *h, size_t n, bool dev)
+{
+    CUdeviceptr d = 0;
+    if (!dev)
+        return (void *)h;
+    assert_ok(rt_dev_alloc(&d, n));
+    assert_ok(rt_dev_upload(d, h, n, NULL));
+    assert_ok(rt_dev_sync(NULL));
+    return (void *)(uintptr_t)d;
+}
+
+/* Back from on_dev: the n bytes into h, the device copy freed. */
+static void off_dev(void *h, void *d, size_t n, bool dev)
+{
+    if (!dev)
+        return;
+    assert_ok(rt_dev_download(h, (CUdeviceptr)(uintptr_t)d, n, NULL));
+    assert_ok(rt_dev_sync(NULL));
+    rt_dev_free((CUdeviceptr)(uintptr_t)d);
+}
+
+/* The largest relative error of a weight gradient of f against r's. */
+static double weight_grad_err(rnnc_model *f, rnnc_model *r)
+{
+    double ew = 0;
+    for (int i = 0; i < rnnc_model_weight_count(f); i++) {
+        const char *name;
+        int64_t shape[2] = {1, 1};
+        int rank;
+        assert_ok(rnnc_model_weight_info(f, i, &name, 2, shape, &rank));
+        size_t n = (size_t)(shape[0] * (rank == 2 ? shape[1] : 1));
+        float *g = malloc(n * 4), *gr = malloc(n * 4);
+        double *grd = malloc(n * 8);
+        assert_ok(rnnc_model_weight_grad(f, name, g, (int64_t)n));
+        assert_ok(rnnc_model_weight_grad(r, name, gr, (int64_t)n));
+        for (size_t j = 0; j < n; j++)
+            grd[j] = gr[j];
+        ew = fmax(ew, tu_rel_err_f32(g, grd, n));
+        free(g), free(gr), free(grd);
+    }
+    return ew;
+}
+
+/* One training step of the half model f (16-bit buffers, on the device
+ * where hc->dev) and of the fp32 reference r on the same values. */
+static void train_case(const hcase *hc, uint64_t *rng)
+{
+    double tol = hc->dt == RNNC_BF16 ? 2e-2 : 5e-3;
+    hcase h32 = *hc;
+    h32.dt = RNNC_F32;
+    rnnc_model *f = make(hc, RNNC_BACKEND_FUSED), *r = make(&h32, RNNC_BACKEND_INTERP);
+    rounded_weights(f, r, hc->dt, rng, 1.0 / sqrt((double)hc->H));
+    bufs b;
+    make_bufs(hc, f, rng, &b);
+    uint16_t *dy = random_half(b.ny, hc->dt, rng, -1, 1), *dx = poison_half(b.nx);
+    uint16_t *dfin[MAX_STATES], *dini[MAX_STATES];
+    float *xf = to_f32(b.x, b.nx, hc->dt), *dyf = to_f32(dy, b.ny, hc->dt), *yf = malloc(b.ny * 4);
+    float *dxf = malloc(b.nx * 4), *inif[MAX_STATES], *finf[MAX_STATES], *dfinf[MAX_STATES],
+          *dinif[MAX_STATES];
+    void *d_init[MAX_STATES], *d_fin[MAX_STATES], *d_dfin[MAX_STATES], *d_dini[MAX_STATES];
+    for (int s = 0; s < b.ns; s++) {
+        size_t n = b.nst[s];
+        dfin[s] = random_half(n, hc->dt, rng, -1, 1);
+        dini[s] = poison_half(n);
+        inif[s] = to_f32(b.init[s], n, hc->dt), dfinf[s] = to_f32(dfin[s], n, hc->dt);
+        finf[s] = malloc(n * 4), dinif[s] = malloc(n * 4);
+        d_init[s] = on_dev(b.init[s], n * 2, hc->dev), d_fin[s] = on_dev(b.fin[s], n * 2, hc->dev);
+        d_dfin[s] = on_dev(dfin[s], n * 2, hc->dev), d_dini[s] = on_dev(dini[s], n * 2, hc->dev);
+    }
+    rnnc_forward_args ra = {.seq_len = hc->T, .batch = hc->B, .x = xf, .y = yf,
+                            .init = (const void *const *)inif, .final = (void *const *)finf,
+                            .lengths = b.len, .training = true};
+    rnnc_backward_args rb = {.dy = dyf, .dfinal = (const void *const *)dfinf, .dx = dxf,
+                             .dinit = (void *const *)dinif};
+    assert_ok(rnnc_model_forward(r, &ra));
+    assert_ok(rnnc_model_backward(r, &rb));
+    void *d_x = on_dev(b.x, b.nx * 2, hc->dev), *d_y = on_dev(b.y, b.ny * 2, hc->dev);
+    void *d_dy = on_dev(dy, b.ny * 2, hc->dev), *d_dx = on_dev(dx, b.nx * 2, hc->dev);
+    rnnc_forward_args fa = {.seq_len = hc->T, .batch = hc->B, .x = d_x, .y = d_y,
+                            .init = (const void *const *)d_init, .final = (void *const *)d_fin,
+                            .lengths = b.len, .training = true, .device_pointers = hc->dev};
+    rnnc_backward_args fb = {.dy = d_dy, .dfinal = (const void *const *)d_dfin, .dx = d_dx,
+                             .dinit = (void *const *)d_dini};
+    if (rnnc_model_forward(f, &fa) || rnnc_model_backward(f, &fb))
+        fail_msg("%s %s: fused training: %s", hc->cell, rnnc_dtype_name(hc->dt), rnnc_last_error());
+    off_dev(b.y, d_y, b.ny * 2, hc->dev);
+    off_dev(dx, d_dx, b.nx * 2, hc->dev);
+    if (hc->dev) {
+        rt_dev_free((CUdeviceptr)(uintptr_t)d_x);
+        rt_dev_free((CUdeviceptr)(uintptr_t)d_dy);
+    }
+    double ey = err_vs_f32(b.y, yf, b.ny, hc->dt), ex = err_vs_f32(dx, dxf, b.nx, hc->dt);
+    double es = 0, ew = 0;
+    for (int s = 0; s < b.ns; s++) {
+        off_dev(b.fin[s], d_fin[s], b.nst[s] * 2, hc->dev);
+        off_dev(dini[s], d_dini[s], b.nst[s] * 2, hc->dev);
+        if (hc->dev) {
+            rt_dev_free((CUdeviceptr)(uintptr_t)d_init[s]);
+            rt_dev_free((CUdeviceptr)(uintptr_t)d_dfin[s]);
+        }
+        es = fmax(es, fmax(err_vs_f32(b.fin[s], finf[s], b.nst[s], hc->dt),
+                           err_vs_f32(dini[s], dinif[s], b.nst[s], hc->dt)));
+    }
+    ew = weight_grad_err(f, r);
+    printf("  train %-5s %s L=%d bi=%d len=%d dev=%d  y %.2e  dx %.2e  states %.2e  dW %.2e\n",
+           hc->cell, rnnc_dtype_name(hc->dt), hc->layers, hc->bi, hc->lengths, hc->dev, ey, ex,
+           es, ew);
+    if (!(ey <= tol) || !(ex <= tol) || !(es <= tol) || !(ew <= 1e-3))
+        fail_msg("%s %s: training off the fp32 reference", hc->cell, rnnc_dtype_name(hc->dt));
+    for (int s = 0; s < b.ns; s++) {
+        free(dfin[s]), free(dini[s]), free(inif[s]), free(finf[s]), free(dfinf[s]);
+        free(dinif[s]);
+    }
+    free(dy), free(dx), free(xf), free(dyf), free(yf), free(dxf);
+    free_bufs(&b);
+    rnnc_model_destroy(f);
+    rnnc_model_destroy(r);
+}
+
+/* Training a half model on the fused backend: fp32 inside, the caller's
+ * buffers in the dtype (docs/training.md), against an fp32 interpreter
+ * model on the same rounded weights, x, initial states, dy and dfinal: y,
+ * the final states, dx and dinit within the forward's tolerance (they are
+ * rounded to the dtype), every weight gradient within 1e-3; layers,
+ * both directions, lengths, device pointers, a .cell cell. */
+static void test_training(void **state)
 {
     (void)state;
     uint64_t rng = tu_seed();
-    hcase hc = {"lstm", 4, 2, 8, 8, 1, false, false, false, RNNC_BF16, 0};
-    rnnc_model *f = make(&hc, RNNC_BACKEND_FUSED);
-    tu_set_random_weights_on(&f, 1, &rng, -0.3, 0.3);
-    bufs b;
-    make_bufs(&hc, f, &rng, &b);
-    rnnc_forward_args a = {.seq_len = hc.T, .batch = hc.B, .x = b.x, .y = b.y, .training = true};
-    assert_int_equal(rnnc_model_forward(f, &a), RNNC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(rnnc_last_error(), "training a BF16 model"));
-    free_bufs(&b);
-    rnnc_model_destroy(f);
+    static const hcase cases[] = {
+        {"lstm", 20, 5, 24, 32, 2, true, true, false, RNNC_BF16, 0},
+        {"lstm", 20, 5, 24, 32, 2, true, true, false, RNNC_F16, 0},
+        {"gru", 30, 64, 128, 128, 1, false, false, true, RNNC_BF16, 0},
+        {"cifg", 25, 16, 64, 64, 2, false, true, true, RNNC_F16, 0},
+        {"lstm", 50, 64, 256, 256, 1, true, false, false, RNNC_BF16, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        train_case(&cases[i], &rng);
 }
 
 int main(void)
@@ -304,7 +470,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16),
         cmocka_unit_test(test_bf16),
-        cmocka_unit_test(test_training_refused),
+        cmocka_unit_test(test_training),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

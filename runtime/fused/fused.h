@@ -152,6 +152,10 @@ size_t rt_fused_esz(const rt_fused *m);
  * device) and fp32 device memory dev: n values (fused_half.c). */
 rnnc_status rt_fused_states_half(rt_fused *m, CUdeviceptr dev, const void *user, size_t n,
                                  bool user_dev, bool in, CUstream s);
+/* n values from the model's 16-bit dtype at src to fp32 at dst (in), or
+ * from fp32 to 16 bits rounded to nearest even (!in); device memory. */
+rnnc_status rt_fused_convert(rt_fused *m, bool in, CUdeviceptr src, CUdeviceptr dst, size_t n,
+                             CUstream s);
 
 /* The model of spec s on its device (checks, schedule, trial generation;
  * *state is an rt_fused), and its weights bound: uploaded, folds computed.

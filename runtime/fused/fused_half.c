@@ -51,9 +51,12 @@ static rnnc_status load_cvt(rt_fused *m)
     return st;
 }
 
-static rnnc_status convert(rt_fused *m, bool in, CUdeviceptr src, CUdeviceptr dst, size_t n,
-                           CUstream s)
+rnnc_status rt_fused_convert(rt_fused *m, bool in, CUdeviceptr src, CUdeviceptr dst, size_t n,
+                             CUstream s)
 {
+    rnnc_status st = load_cvt(m);
+    if (st)
+        return st;
     long long nn = (long long)n;
     int bf = m->spec.dtype == RNNC_BF16;
     void *args[] = {&src, &dst, &nn, &bf};
@@ -78,9 +81,10 @@ rnnc_status rt_fused_states_half(rt_fused *m, CUdeviceptr dev, const void *user,
         u = m->hst;
     }
     if (in)
-        return (!user_dev && (st = rt_dev_upload(u, user, n * 2, s))) ? st
-                                                                        : convert(m, true, u, dev, n, s);
-    if ((st = convert(m, false, dev, u, n, s)))
+        return (!user_dev && (st = rt_dev_upload(u, user, n * 2, s)))
+                   ? st
+                   : rt_fused_convert(m, true, u, dev, n, s);
+    if ((st = rt_fused_convert(m, false, dev, u, n, s)))
         return st;
     return user_dev ? RNNC_OK : rt_dev_download((void *)user, u, n * 2, s);
 }

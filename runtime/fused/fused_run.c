@@ -347,7 +347,10 @@ rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstr
 }
 
 /* Whether the fused backend runs this call of a model it created: all but
- * training a half model.  Everything else it refuses at create: a dtype
+ * training a half model where the fused backward cannot take the model (the
+ * forward's own kernels would drop 16-bit layer outputs with a kernel made
+ * for fp32 ones; runtime/fused_grad trains a half model in fp32 inside).
+ * Everything else it refuses at create: a dtype
  * other than f32, f16 and bf16, a cell the generator cannot place, a
  * projection whose slices (gcd(H, P)) would be under H/16. */
 static bool call_supported(const rt_spec *s, const rnnc_forward_args *a)
@@ -362,9 +365,8 @@ static rnnc_status check_call(rt_fused *m, const rnnc_forward_args *a)
         return st;
     if (!call_supported(&m->spec, a))
         return err_fail(RNNC_ERR_UNSUPPORTED,
-                        "fused backend: training a %s model is not supported (its forward "
-                        "runs for inference only; train in fp32, or a f16 model on cudnn)",
-                        rnnc_dtype_name(m->spec.dtype));
+                        "fused backend: a %s model trains through the fused backward only, "
+                        "which does not take this one", rnnc_dtype_name(m->spec.dtype));
     if (!m->bound)
         return err_fail(RNNC_ERR_STATE, "fused backend: forward before weights were set");
     if (a->seq_len > (int64_t)1 << 30)

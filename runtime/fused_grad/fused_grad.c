@@ -179,6 +179,12 @@ static rnnc_status scratch(rt_fused *m, rt_fgrad *g)
     rnnc_status st = RNNC_OK;
     for (int i = 0; st == RNNC_OK && i < g->sides; i++)
         st = side_scratch(&g->side[i], TB, stf, hz, xb, part, gc, dgc);
+    /* a half model's 16-bit staging: the widest sequence, then every
+     * pseudo-layer's states (fg_edge) */
+    g->stf = stf;
+    g->h16_seq = TB * (size_t)wide * 2;
+    if (st == RNNC_OK && rt_dtype_is_half(m->spec.dtype))
+        st = fg_grow(&g->h16, g->h16_seq + (size_t)(g->np * stf) * 2);
     if (st || (st = fg_grow(&g->dlen, B * 4)) ||
         (st = fg_grow(&g->xt, TB * (size_t)m->spec.sizes[0].I * 4)) ||
         (st = fg_grow(&g->tmp, TB * (size_t)wide * 4)) ||
@@ -208,32 +214,63 @@ CUdeviceptr fg_out_at(const rt_fused *m, const rt_fgrad *g, int l)
                                     (size_t)(m->spec.dirs * m->spec.hout) * (size_t)l * 4);
 }
 
+/* n values between the caller's buffer (host or device, the model's dtype)
+ * and fp32 device memory dev.  A half model's are converted on the device
+ * (its training runs in fp32: docs/training.md); from the host they go
+ * through the 16-bit staging h16 at byte `at`, a region of their own in
+ * the call (the call ends with a synchronisation before the next). */
+static rnnc_status fg_edge(rt_fused *m, rt_fgrad *g, CUdeviceptr dev, const void *user, size_t n,
+                           size_t at, bool in, CUstream s)
+{
+    if (!rt_dtype_is_half(m->spec.dtype))
+        return fg_move(dev, user, n * 4, g->dev, in, s);
+    CUdeviceptr u = g->dev ? (CUdeviceptr)(uintptr_t)user : g->h16.p + at;
+    rnnc_status st = RNNC_OK;
+    if (in) {
+        if (!g->dev)
+            st = rt_dev_upload(u, user, n * 2, s);
+        return st ? st : rt_fused_convert(m, true, u, dev, n, s);
+    }
+    st = rt_fused_convert(m, false, dev, u, n, s);
+    return st || g->dev ? st : rt_dev_download((void *)user, u, n * 2, s);
+}
+
+/* Where pseudo-layer p's state at float offset `off` of a copy stages (h16). */
+static size_t state_stage(const rt_fgrad *g, int p, int64_t off)
+{
+    return g->h16_seq + (size_t)((int64_t)p * g->stf + off) * 2;
+}
+
 /* Pseudo-layer p's states (user array arr, [L*D, B, n]) into copy 0 of st. */
-rnnc_status fg_states_in(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
+rnnc_status fg_states_in(rt_fused *m, rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
                          const void *const *arr, int p, CUstream s)
 {
+    size_t es = rt_fused_esz(m);
     for (int i = 0; i < pl->n_states; i++) {
         CUdeviceptr dst = sd->st.p + (CUdeviceptr)pl->state[i].offset * 4;
-        size_t n = (size_t)(g->B * pl->state[i].count) * 4;
+        size_t n = (size_t)(g->B * pl->state[i].count);
         const void *src = arr ? arr[i] : NULL;
-        rnnc_status st = src ? fg_move(dst, (const char *)src + (size_t)p * n, n, g->dev, true, s)
-                             : rt_dev_zero(dst, n, s);
+        rnnc_status st = src ? fg_edge(m, g, dst, (const char *)src + (size_t)p * n * es, n,
+                                       state_stage(g, p, pl->state[i].offset), true, s)
+                             : rt_dev_zero(dst, n * 4, s);
         if (st)
             return st;
     }
     return RNNC_OK;
 }
 
-rnnc_status fg_states_out(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl, void *const *arr,
-                          int p, CUstream s)
+rnnc_status fg_states_out(rt_fused *m, rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
+                          void *const *arr, int p, CUstream s)
 {
     CUdeviceptr fin = sd->st.p + (CUdeviceptr)(2 * pl->state_floats * 4);
+    size_t es = rt_fused_esz(m);
     for (int i = 0; arr && i < pl->n_states; i++) {
         if (!arr[i])
             continue;
-        size_t n = (size_t)(g->B * pl->state[i].count) * 4;
-        rnnc_status st = fg_move(fin + (CUdeviceptr)pl->state[i].offset * 4,
-                              (char *)arr[i] + (size_t)p * n, n, g->dev, false, s);
+        size_t n = (size_t)(g->B * pl->state[i].count);
+        rnnc_status st = fg_edge(m, g, fin + (CUdeviceptr)pl->state[i].offset * 4,
+                                 (char *)arr[i] + (size_t)p * n * es, n,
+                                 state_stage(g, p, pl->state[i].offset), false, s);
         if (st)
             return st;
     }
@@ -242,25 +279,27 @@ rnnc_status fg_states_out(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl, void
 
 /* A [T, B, W] tensor of the caller's (batch first or not) into dst. */
 rnnc_status fg_seq_in(rt_fused *m, rt_fgrad *g, CUdeviceptr dst, const void *src, int W,
-                          CUstream s)
+                      CUstream s)
 {
-    size_t n = (size_t)(g->T * g->B * W) * 4;
+    size_t n = (size_t)(g->T * g->B * W);
     if (!m->spec.batch_first)
-        return fg_move(dst, src, n, g->dev, true, s);
-    CUdeviceptr from = g->dev ? (CUdeviceptr)(uintptr_t)src : g->tmp.p;
-    rnnc_status st = g->dev ? RNNC_OK : rt_dev_upload(g->tmp.p, src, n, s);
+        return fg_edge(m, g, dst, src, n, 0, true, s);
+    bool direct = g->dev && !rt_dtype_is_half(m->spec.dtype);
+    CUdeviceptr from = direct ? (CUdeviceptr)(uintptr_t)src : g->tmp.p;
+    rnnc_status st = direct ? RNNC_OK : fg_edge(m, g, g->tmp.p, src, n, 0, true, s);
     return st ? st : fg_permute(g, dst, from, W, 1, s);
 }
 
 rnnc_status fg_seq_out(rt_fused *m, rt_fgrad *g, void *dst, CUdeviceptr src, int W,
-                           CUstream s)
+                       CUstream s)
 {
-    size_t n = (size_t)(g->T * g->B * W) * 4;
+    size_t n = (size_t)(g->T * g->B * W);
     if (!m->spec.batch_first)
-        return fg_move(src, dst, n, g->dev, false, s);
-    CUdeviceptr to = g->dev ? (CUdeviceptr)(uintptr_t)dst : g->tmp.p;
-    rnnc_status st = fg_permute(g, to, src, W, 0, s);
-    return st || g->dev ? st : rt_dev_download(dst, g->tmp.p, n, s);
+        return fg_edge(m, g, src, dst, n, 0, false, s);
+    if (g->dev && !rt_dtype_is_half(m->spec.dtype))
+        return fg_permute(g, (CUdeviceptr)(uintptr_t)dst, src, W, 0, s);
+    rnnc_status st = fg_permute(g, g->tmp.p, src, W, 0, s);
+    return st ? st : fg_edge(m, g, g->tmp.p, dst, n, 0, false, s);
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -303,7 +342,7 @@ static rnnc_status record_dir(rt_fused *m, rt_fgrad *g, const rnnc_forward_args 
     fg_side *sd = &g->side[d % g->sides];
     CUdeviceptr wts = g->rwts + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_w) * 4;
     CUdeviceptr fold = g->rfold + (CUdeviceptr)fg_at(g, m->spec.dirs, p, g->rec_f) * 4;
-    rnnc_status st = fg_states_in(g, sd, &set->plan, a->init, p, s);
+    rnnc_status st = fg_states_in(m, g, sd, &set->plan, a->init, p, s);
     for (int i = 0; st == RNNC_OK && i < set->plan.n_states; i++)
         st = rt_dev_copy(fg_init_at(g, p) + (CUdeviceptr)(g->B * kd->init_off[i] * 4),
                          sd->st.p + (CUdeviceptr)set->plan.state[i].offset * 4,
@@ -319,7 +358,7 @@ static rnnc_status record_dir(rt_fused *m, rt_fgrad *g, const rnnc_forward_args 
 static rnnc_status final_out(rt_fused *m, rt_fgrad *g, const rnnc_forward_args *a, int l, int d,
                              CUstream s)
 {
-    return fg_states_out(g, &g->side[d % g->sides], &g->rec[l > 0].plan, a->final,
+    return fg_states_out(m, g, &g->side[d % g->sides], &g->rec[l > 0].plan, a->final,
                          l * m->spec.dirs + d, s);
 }
 

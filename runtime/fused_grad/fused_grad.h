@@ -98,9 +98,9 @@ extern const char *const fg_util_names[FG_N_UTIL];
  * run yet.  Schedules' memory comes from `a`. */
 rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *out);
 void fg_kind_free(fg_kind *k);
-/* Whether the fused backend trains this model: no projection, fp32, the
- * input dropped (if at all) by one op that is its only reader; else why
- * not (UNSUPPORTED). */
+/* Whether the fused backend trains this model: no projection, the input
+ * dropped (if at all) by one op that is its only reader; else why not
+ * (UNSUPPORTED).  A half model trains in fp32 inside (fused_grad.c). */
 rnnc_status fg_model_supported(const rt_spec *s);
 
 #ifdef RT_HAVE_CUDA_H
@@ -185,6 +185,11 @@ struct rt_fgrad {
     float *dw_host;
     fg_side side[2];
     fg_buf dlen, xt, tmp, recb, out, init, din, dxl;
+    /* a half model's 16-bit staging of host buffers (fused_grad.c fg_edge):
+     * h16_seq bytes of sequence, then stf states' floats per pseudo-layer */
+    fg_buf h16;
+    size_t h16_seq;
+    int64_t stf;
     int *hlen;
     int64_t rec_stride; /* floats of a record row buffer's rows, every kind */
 };
@@ -222,10 +227,10 @@ rnnc_status fg_colsum(rt_fgrad *g, CUdeviceptr out, CUdeviceptr A, int lda, int 
 rnnc_status fg_seq_in(rt_fused *m, rt_fgrad *g, CUdeviceptr dst, const void *src, int W,
                       CUstream s);
 rnnc_status fg_seq_out(rt_fused *m, rt_fgrad *g, void *dst, CUdeviceptr src, int W, CUstream s);
-rnnc_status fg_states_in(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
+rnnc_status fg_states_in(rt_fused *m, rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
                          const void *const *arr, int p, CUstream s);
-rnnc_status fg_states_out(rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl, void *const *arr,
-                          int p, CUstream s);
+rnnc_status fg_states_out(rt_fused *m, rt_fgrad *g, fg_side *sd, const cg_cuda_plan *pl,
+                          void *const *arr, int p, CUstream s);
 rnnc_status fg_launch1(rt_fgrad *g, int k, long long n, void **args, CUstream s);
 
 #endif

@@ -131,7 +131,7 @@ static rnnc_status dir_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *
     CUdeviceptr fold = g->bfold + (CUdeviceptr)fg_at(g, D, p, g->bwd_f) * 4;
     rnnc_status st;
     if ((st = gather(m, g, sd, k, p, d, s)) ||
-        (st = fg_states_in(g, sd, &set->plan, b->dfinal, p, s)) ||
+        (st = fg_states_in(m, g, sd, &set->plan, b->dfinal, p, s)) ||
         (st = fg_launch_set(m, sd, set, p, sd->g.p, sd->dg.p, wts, fold, !d, s)))
         return st;
     /* the weight gradients over x dropped read the forward's mask again
@@ -144,7 +144,7 @@ static rnnc_status dir_back(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *
 static rnnc_status dinit_out(rt_fused *m, rt_fgrad *g, const rnnc_backward_args *b, int l,
                              int d, CUstream s)
 {
-    return fg_states_out(g, &g->side[d % g->sides], &g->bwd[l > 0].plan, b->dinit,
+    return fg_states_out(m, g, &g->side[d % g->sides], &g->bwd[l > 0].plan, b->dinit,
                          l * m->spec.dirs + d, s);
 }
 

@@ -36,8 +36,6 @@ static bool drops_input_and_more(const ir_fn *f)
 rnnc_status fg_model_supported(const rt_spec *s)
 {
     const char *name = s->fn[0]->name;
-    if (s->dtype != RNNC_F32)
-        return unsupported("training runs in fp32 only (f16 models train on cudnn)", name);
     if (s->sizes[0].P != s->sizes[0].H)
         return unsupported("proj_size is not supported yet", name);
     if (drops_input_and_more(s->fn[0]))

@@ -75,6 +75,10 @@ static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
     cfg->tma = false;         /* its launcher passes no tensor maps */
     cfg->y_ld = 0;
     cfg->cluster = 1; /* the training kernels' steps keep one block's K whole */
+    /* a half model trains in fp32: its x, weights and states are converted
+     * at the edges (fused_grad.c fg_edge), its weights rounded to the dtype
+     * already (api/weights.c), so the training sees the forward's values */
+    cfg->dtype = RNNC_F32;
 }
 
 /* The recurrence cell's: its step multiplies the 4H-wide gate gradients
@@ -424,7 +428,7 @@ void rt_fgrad_free(rt_fgrad *g)
     if (!g)
         return;
     fg_buf *bufs[] = {&g->dlen, &g->xt, &g->tmp, &g->recb, &g->out, &g->init,
-                      &g->din, &g->dxl, &g->ddesc[0], &g->ddesc[1]};
+                      &g->din, &g->dxl, &g->ddesc[0], &g->ddesc[1], &g->h16};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         rt_dev_free(bufs[i]->p);
     for (int i = 0; i < 2; i++) {
