@@ -170,10 +170,6 @@ rnnc_status rnnc_model_backward(rnnc_model *m, const rnnc_backward_args *a)
 {
     if (!m || !a)
         return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_model_backward: NULL argument");
-    if (rt_dtype_is_half(m->spec.dtype) && m->kind != RNNC_BACKEND_CUDNN &&
-        m->kind != RNNC_BACKEND_FUSED)
-        return err_fail(RNNC_ERR_UNSUPPORTED, "backward of a %s model: cudnn and fused only",
-                        rnnc_dtype_name(m->spec.dtype));
     if (!m->be->backward)
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "backend '%s' has no backward (interp, cudnn and fused have one)",

@@ -2,8 +2,8 @@
  * rounds to nearest even (checked at ties, limits and every f16 value); a
  * F16 or BF16 model on the interpreter (and the CPU backend where built)
  * computes exactly what an fp32 model computes on the weights and inputs
- * rounded to the dtype, with its outputs rounded; AUTO runs such models
- * (the fused backend refuses them by name). */
+ * rounded to the dtype, with its outputs rounded; AUTO runs such models;
+ * the interpreter trains them (gradients in the dtype at the edges). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,7 +222,7 @@ static void test_cpu_half(void **state)
     rnnc_model_destroy(r);
 }
 
-/* Math modes are for fp32 models; half models have no backward off cudnn. */
+/* Math modes are for fp32 models. */
 static void test_half_refusals(void **state)
 {
     (void)state;
@@ -237,14 +237,87 @@ static void test_half_refusals(void **state)
     d.math = RNNC_MATH_TF32;
     rnnc_model *m = NULL;
     assert_status(rnnc_model_create(&m, &d), RNNC_ERR_INVALID_ARG);
-    d.math = RNNC_MATH_FFMA;
-    d.backend = RNNC_BACKEND_INTERP;
-    assert_ok(rnnc_model_create(&m, &d));
-    rnnc_backward_args b = {0};
-    assert_status(rnnc_model_backward(m, &b), RNNC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(rnnc_last_error(), "BF16"));
-    rnnc_model_destroy(m);
     rnnc_cell_destroy(c);
+}
+
+/* fp32 copies of n 16-bit values. */
+static float *widen(rnnc_dtype dt, const uint16_t *h, size_t n)
+{
+    float *f = malloc(n * 4 + 4);
+    assert_ok(rnnc_convert(f, RNNC_F32, h, dt, (int64_t)n));
+    return f;
+}
+
+/* n random 16-bit values of dt. */
+static uint16_t *random16(rnnc_dtype dt, size_t n, uint64_t *rng)
+{
+    float *f = malloc(n * 4 + 4);
+    uint16_t *h = malloc(n * 2 + 2);
+    tu_fill_f32(f, n, rng, -1, 1);
+    assert_ok(rnnc_convert(h, dt, f, RNNC_F32, (int64_t)n));
+    free(f);
+    return h;
+}
+
+/* A training step of a half model on the interpreter: its gradients in the
+ * dtype at the edges (runtime/spec/half.c rt_backward_half), so dx and
+ * dinit are the fp32 model's on the rounded data, rounded, bit for bit, and
+ * every weight gradient is the fp32 model's exactly (a gru: one state). */
+static void test_interp_half_training(void **state)
+{
+    (void)state;
+    enum { T = 6, B = 3, I = 12, H = 16, L = 2 };
+    const rnnc_dtype dt = RNNC_BF16;
+    uint64_t rng = tu_seed();
+    rnnc_model *h = make("gru", dt, RNNC_BACKEND_INTERP, L);
+    rnnc_model *f = make("gru", RNNC_F32, RNNC_BACKEND_INTERP, L);
+    for (int i = 0; i < rnnc_model_weight_count(h); i++) {
+        const char *name;
+        int64_t shape[2] = {1, 1};
+        int rank;
+        assert_ok(rnnc_model_weight_info(h, i, &name, 2, shape, &rank));
+        int64_t n = shape[0] * (rank == 2 ? shape[1] : 1);
+        float *w = malloc((size_t)n * 4);
+        tu_fill_f32(w, (size_t)n, &rng, -0.25, 0.25);
+        round_to(dt, w, (size_t)n); /* as the half model keeps them */
+        assert_ok(rnnc_model_set_weight(h, name, w, n));
+        assert_ok(rnnc_model_set_weight(f, name, w, n));
+        free(w);
+    }
+    size_t nx = T * B * I, ny = T * B * H, ns = (size_t)L * B * H;
+    uint16_t *hx = random16(dt, nx, &rng), *hdy = random16(dt, ny, &rng);
+    uint16_t *hdf = random16(dt, ns, &rng), hdx[T * B * I], hdi[L * B * H], hy[T * B * H];
+    float *x = widen(dt, hx, nx), *dy = widen(dt, hdy, ny), *df = widen(dt, hdf, ns);
+    float y[T * B * H], dx[T * B * I], di[L * B * H];
+    const void *hdfin[1] = {hdf}, *dfin[1] = {df};
+    void *hdini[1] = {hdi}, *dini[1] = {di};
+    rnnc_forward_args ha = {.seq_len = T, .batch = B, .x = hx, .y = hy, .training = true};
+    rnnc_forward_args fa = {.seq_len = T, .batch = B, .x = x, .y = y, .training = true};
+    rnnc_backward_args hb = {hdy, hdfin, hdx, hdini}, fb = {dy, dfin, dx, dini};
+    assert_ok(rnnc_model_forward(h, &ha));
+    assert_ok(rnnc_model_backward(h, &hb));
+    assert_ok(rnnc_model_forward(f, &fa));
+    assert_ok(rnnc_model_backward(f, &fb));
+    uint16_t want[T * B * I];
+    assert_ok(rnnc_convert(want, dt, dx, RNNC_F32, (int64_t)nx));
+    assert_memory_equal(want, hdx, nx * 2);
+    assert_ok(rnnc_convert(want, dt, di, RNNC_F32, (int64_t)ns));
+    assert_memory_equal(want, hdi, ns * 2);
+    for (int i = 0; i < rnnc_model_weight_count(h); i++) {
+        const char *name;
+        int64_t shape[2] = {1, 1};
+        int rank;
+        assert_ok(rnnc_model_weight_info(h, i, &name, 2, shape, &rank));
+        int64_t n = shape[0] * (rank == 2 ? shape[1] : 1);
+        float *gh = malloc((size_t)n * 4), *gf = malloc((size_t)n * 4);
+        assert_ok(rnnc_model_weight_grad(h, name, gh, n));
+        assert_ok(rnnc_model_weight_grad(f, name, gf, n));
+        assert_memory_equal(gh, gf, (size_t)n * 4);
+        free(gh), free(gf);
+    }
+    free(hx), free(hdy), free(hdf), free(x), free(dy), free(df);
+    rnnc_model_destroy(h);
+    rnnc_model_destroy(f);
 }
 
 int main(void)
@@ -255,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_auto_half),
         cmocka_unit_test(test_cpu_half),
         cmocka_unit_test(test_half_refusals),
+        cmocka_unit_test(test_interp_half_training),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

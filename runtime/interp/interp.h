@@ -63,6 +63,8 @@ rnnc_status rt_interp_train_backward(rt_interp_train *t, const rt_spec *s,
 rnnc_status rt_interp_train_weight_grad(const rt_interp_train *t, const rt_spec *s, int pseudo,
                                         int param, float *out, int64_t count);
 void rt_interp_train_free(rt_interp_train *t);
+/* The kept training forward's T and B; false when there is none. */
+bool rt_interp_train_shape(const rt_interp_train *t, int64_t *T, int64_t *B);
 /* Evaluates the nodes of a backward step that depend on no input or state
  * (fixed) or the others (at time t); dep from ir_compute_deps. */
 rnnc_status rt_grad_frame_eval(rt_frame *fr, const uint8_t *dep, bool fixed, int64_t t);

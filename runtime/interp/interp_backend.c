@@ -153,11 +153,22 @@ static void interp_destroy(void *state)
     free(m);
 }
 
-static rnnc_status interp_backward(void *state, const rnnc_backward_args *a)
+static rnnc_status interp_backward_f32(void *state, const rnnc_backward_args *a)
 {
     interp_model *m = state;
     rt_weights_f64 w = {(const double *const *)m->w, m->n_params, m->pseudo_layers};
     return rt_interp_train_backward(m->train, &m->spec, &w, a);
+}
+
+/* A half model's backward: its gradients in the dtype at the edges, as its
+ * forward (rt_backward_half); without a kept forward the fp32 path says why. */
+static rnnc_status interp_backward(void *state, const rnnc_backward_args *a)
+{
+    interp_model *m = state;
+    int64_t T, B;
+    if (rt_dtype_is_half(m->spec.dtype) && rt_interp_train_shape(m->train, &T, &B))
+        return rt_backward_half(&m->spec, T, B, a, interp_backward_f32, state);
+    return interp_backward_f32(state, a);
 }
 
 static rnnc_status interp_weight_grad(void *state, int pseudo, int param, float *out,

@@ -21,6 +21,14 @@ struct rt_interp_train {
     bool have_grad;
 };
 
+bool rt_interp_train_shape(const rt_interp_train *t, int64_t *T, int64_t *B)
+{
+    if (!t || !t->valid)
+        return false;
+    *T = t->T, *B = t->B;
+    return true;
+}
+
 static void forget_inputs(rt_interp_train *t)
 {
     for (int k = 0; t->init && k < t->n_states; k++)

@@ -188,3 +188,51 @@ free_bufs:
     free_bufs(&b);
     return st;
 }
+
+/* The fp32 buffers of a half backward reuse half_bufs: x and init hold dx
+ * and dinit, y and final hold dy and dfinal. */
+rnnc_status rt_backward_half(const rt_spec *s, int64_t T, int64_t B, const rnnc_backward_args *a,
+                             rnnc_status (*bwd)(void *, const rnnc_backward_args *), void *state)
+{
+    const ir_fn *f = s->fn[0];
+    if (f->n_states > HALF_MAX_STATES)
+        return err_fail(RNNC_ERR_UNSUPPORTED, "%s models: at most %d states",
+                        rnnc_dtype_name(s->dtype), HALF_MAX_STATES);
+    size_t TB = (size_t)T * (size_t)B, ns[HALF_MAX_STATES];
+    size_t nx = TB * (size_t)s->sizes[0].I, ny = TB * (size_t)(s->dirs * s->hout);
+    half_bufs b = {0};
+    const void *dfin[HALF_MAX_STATES] = {0};
+    void *dini[HALF_MAX_STATES] = {0};
+    rnnc_status st = RNNC_OK;
+    if ((a->dx && !(b.x = malloc(nx * 4 + 4))) || (a->dy && !(b.y = malloc(ny * 4 + 4))))
+        goto oom;
+    for (int k = 0; k < f->n_states; k++) {
+        ns[k] = (size_t)(s->layers * s->dirs) * (size_t)B *
+                (size_t)ir_dim_eval(f->nodes[f->states[k].node].cols, s->sizes[0]);
+        if (a->dfinal && a->dfinal[k]) {
+            if (!(b.final[k] = malloc(ns[k] * 4 + 4)))
+                goto oom;
+            half_to_f32(s->dtype, a->dfinal[k], b.final[k], ns[k]);
+            dfin[k] = b.final[k];
+        }
+        if (a->dinit && a->dinit[k] && !(dini[k] = b.init[k] = malloc(ns[k] * 4 + 4)))
+            goto oom;
+    }
+    if (a->dy)
+        half_to_f32(s->dtype, a->dy, b.y, ny);
+    rnnc_backward_args c = {a->dy ? b.y : NULL, a->dfinal ? dfin : NULL, a->dx ? b.x : NULL,
+                            a->dinit ? dini : NULL};
+    if ((st = bwd(state, &c)) != RNNC_OK)
+        goto free_bufs;
+    if (a->dx)
+        f32_to_half(s->dtype, b.x, a->dx, nx);
+    for (int k = 0; k < f->n_states; k++)
+        if (b.init[k])
+            f32_to_half(s->dtype, b.init[k], a->dinit[k], ns[k]);
+    goto free_bufs;
+oom:
+    st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s backward: out of memory", rnnc_dtype_name(s->dtype));
+free_bufs:
+    free_bufs(&b);
+    return st;
+}

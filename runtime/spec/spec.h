@@ -126,6 +126,10 @@ bool rt_dtype_is_half(rnnc_dtype t);
 void rt_round_f32(rnnc_dtype t, float *p, size_t n);
 rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
                             rnnc_status (*fwd)(void *, const rnnc_forward_args *), void *state);
+/* The same for a backward of a training forward over T x B: dy and dfinal
+ * converted to fp32, dx and dinit rounded back to the dtype. */
+rnnc_status rt_backward_half(const rt_spec *s, int64_t T, int64_t B, const rnnc_backward_args *a,
+                             rnnc_status (*bwd)(void *, const rnnc_backward_args *), void *state);
 
 /* ---------------------------------------------------------------- dropout sites */
 
