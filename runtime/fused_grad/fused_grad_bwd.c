@@ -281,8 +281,9 @@ rnnc_status rt_fgrad_time_training(void *state, const rnnc_forward_args *f,
     if (st != RNNC_OK || f->device_pointers)
         return st ? st : rt_time_ms(train_once, &(train_call){m, *f, *b}, (CUstream)f->stream,
                                     warmup, iters, median_ms);
-    size_t TB = (size_t)(f->seq_len * f->batch), nx = TB * (size_t)m->spec.sizes[0].I * 4;
-    size_t ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * 4;
+    /* the caller's elements: 16-bit in a half model */
+    size_t TB = (size_t)(f->seq_len * f->batch), es = rt_fused_esz(m);
+    size_t nx = TB * (size_t)m->spec.sizes[0].I * es, ny = TB * (size_t)(m->spec.dirs * m->spec.hout) * es;
     CUdeviceptr x = 0, y = 0, dy = 0, dx = 0;
     if ((st = rt_dev_alloc(&x, nx)) || (st = rt_dev_alloc(&y, ny)) || (st = rt_dev_alloc(&dy, ny)) ||
         (st = rt_dev_alloc(&dx, nx)) || (st = rt_dev_upload(x, f->x, nx, NULL)) ||
