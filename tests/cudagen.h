@@ -7,6 +7,13 @@
 #include "codegen/codegen.h"
 #include "ir/ir.h"
 
+/* A shape of the fp32 code-generation tests: sizes, batch, hoist, layout. */
+typedef struct tu_shape {
+    int64_t I, H, B;
+    rnnc_hoist hoist;
+    bool batch_first;
+} tu_shape;
+
 /* The source of cell c scheduled with `hoist` and generated for cfg. */
 rnnc_status tu_cuda_source(const rnnc_cell *c, rnnc_hoist hoist, const cg_cuda_config *cfg,
                            char **src, cg_cuda_plan *plan);

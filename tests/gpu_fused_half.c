@@ -282,26 +282,6 @@ static void test_bf16(void **state)
 
 /* ---------------------------------------------------------------- training */
 
-/* Random weights rounded to dt, the same on the half model h and the fp32
- * model r (h would round them itself; r must see the rounded values). */
-static void rounded_weights(rnnc_model *h, rnnc_model *r, rnnc_dtype dt, uint64_t *rng, double k)
-{
-    for (int i = 0; i < rnnc_model_weight_count(h); i++) {
-        const char *name;
-        int64_t shape[2] = {1, 1};
-        int rank;
-        assert_ok(rnnc_model_weight_info(h, i, &name, 2, shape, &rank));
-        size_t n = (size_t)(shape[0] * (rank == 2 ? shape[1] : 1));
-        uint16_t *w16 = random_half(n, dt, rng, -k, k);
-        float *w = malloc(n * 4 + 4);
-        assert_ok(rnnc_convert(w, RNNC_F32, w16, dt, (int64_t)n));
-        assert_ok(rnnc_model_set_weight(h, name, w, (int64_t)n));
-        assert_ok(rnnc_model_set_weight(r, name, w, (int64_t)n));
-        free(w);
-        free(w16);
-    }
-}
-
 static float *to_f32(const uint16_t *h, size_t n, rnnc_dtype dt)
 {
     float *f = malloc(n * 4 + 4);
@@ -344,28 +324,6 @@ static void off_dev(void *h, void *d, size_t n, bool dev)
     rt_dev_free((CUdeviceptr)(uintptr_t)d);
 }
 
-/* The largest relative error of a weight gradient of f against r's. */
-static double weight_grad_err(rnnc_model *f, rnnc_model *r)
-{
-    double ew = 0;
-    for (int i = 0; i < rnnc_model_weight_count(f); i++) {
-        const char *name;
-        int64_t shape[2] = {1, 1};
-        int rank;
-        assert_ok(rnnc_model_weight_info(f, i, &name, 2, shape, &rank));
-        size_t n = (size_t)(shape[0] * (rank == 2 ? shape[1] : 1));
-        float *g = malloc(n * 4), *gr = malloc(n * 4);
-        double *grd = malloc(n * 8);
-        assert_ok(rnnc_model_weight_grad(f, name, g, (int64_t)n));
-        assert_ok(rnnc_model_weight_grad(r, name, gr, (int64_t)n));
-        for (size_t j = 0; j < n; j++)
-            grd[j] = gr[j];
-        ew = fmax(ew, tu_rel_err_f32(g, grd, n));
-        free(g), free(gr), free(grd);
-    }
-    return ew;
-}
-
 /* One training step of the half model f (16-bit buffers, on the device
  * where hc->dev) and of the fp32 reference r on the same values. */
 static void train_case(const hcase *hc, uint64_t *rng)
@@ -374,7 +332,9 @@ static void train_case(const hcase *hc, uint64_t *rng)
     hcase h32 = *hc;
     h32.dt = RNNC_F32;
     rnnc_model *f = make(hc, RNNC_BACKEND_FUSED), *r = make(&h32, RNNC_BACKEND_INTERP);
-    rounded_weights(f, r, hc->dt, rng, 1.0 / sqrt((double)hc->H));
+    rnnc_model *both[2] = {f, r};
+    tu_set_rounded_weights_on(both, 2, hc->dt, rng, -1.0 / sqrt((double)hc->H),
+                              1.0 / sqrt((double)hc->H));
     bufs b;
     make_bufs(hc, f, rng, &b);
     uint16_t *dy = random_half(b.ny, hc->dt, rng, -1, 1), *dx = poison_half(b.nx);
@@ -426,7 +386,7 @@ static void train_case(const hcase *hc, uint64_t *rng)
         es = fmax(es, fmax(err_vs_f32(b.fin[s], finf[s], b.nst[s], hc->dt),
                            err_vs_f32(dini[s], dinif[s], b.nst[s], hc->dt)));
     }
-    ew = weight_grad_err(f, r);
+    ew = tu_weight_grad_err(f, r);
     printf("  train %-5s %s L=%d bi=%d len=%d dev=%d  y %.2e  dx %.2e  states %.2e  dW %.2e\n",
            hc->cell, rnnc_dtype_name(hc->dt), hc->layers, hc->bi, hc->lengths, hc->dev, ey, ex,
            es, ew);

@@ -12,11 +12,7 @@
 #include "runtime/device/device.h"
 #include "testutil.h"
 
-typedef struct shape {
-    int64_t I, H, B;
-    rnnc_hoist hoist;
-    bool batch_first;
-} shape;
+typedef tu_shape shape;
 
 static const shape k_shapes[] = {
     {512, 512, 64, RNNC_HOIST_ALL, false},  {512, 512, 1, RNNC_HOIST_ALL, false},

@@ -201,6 +201,49 @@ void tu_set_random_weights_on(rnnc_model *const *models, int n, uint64_t *state,
     }
 }
 
+void tu_set_rounded_weights_on(rnnc_model *const *models, int n, rnnc_dtype dt,
+                               uint64_t *state, double lo, double hi)
+{
+    for (int i = 0; i < rnnc_model_weight_count(models[0]); i++) {
+        const char *name;
+        int64_t shape[RNNC_MAX_RANK], count;
+        int rank;
+        float *w = random_weight(models[0], i, state, lo, hi, &name, &rank, shape, &count);
+        uint16_t *h = malloc(2 * (size_t)count + 2);
+        assert_non_null(h);
+        assert_ok(rnnc_convert(h, dt, w, RNNC_F32, count));
+        assert_ok(rnnc_convert(w, RNNC_F32, h, dt, count));
+        for (int k = 0; k < n; k++)
+            assert_ok(rnnc_model_set_weight(models[k], name, w, count));
+        free(h);
+        free(w);
+    }
+}
+
+double tu_weight_grad_err(rnnc_model *m, rnnc_model *ref)
+{
+    double worst = 0;
+    for (int i = 0; i < rnnc_model_weight_count(m); i++) {
+        const char *name;
+        int64_t shape[RNNC_MAX_RANK], n = 1;
+        int rank;
+        assert_ok(rnnc_model_weight_info(m, i, &name, RNNC_MAX_RANK, shape, &rank));
+        for (int k = 0; k < rank; k++)
+            n *= shape[k];
+        float *g = malloc(sizeof(float) * (size_t)n), *gr = malloc(sizeof(float) * (size_t)n);
+        double *grd = malloc(sizeof(double) * (size_t)n);
+        assert_true(g && gr && grd);
+        assert_ok(rnnc_model_weight_grad(m, name, g, n));
+        assert_ok(rnnc_model_weight_grad(ref, name, gr, n));
+        for (int64_t j = 0; j < n; j++)
+            grd[j] = gr[j];
+        double e = tu_rel_err_f32(g, grd, (size_t)n);
+        worst = e > worst || e != e ? e : worst;
+        free(g), free(gr), free(grd);
+    }
+    return worst;
+}
+
 void tu_set_random_weights(rnnc_model *m, uint64_t *state, double lo, double hi)
 {
     tu_set_random_weights_on(&m, 1, state, lo, hi);

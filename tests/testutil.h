@@ -34,6 +34,13 @@ void tu_set_random_weights(rnnc_model *m, uint64_t *state, double lo, double hi)
 /* The same random values on each of n models of one layout. */
 void tu_set_random_weights_on(rnnc_model *const *models, int n, uint64_t *state, double lo,
                               double hi);
+/* The same random values rounded to dtype dt (a half model's weights as it
+ * keeps them) on each of n models, whatever their dtypes. */
+void tu_set_rounded_weights_on(rnnc_model *const *models, int n, rnnc_dtype dt,
+                               uint64_t *state, double lo, double hi);
+/* The largest max|g - g_ref| / max|g_ref| over the weight gradients of m
+ * against ref's (one layout). */
+double tu_weight_grad_err(rnnc_model *m, rnnc_model *ref);
 /* Random weights of m (all but `skip`, if not NULL) added to ts by name. */
 void tu_add_random_weights(const rnnc_model *m, rnnc_tensors *ts, uint64_t *state, double lo,
                            double hi, const char *skip);
