@@ -44,6 +44,8 @@ static rnnc_model *make(const hcase *hc, rnnc_backend be)
     rnnc_cell *c = NULL;
     if (strcmp(hc->cell, "cifg") == 0)
         assert_ok(rnnc_cell_parse(&c, k_cifg, strlen(k_cifg), "cifg.cell", NULL, NULL));
+    else if (strcmp(hc->cell, "preln") == 0 || strcmp(hc->cell, "chain") == 0)
+        c = tu_data_cell(hc->cell);
     else
         assert_ok(rnnc_cell_builtin(&c, hc->cell, NULL));
     rnnc_model_desc d;
@@ -260,6 +262,10 @@ static void each_case(rnnc_dtype dt)
         {"gru", 4, 128, 1024, 1024, 1, false, false, false, 0, 0},
         /* 3H = 2880 columns: the wgmma GEMM's last column tile half past them */
         {"gru", 6, 256, 64, 960, 1, false, false, false, 0, 0},
+        /* hoisted work in rounds: the GEMM over an fp32 buffer of hz
+         * (tests/data/cells; the mma tiles round it to 16 bits) */
+        {"preln", 50, 32, 128, 128, 2, false, false, false, 0, 0},
+        {"chain", 40, 64, 256, 256, 1, true, true, false, 0, 0},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         hcase hc = more[i];
