@@ -65,7 +65,7 @@ def test_not_found_and_invalid_argument():
 
 
 def test_unsupported_and_not_built():
-    # half precision runs on the host backends (converted); its backward is cudnn's only
+    # half precision runs on the host backends (converted)
     m = rnnc.LSTM(3, 4, dtype="float16", backend="interp")
     y, _ = m(np.ones((2, 1, 3), np.float16))
     assert y.dtype == np.float16 and y.shape == (2, 1, 4)
