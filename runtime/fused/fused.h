@@ -125,12 +125,6 @@ struct rt_fused {
      * one pseudo-layer's arenas per layer kind (0: layer 0, 1: above),
      * layer outputs, lengths, the dropout kernel */
     rt_fused_upper up;
-    /* the wavefront's chunks that run alone (its first and its last), on
-     * kernel sets tiled for every SM (fused_solo.c): per layer kind, for
-     * batch solo_batch; solo_ok: made and laid out as the shared sets */
-    rt_fused_upper solo[2];
-    int64_t solo_batch;
-    bool solo_ok;
     int64_t arena_wts[2], arena_fold[2];
     CUdeviceptr lay[2], dlen; /* dlen: the lengths, then each chunk's (wavefront) */
     size_t lay_n[2], dlen_n;
@@ -258,15 +252,10 @@ typedef struct rt_fused_job {
     cg_cuda_io io; /* states straight from / to the caller's buffers (0: st) */
     bool train;    /* the cell's dropout ops drop (rt_fused_launch fills io's dropout part) */
     int t0;        /* true time of step 0: a wavefront chunk's start */
-    const rt_fused_upper *set; /* another kernel set of kind k (fused_solo.c); NULL: k's */
 } rt_fused_job;
 #define RT_FUSED_HOIST 1 /* the launches before the step kernel */
 #define RT_FUSED_STEP 2  /* the persistent step kernel */
 rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s);
-/* The kernel sets tiled for every SM, for the wavefront's lone chunks, at
- * a's batch, and the slots' scratch for them (fused_solo.c); m->solo_ok
- * says whether they run (RNNC_FUSED_SOLO=0: never). */
-rnnc_status rt_fused_solo_prepare(rt_fused *m, const rnnc_forward_args *a);
 /* Grows device buffer *p to hold n bytes (contents not kept). */
 rnnc_status rt_fused_grow(CUdeviceptr *p, size_t *have, size_t n);
 /* The streams and events of the overlapped runs (fused_streams.c): aux[]

@@ -469,15 +469,12 @@ static rnnc_status wave_chunk(const wave *w, int l, int c, CUdeviceptr in, CUdev
     int t0 = m->cut[c], Tc = m->cut[c + 1] - t0;
     size_t rows = (size_t)t0 * (size_t)w->B, esz = rt_fused_esz(m);
     CUstream s = w->step[l & 1], g = w->gemm[l & 1];
-    /* the first chunk and the last have nothing beside them: all the SMs */
-    bool alone = (l == 0 && c == 0) || (l == m->spec.layers - 1 && c == w->chunks - 1);
     rt_fused_job j = {.k = l > 0, .p = l, .T = Tc, .slot = l & 1, .rev = false,
                       .x = in + (CUdeviceptr)(rows * (size_t)pl->in_cols * esz),
                       .y = out + (CUdeviceptr)(rows * (size_t)w->W * esz), .st = st_of(m, l),
                       .hz = m->slot[l & 1].hz + (CUdeviceptr)(rows * (size_t)pl->hz_cols * 4),
                       .len = len_of(m, w->B, c), .io = chunk_io(w, l, c),
-                      .train = w->a->training, .t0 = t0,
-                      .set = alone && m->solo_ok ? &m->solo[l > 0] : NULL};
+                      .train = w->a->training, .t0 = t0};
     rnnc_status st;
     if ((l > 0 && (st = rt_cuda_check(rt_cu()->StreamWaitEvent(g, wave_ev(w, 0, l - 1, c), 0),
                                       "cuStreamWaitEvent"))) ||
@@ -533,8 +530,6 @@ rnnc_status rt_fused_run_model(rt_fused *m, const rnnc_forward_args *a, CUdevice
     int chunks = cut_chunks(a->seq_len, NULL), np = m->spec.layers * m->spec.dirs;
     bool wf = wave_fits(m, a, chunks);
     rnnc_status st = wf ? plan_cuts(m, a->seq_len, chunks) : RNNC_OK;
-    if (st == RNNC_OK && wf)
-        st = rt_fused_solo_prepare(m, a);
     chunks = wf ? chunks : 0;
     if (st == RNNC_OK)
         st = upload_lengths(m, a, chunks, s);

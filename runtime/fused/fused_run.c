@@ -279,8 +279,8 @@ static rnnc_status launch_tma(CUfunction f, const cg_cuda_launch *l, const unsig
 
 rnnc_status rt_fused_launch(rt_fused *m, const rt_fused_job *j, int which, CUstream s)
 {
-    const cg_cuda_plan *pl = j->set ? &j->set->plan : j->k ? &m->up.plan : &m->plan;
-    const rt_kernel *kern = j->set ? &j->set->kern : j->k ? &m->up.kern : &m->kern;
+    const cg_cuda_plan *pl = j->k ? &m->up.plan : &m->plan;
+    const rt_kernel *kern = j->k ? &m->up.kern : &m->kern;
     const rt_fused_slot *sl = &m->slot[j->slot];
     CUdeviceptr xx = j->x, yy = j->y, st = j->st, hz = j->hz, xb = sl->xb, part = sl->part,
                 bar = sl->bar, len = j->len;
@@ -467,8 +467,6 @@ void rt_fused_free(rt_fused *m)
         m->train->free(m->grad);
     free(m->src);
     free(m->up.src);
-    free(m->solo[0].src);
-    free(m->solo[1].src);
     free(m->hlen);
     free(m->cut);
     free(m->io);
