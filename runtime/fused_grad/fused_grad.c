@@ -179,6 +179,10 @@ static rnnc_status scratch(rt_fused *m, rt_fgrad *g)
     rnnc_status st = RNNC_OK;
     for (int i = 0; st == RNNC_OK && i < g->sides; i++)
         st = side_scratch(&g->side[i], TB, stf, hz, xb, part, gc, dgc);
+    /* x dropped by the cell (fg_drop_input), at the widest input: grown
+     * here, never while a kernel may read it */
+    for (int i = 0; st == RNNC_OK && g->kind[0].x_site >= 0 && i < g->sides; i++)
+        st = fg_grow(&g->side[i].xd, TB * (size_t)wide * 4);
     /* a half model's 16-bit staging: the widest sequence, then every
      * pseudo-layer's states (fg_edge) */
     g->stf = stf;
@@ -324,10 +328,9 @@ rnnc_status fg_drop_input(rt_fused *m, rt_fgrad *g, fg_side *sd, int k, int p, C
 {
     const fg_kind *kd = &g->kind[k];
     int64_t I = m->spec.sizes[k].I;
-    rnnc_status st = fg_grow(&sd->xd, (size_t)(g->T * g->B * I) * 4);
     rt_fused_mask_job j = {.dst = sd->xd.p, .src = x, .T = g->T, .B = g->B, .W = I,
                            .site = rt_dropout_site_cell(p, kd->x_site), .p = kd->x_p};
-    return st ? st : rt_fused_mask(m, &j, s);
+    return rt_fused_mask(m, &j, s); /* (sd->xd grown by scratch) */
 }
 
 /* Direction d of layer l on stream s: its initial states (kept for the
