@@ -51,9 +51,10 @@ static g16_kind kind(const cu_ctx *c)
 bool cu_gemm16_fits(const cu_ctx *c, const cu_tile *g)
 {
     long long K = (long long)c->cols[c->f->nodes[g->lin].a[0]];
-    /* cp.async: sm_80 for the TF32 modes too */
+    /* cp.async: sm_80 for the TF32 modes too; x itself (16-bit in a half
+     * model), not a buffer of hz */
     return cu_tensor_cores(c) && c->cfg.sm >= 80 && K % kind(c).ch == 0 && !g->small && !g->skinny && !g->tail &&
-           g->bm == G16_BM && g->bn == G16_BN;
+           g->bm == G16_BM && g->bn == G16_BN && !cu_gemm_staged(c, g->lin);
 }
 
 unsigned cu_gemm16_smem(void)

@@ -501,10 +501,10 @@ static rnnc_status place_gemm(cu_ctx *c, int32_t v)
 {
     rnnc_status st;
     /* a GEMM over a buffer in hz takes the FFMA (or mma) tiles, which read
-     * any fp32 rows; the others read x through its layout or tensor map */
-    bool staged = cu_gemm_staged(c, v);
+     * any fp32 rows: the K-split, cp.async and wgmma tiles' predicates say
+     * they read x itself */
     int cap = launch_cap(c, v);
-    if (!staged && cu_wgmma_shape_ok(c, v) && (st = cu_wgmma_place(c, v)))
+    if (cu_wgmma_shape_ok(c, v) && (st = cu_wgmma_place(c, v)))
         return st;
     cu_tile g = choose_tile(c, v),
             s = {.lin = v, .small = true, .bm = 32, .bn = 64, .bk = 32, .tm = 2, .tn = 4},
@@ -520,7 +520,7 @@ static rnnc_status place_gemm(cu_ctx *c, int32_t v)
     unsigned split = (unsigned)((sms + cb - 1) / cb * g.bm);
     bool two = g.bm > s.bm && c->cfg.gemm_rows == 0 && c->plan->n_launch + 4 <= cap;
     /* room for this linear's launches, the row kernel and the step */
-    unsigned lo = !staged && cu_skinny_fits(c, v) && c->plan->n_launch + (two ? 5 : 4) <= cap
+    unsigned lo = cu_skinny_fits(c, v) && c->plan->n_launch + (two ? 5 : 4) <= cap
                       ? cu_skinny_rows(c, v)
                       : 0;
     if (two && lo >= split)
@@ -541,8 +541,8 @@ static rnnc_status place_gemm(cu_ctx *c, int32_t v)
      * level (11.52 -> 11.45 at B = 256, +-0.7% over the stacks, so
      * kept) (bench/results/h100/notail/, rejected/no-tail/). */
     cu_tile tl = s;
-    g.wg = !staged && cu_wgmma_fits(c, &g);
-    g.g16 = !staged && !g.wg && cu_gemm16_fits(c, &g);
+    g.wg = cu_wgmma_fits(c, &g);
+    g.g16 = !g.wg && cu_gemm16_fits(c, &g);
     bool tail = two && g.bm == 128 && !g.wg && !g.g16 && c->plan->n_launch + (lo ? 6 : 5) <= cap;
     if (tail) {
         /* (two FFMA tiles an SM) */

@@ -60,8 +60,9 @@ bool cu_skinny_fits(const cu_ctx *c, int32_t lin)
 {
     const ir_node *nd = &c->f->nodes[lin];
     long long K = (long long)c->cols[nd->a[0]];
-    /* fp32 x only: a half model's GEMM reads 16-bit x */
-    return !c->half && c->cfg.math == 0 && c->cfg.sm >= 80 && K % 4 == 0 && c->off[nd->a[1]] % 4 == 0;
+    /* fp32 x only: a half model's GEMM reads 16-bit x; x itself, not a buffer of hz */
+    return !c->half && c->cfg.math == 0 && c->cfg.sm >= 80 && K % 4 == 0 &&
+           c->off[nd->a[1]] % 4 == 0 && !cu_gemm_staged(c, lin);
 }
 
 unsigned cu_skinny_smem(const cu_ctx *c)

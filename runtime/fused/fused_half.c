@@ -67,9 +67,7 @@ rnnc_status rt_fused_convert(rt_fused *m, bool in, CUdeviceptr src, CUdeviceptr 
 rnnc_status rt_fused_states_half(rt_fused *m, CUdeviceptr dev, const void *user, size_t n,
                                  bool user_dev, bool in, CUstream s)
 {
-    rnnc_status st = load_cvt(m);
-    if (st)
-        return st;
+    rnnc_status st = RNNC_OK;
     CUdeviceptr u = (CUdeviceptr)(uintptr_t)user;
     if (!user_dev) {
         /* one size for every state (half of the fp32 states of all

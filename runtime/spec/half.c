@@ -138,37 +138,61 @@ static void free_bufs(half_bufs *b)
     }
 }
 
+/* The fp32 buffers of a call's per-state arrays over B rows: each of src
+ * (the caller's, in the dtype) converted into fin[k], each of dst given a
+ * buffer fout[k]; pin/pout point at them (NULL where the caller gave none).
+ * Values per state in ns.  False when out of memory. */
+static bool state_bufs(const rt_spec *s, int64_t B, const void *const *src, void *const *dst,
+                       float **fin, float **fout, const void **pin, void **pout, size_t *ns)
+{
+    const ir_fn *f = s->fn[0];
+    for (int k = 0; k < f->n_states; k++) {
+        ns[k] = (size_t)(s->layers * s->dirs) * (size_t)B *
+                (size_t)ir_dim_eval(f->nodes[f->states[k].node].cols, s->sizes[0]);
+        if (src && src[k]) {
+            if (!(fin[k] = malloc(ns[k] * 4 + 4)))
+                return false;
+            half_to_f32(s->dtype, src[k], fin[k], ns[k]);
+            pin[k] = fin[k];
+        }
+        if (dst && dst[k] && !(pout[k] = fout[k] = malloc(ns[k] * 4 + 4)))
+            return false;
+    }
+    return true;
+}
+
+/* fout's states rounded back into the caller's dst. */
+static void states_back(const rt_spec *s, float *const *fout, void *const *dst, const size_t *ns)
+{
+    for (int k = 0; k < s->fn[0]->n_states; k++)
+        if (fout[k])
+            f32_to_half(s->dtype, fout[k], dst[k], ns[k]);
+}
+
+static rnnc_status too_many_states(const rt_spec *s)
+{
+    return err_fail(RNNC_ERR_UNSUPPORTED, "%s models: at most %d states",
+                    rnnc_dtype_name(s->dtype), HALF_MAX_STATES);
+}
+
 rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
                             rnnc_status (*fwd)(void *, const rnnc_forward_args *), void *state)
 {
-    const ir_fn *f = s->fn[0];
     if (a->device_pointers || a->batch_sizes)
         return err_fail(RNNC_ERR_UNSUPPORTED,
                         "%s models run on this backend from padded host buffers only",
                         rnnc_dtype_name(s->dtype));
-    if (f->n_states > HALF_MAX_STATES)
-        return err_fail(RNNC_ERR_UNSUPPORTED, "%s models: at most %d states",
-                        rnnc_dtype_name(s->dtype), HALF_MAX_STATES);
+    if (s->fn[0]->n_states > HALF_MAX_STATES)
+        return too_many_states(s);
     size_t TB = (size_t)a->seq_len * (size_t)a->batch, ns[HALF_MAX_STATES];
     size_t nx = TB * (size_t)s->sizes[0].I, ny = TB * (size_t)(s->dirs * s->hout);
     half_bufs b = {0};
     const void *in[HALF_MAX_STATES] = {0};
     void *out[HALF_MAX_STATES] = {0};
     rnnc_status st = RNNC_OK;
-    if (!(b.x = malloc(nx * 4 + 4)) || !(b.y = malloc(ny * 4 + 4)))
+    if (!(b.x = malloc(nx * 4 + 4)) || !(b.y = malloc(ny * 4 + 4)) ||
+        !state_bufs(s, a->batch, a->init, a->final, b.init, b.final, in, out, ns))
         goto oom;
-    for (int k = 0; k < f->n_states; k++) {
-        ns[k] = (size_t)(s->layers * s->dirs) * (size_t)a->batch *
-                (size_t)ir_dim_eval(f->nodes[f->states[k].node].cols, s->sizes[0]);
-        if (a->init && a->init[k]) {
-            if (!(b.init[k] = malloc(ns[k] * 4 + 4)))
-                goto oom;
-            half_to_f32(s->dtype, a->init[k], b.init[k], ns[k]);
-            in[k] = b.init[k];
-        }
-        if (a->final && a->final[k] && !(out[k] = b.final[k] = malloc(ns[k] * 4 + 4)))
-            goto oom;
-    }
     half_to_f32(s->dtype, a->x, b.x, nx);
     rnnc_forward_args c = *a;
     c.x = b.x;
@@ -178,9 +202,7 @@ rnnc_status rt_forward_half(const rt_spec *s, const rnnc_forward_args *a,
     if ((st = fwd(state, &c)) != RNNC_OK)
         goto free_bufs;
     f32_to_half(s->dtype, b.y, a->y, ny);
-    for (int k = 0; k < f->n_states; k++)
-        if (b.final[k])
-            f32_to_half(s->dtype, b.final[k], a->final[k], ns[k]);
+    states_back(s, b.final, a->final, ns);
     goto free_bufs;
 oom:
     st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s forward: out of memory", rnnc_dtype_name(s->dtype));
@@ -194,30 +216,17 @@ free_bufs:
 rnnc_status rt_backward_half(const rt_spec *s, int64_t T, int64_t B, const rnnc_backward_args *a,
                              rnnc_status (*bwd)(void *, const rnnc_backward_args *), void *state)
 {
-    const ir_fn *f = s->fn[0];
-    if (f->n_states > HALF_MAX_STATES)
-        return err_fail(RNNC_ERR_UNSUPPORTED, "%s models: at most %d states",
-                        rnnc_dtype_name(s->dtype), HALF_MAX_STATES);
+    if (s->fn[0]->n_states > HALF_MAX_STATES)
+        return too_many_states(s);
     size_t TB = (size_t)T * (size_t)B, ns[HALF_MAX_STATES];
     size_t nx = TB * (size_t)s->sizes[0].I, ny = TB * (size_t)(s->dirs * s->hout);
     half_bufs b = {0};
     const void *dfin[HALF_MAX_STATES] = {0};
     void *dini[HALF_MAX_STATES] = {0};
     rnnc_status st = RNNC_OK;
-    if ((a->dx && !(b.x = malloc(nx * 4 + 4))) || (a->dy && !(b.y = malloc(ny * 4 + 4))))
+    if ((a->dx && !(b.x = malloc(nx * 4 + 4))) || (a->dy && !(b.y = malloc(ny * 4 + 4))) ||
+        !state_bufs(s, B, a->dfinal, a->dinit, b.final, b.init, dfin, dini, ns))
         goto oom;
-    for (int k = 0; k < f->n_states; k++) {
-        ns[k] = (size_t)(s->layers * s->dirs) * (size_t)B *
-                (size_t)ir_dim_eval(f->nodes[f->states[k].node].cols, s->sizes[0]);
-        if (a->dfinal && a->dfinal[k]) {
-            if (!(b.final[k] = malloc(ns[k] * 4 + 4)))
-                goto oom;
-            half_to_f32(s->dtype, a->dfinal[k], b.final[k], ns[k]);
-            dfin[k] = b.final[k];
-        }
-        if (a->dinit && a->dinit[k] && !(dini[k] = b.init[k] = malloc(ns[k] * 4 + 4)))
-            goto oom;
-    }
     if (a->dy)
         half_to_f32(s->dtype, a->dy, b.y, ny);
     rnnc_backward_args c = {a->dy ? b.y : NULL, a->dfinal ? dfin : NULL, a->dx ? b.x : NULL,
@@ -226,9 +235,7 @@ rnnc_status rt_backward_half(const rt_spec *s, int64_t T, int64_t B, const rnnc_
         goto free_bufs;
     if (a->dx)
         f32_to_half(s->dtype, b.x, a->dx, nx);
-    for (int k = 0; k < f->n_states; k++)
-        if (b.init[k])
-            f32_to_half(s->dtype, b.init[k], a->dinit[k], ns[k]);
+    states_back(s, b.init, a->dinit, ns);
     goto free_bufs;
 oom:
     st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "%s backward: out of memory", rnnc_dtype_name(s->dtype));
