@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_grad.sh: `rnnc grad` end to end: the output holds the gradient of
 # every weight under its state_dict name, of x and of the initial states the
-# input gave, with their shapes; the same files give the same gradients; backends without a backward and
+# input gave, with their shapes; the same files give the same gradients; a
+# half model's are near the fp32 one's; backends without a backward and
 # malformed gradient files are refused by name.  (Against PyTorch autograd:
 # test_torch_reference; against central differences: test_model_grad.)
 # Usage: cli_grad.sh path/to/rnnc
@@ -40,7 +41,20 @@ grep -q "on backend interp" out.txt || fail "the default backend for a custom ce
 has gl.st '^layernorm_c_weight_l0 F32 \[5\]'
 "$RNNC" show gl.st | grep -q '^h0 ' && fail "h0 written though the input gave none"
 
-# 3. refusals
+# 3. half models: the files rounded to the dtype, every gradient written as F32,
+#    near the fp32 model's (1, 2) and not equal to them
+for dt in f16 bf16; do
+    ok "$RNNC" grad --cell lstm --weights w.st --input x.st --grad-output dy.st \
+       --out g_$dt.st --backend interp --dtype $dt
+    [ "$("$RNNC" show g_$dt.st | grep -c F32)" -eq 23 ] || fail "g_$dt.st: 23 F32 tensors"
+    ok "$RNNC" diff g_$dt.st g.st --tol 0.05
+    expect 1 "differs" "$RNNC" diff g_$dt.st g.st --tol 0
+done
+ok "$RNNC" grad --cell layernorm_lstm --weights wl.st --input xl.st --grad-output dyl.st \
+   --out gl16.st --backend interp --dtype bf16
+ok "$RNNC" diff gl16.st gl.st --tol 0.05
+
+# 4. refusals
 if usable cpu; then
     expect 1 "no backward" "$RNNC" grad --cell lstm --weights w.st --input x.st \
         --grad-output dy.st --out g3.st --backend cpu

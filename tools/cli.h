@@ -231,6 +231,19 @@ void cli_io_free(cli_io *io);
 rnnc_forward_args cli_io_args(cli_io *io, bool training);
 /* After a forward: y and the final states back into io's fp32 buffers. */
 void cli_io_finish(cli_io *io);
+/* A half model's gradients in its dtype (--dtype f16/bf16): cli_half_grads_in
+ * points b at copies of its dy and of each dfinal[k] (fp32, NULL for zeros),
+ * rounded to io's dtype, and at buffers for dx and dinit[k], whose pointers it
+ * writes into dfinal and dinit (the arrays b names); cli_half_grads_out
+ * converts dx and dinit back into fp32 ones. */
+typedef struct cli_half_grads {
+    void *dy, *dx, *dfinal[CLI_MAX_STATES], *dinit[CLI_MAX_STATES];
+} cli_half_grads;
+rnnc_status cli_half_grads_in(cli_half_grads *h, const cli_io *io, rnnc_backward_args *b,
+                              const void **dfinal, void **dinit);
+void cli_half_grads_out(const cli_half_grads *h, const cli_io *io, float *dx,
+                        float *const *dinit);
+void cli_half_grads_free(cli_half_grads *h);
 /* Element counts of x, y and of state s. */
 int64_t cli_x_numel(const cli_io *io);
 int64_t cli_y_numel(const cli_io *io);

@@ -189,6 +189,46 @@ void cli_io_finish(cli_io *io)
                            cli_state_numel(io, i));
 }
 
+rnnc_status cli_half_grads_in(cli_half_grads *h, const cli_io *io, rnnc_backward_args *b,
+                              const void **dfinal, void **dinit)
+{
+    rnnc_dtype dt = io->dtype;
+    size_t es = rnnc_dtype_size(dt);
+    bool ok = (h->dy = malloc(es * (size_t)cli_y_numel(io) + 1)) &&
+              (h->dx = malloc(es * (size_t)cli_x_numel(io) + 1));
+    for (int k = 0; ok && k < io->n_states; k++)
+        ok = (h->dfinal[k] = malloc(es * (size_t)cli_state_numel(io, k) + 1)) &&
+             (h->dinit[k] = malloc(es * (size_t)cli_state_numel(io, k) + 1));
+    if (!ok)
+        return cli_error(RNNC_ERR_OUT_OF_MEMORY, "out of memory for the gradients");
+    /* conversions of valid float buffers cannot fail */
+    (void)rnnc_convert(h->dy, dt, b->dy, RNNC_F32, cli_y_numel(io));
+    for (int k = 0; k < io->n_states; k++) {
+        if (dfinal[k]) {
+            (void)rnnc_convert(h->dfinal[k], dt, dfinal[k], RNNC_F32, cli_state_numel(io, k));
+            dfinal[k] = h->dfinal[k];
+        }
+        dinit[k] = h->dinit[k];
+    }
+    b->dy = h->dy, b->dx = h->dx;
+    return RNNC_OK;
+}
+
+void cli_half_grads_out(const cli_half_grads *h, const cli_io *io, float *dx,
+                        float *const *dinit)
+{
+    (void)rnnc_convert(dx, RNNC_F32, h->dx, io->dtype, cli_x_numel(io));
+    for (int k = 0; k < io->n_states; k++)
+        (void)rnnc_convert(dinit[k], RNNC_F32, h->dinit[k], io->dtype, cli_state_numel(io, k));
+}
+
+void cli_half_grads_free(cli_half_grads *h)
+{
+    free(h->dy), free(h->dx);
+    for (int k = 0; k < CLI_MAX_STATES; k++)
+        free(h->dfinal[k]), free(h->dinit[k]);
+}
+
 rnnc_status cli_random_inputs(cli_io *io, const rnnc_cell *cell, cli_rng *r, bool zero_states,
                               int64_t min_length, rnnc_tensors *ts)
 {

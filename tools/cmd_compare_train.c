@@ -89,48 +89,6 @@ static rnnc_status read_weight_grads(rnnc_model *m, cli_grads *g)
     return RNNC_OK;
 }
 
-/* The gradients in and out of a half model's step, in its dtype: dy and
- * dfinal rounded from the fp32 ones, dx and dinit converted back after. */
-typedef struct half_grads {
-    void *dy, *dx, *dfinal[CLI_MAX_STATES], *dinit[CLI_MAX_STATES];
-} half_grads;
-
-static void half_free(half_grads *h)
-{
-    free(h->dy), free(h->dx);
-    for (int k = 0; k < CLI_MAX_STATES; k++)
-        free(h->dfinal[k]), free(h->dinit[k]);
-}
-
-/* b's buffers in dtype dt (conversions of valid float buffers cannot fail). */
-static rnnc_status half_in(const cli_compare *c, const cli_io *io, rnnc_dtype dt, half_grads *h,
-                           rnnc_backward_args *b, const void **dfinal, void **dinit)
-{
-    size_t es = rnnc_dtype_size(dt);
-    bool ok = (h->dy = malloc(es * (size_t)cli_y_numel(io) + 1)) &&
-              (h->dx = malloc(es * (size_t)cli_x_numel(io) + 1));
-    for (int k = 0; ok && k < io->n_states; k++)
-        ok = (h->dfinal[k] = malloc(es * (size_t)cli_state_numel(io, k) + 1)) &&
-             (h->dinit[k] = malloc(es * (size_t)cli_state_numel(io, k) + 1));
-    if (!ok)
-        return cli_error(RNNC_ERR_OUT_OF_MEMORY, "out of memory for the gradients");
-    (void)rnnc_convert(h->dy, dt, c->grad_in.dy, RNNC_F32, cli_y_numel(io));
-    for (int k = 0; k < io->n_states; k++) {
-        (void)rnnc_convert(h->dfinal[k], dt, c->grad_in.dfinal[k], RNNC_F32,
-                           cli_state_numel(io, k));
-        dfinal[k] = h->dfinal[k], dinit[k] = h->dinit[k];
-    }
-    b->dy = h->dy, b->dx = h->dx;
-    return RNNC_OK;
-}
-
-static void half_out(const cli_io *io, rnnc_dtype dt, const half_grads *h, cli_grads *g)
-{
-    (void)rnnc_convert(g->dx, RNNC_F32, h->dx, dt, cli_x_numel(io));
-    for (int k = 0; k < io->n_states; k++)
-        (void)rnnc_convert(g->dinit[k], RNNC_F32, h->dinit[k], dt, cli_state_numel(io, k));
-}
-
 /* The interpreter is timed on one step (it is slow), the others on --iters. */
 rnnc_status cli_train_row(const cli_compare *c, rnnc_model *m, cli_compare_row *r)
 {
@@ -144,9 +102,9 @@ rnnc_status cli_train_row(const cli_compare *c, rnnc_model *m, cli_compare_row *
         dfinal[k] = c->grad_in.dfinal[k], dinit[k] = g->dinit[k];
     rnnc_forward_args a = cli_io_args(&r->io, true);
     rnnc_backward_args b = {c->grad_in.dy, dfinal, g->dx, dinit};
-    half_grads h = {0};
+    cli_half_grads h = {0};
     rnnc_dtype dt = r->io.dtype;
-    if (dt != RNNC_F32 && (s = half_in(c, &r->io, dt, &h, &b, dfinal, dinit)) != RNNC_OK)
+    if (dt != RNNC_F32 && (s = cli_half_grads_in(&h, &r->io, &b, dfinal, dinit)) != RNNC_OK)
         goto free_half;
     bool interp = r->backend == RNNC_BACKEND_INTERP;
     r->runs = interp ? 1 : c->iters;
@@ -154,11 +112,11 @@ rnnc_status cli_train_row(const cli_compare *c, rnnc_model *m, cli_compare_row *
     if (s == RNNC_OK)
         s = read_weight_grads(m, g);
     if (s == RNNC_OK && dt != RNNC_F32) {
-        half_out(&r->io, dt, &h, g);
+        cli_half_grads_out(&h, &r->io, g->dx, g->dinit);
         cli_io_finish(&r->io); /* y and the final states, for the err columns */
     }
 free_half:
-    half_free(&h);
+    cli_half_grads_free(&h);
     return s;
 }
 

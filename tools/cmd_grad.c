@@ -19,8 +19,11 @@ static const char grad_help[] =
     "the final states; a missing one is zero.  G gets the gradient of every weight under\n"
     "its state_dict name, of x under x, and of each initial state X gives under <state>0\n"
     "(h0, c0).  Dropout (--dropout, and dropout inside the cell) is on, as in training.\n"
-    "The backend must have a backward: interp (any cell, double precision inside) or\n"
-    "cudnn; the default takes cudnn where it runs the cell, else interp.\n"
+    "The backend must have a backward: interp (any cell, double precision inside),\n"
+    "cudnn, or fused (by name); the default takes cudnn where it runs the cell, else\n"
+    "interp.  A --dtype f16 or bf16 model reads the files rounded to its dtype; the\n"
+    "gradients of x and the states are its dtype's values, the weights' fp32; all are\n"
+    "written as F32.\n"
     "\n"
     "  --weights FILE          the weights (safetensors): the RNN's alone, or a whole\n"
     "                          model's state_dict with --weights-prefix\n"
@@ -146,7 +149,14 @@ static rnnc_status run_backward(rnnc_model *m, cli_io *io, grads *g)
     if (s != RNNC_OK)
         return s;
     rnnc_backward_args b = {g->dy, g->dfinal_ptr, g->dx, g->dinit_ptr};
-    return rnnc_model_backward(m, &b);
+    if (io->dtype == RNNC_F32)
+        return rnnc_model_backward(m, &b);
+    cli_half_grads h = {0};
+    if ((s = cli_half_grads_in(&h, io, &b, g->dfinal_ptr, g->dinit_ptr)) == RNNC_OK &&
+        (s = rnnc_model_backward(m, &b)) == RNNC_OK)
+        cli_half_grads_out(&h, io, g->dx, g->dinit);
+    cli_half_grads_free(&h);
+    return s;
 }
 
 /* G: every weight's gradient, x's, and the initial states' that X gave. */
@@ -206,9 +216,6 @@ static rnnc_status grad(grad_args *r)
     grads g = {0};
     rnnc_hoist hoist;
     int64_t T = 0, B = 0;
-    if (r->m.dtype != RNNC_F32)
-        return cli_error(RNNC_ERR_UNSUPPORTED, "grad: --dtype %s: gradients are fp32 only",
-                         rnnc_dtype_name(r->m.dtype));
     rnnc_status s = cli_load_cell(&r->m, &cell, &hoist);
     if (s != RNNC_OK)
         return s;

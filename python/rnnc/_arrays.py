@@ -5,7 +5,8 @@ import sys
 # rnnc_dtype numbers (include/rnnc.h)
 F32, F16, F64, I64, I32, BF16 = 0, 1, 2, 3, 4, 5
 
-_NAMES = {"float32": F32, "float": F32, "f32": F32, "float16": F16, "half": F16, "f16": F16}
+_NAMES = {"float32": F32, "float": F32, "f32": F32, "float16": F16, "half": F16, "f16": F16,
+          "bfloat16": BF16, "bf16": BF16}
 
 
 def is_torch(x):
@@ -21,19 +22,40 @@ def rnnc_dtype(d):
     """rnnc_dtype of a model from a name, a torch dtype or a NumPy dtype (None: F32)."""
     if d is None:
         return F32
-    if isinstance(d, int) and d in (F32, F16):
+    if isinstance(d, int) and d in (F32, F16, BF16):
         return d
     name = str(d).replace("torch.", "")
     if name in _NAMES:
         return _NAMES[name]
     from .errors import InvalidArgumentError
-    raise InvalidArgumentError(f"dtype {d!r} is not one of float32, float16")
+    raise InvalidArgumentError(f"dtype {d!r} is not one of float32, float16, bfloat16")
 
 
 def np_dtype(t):
+    """The NumPy dtype that holds t's elements: bfloat16 has none, so its bits go in uint16."""
     np = numpy()
     return {F32: np.float32, F16: np.float16, F64: np.float64, I64: np.int64,
-            I32: np.int32}[t]
+            I32: np.int32, BF16: np.uint16}[t]
+
+
+def to_bf16_bits(a):
+    """The bfloat16 nearest each value of a (ties to even; NaN stays NaN), as uint16 bits."""
+    np = numpy()
+    f = np.ascontiguousarray(a, dtype=np.float32)
+    u = f.view(np.uint32)
+    # The low half rounds the high half: adding 0x7fff, plus the high half's last bit,
+    # carries into it exactly when the rounding goes up (an even result on a tie).
+    bits = ((u + (np.uint32(0x7FFF) + ((u >> 16) & 1))) >> 16).astype(np.uint16)
+    nan = np.isnan(f)
+    if nan.any():  # the sum above may carry a NaN's payload into infinity
+        bits[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
+    return bits
+
+
+def from_bf16_bits(b):
+    """float32 values of uint16 bfloat16 bits (exact: bfloat16 is float32's high half)."""
+    np = numpy()
+    return (np.ascontiguousarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 def torch_dtype(t):

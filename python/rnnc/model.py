@@ -43,10 +43,13 @@ def _current_stream(torch, device):
 
 class _Buffers:
     """Allocation and pointers in the framework of the caller's input."""
-    __slots__ = ("torch", "home", "dev", "work", "dt", "stream", "moved")
+    __slots__ = ("torch", "home", "dev", "work", "dt", "stream", "moved", "bits")
 
     def __init__(self, x, dtype, gpu_backend, device):
         self.torch = A.is_torch(x)
+        # NumPy has no bfloat16: such a model's arrays go to the library as bits and
+        # come back as float32 (A.to_bf16_bits, A.from_bf16_bits).
+        self.bits = not self.torch and dtype == A.BF16
         if self.torch:
             torch = sys.modules["torch"]
             self.home = x.device
@@ -69,6 +72,8 @@ class _Buffers:
             # Per-call cost matters at T = 1: a tensor already in place is used as it is.
             if t.dtype != self.dt or t.device != self.work or not t.is_contiguous():
                 t = t.detach().to(device=self.work, dtype=self.dt).contiguous()
+        elif self.bits:
+            t = A.to_bf16_bits(t)
         else:
             t = A.numpy().ascontiguousarray(t, dtype=self.dt)
         if tuple(t.shape) != tuple(shape):
@@ -85,6 +90,8 @@ class _Buffers:
 
     def back(self, t):
         """An output as the caller's framework and device."""
+        if self.bits:
+            return A.from_bf16_bits(t)
         return t.to(self.home) if self.moved else t
 
 

@@ -45,8 +45,9 @@ class CellRNN(_Base):
       backend  "auto", "fused", "cudnn", "cpu" or "interp"; None (default)
                follows the data: CUDA tensors run on "auto" on their device,
                host data on "cpu" where it is built, else "interp";
-      dtype    of inputs and outputs: float32, or float16 (cudnn; the cpu and
-               interp backends convert; the parameters stay float32, rounded);
+      dtype    of inputs and outputs: float32, float16 or bfloat16 (the parameters
+               stay float32, rounded; with NumPy, whose arrays have no bfloat16, a
+               bfloat16 module takes and returns float32 arrays of bfloat16 values);
       attrs, cell_name  as rnnc_cell_load ("eps=0"; a cell of a file holding several);
       hoist, math as rnnc_model_desc ("all"/"matmul"/"none", "ffma"/"tf32"/"3xtf32");
       seed     of the dropout masks without PyTorch (with it, each training call
