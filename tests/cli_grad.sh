@@ -54,7 +54,18 @@ ok "$RNNC" grad --cell layernorm_lstm --weights wl.st --input xl.st --grad-outpu
    --out gl16.st --backend interp --dtype bf16
 ok "$RNNC" diff gl16.st gl.st --tol 0.05
 
-# 4. refusals
+# 4. on a GPU, the fused backward gives the interpreter's gradients, in fp32 and bf16
+if usable fused; then
+    for dt in f32 bf16; do
+        ok "$RNNC" grad --cell lstm --weights w.st --input x.st --grad-output dy.st \
+           --out gf_$dt.st --backend fused --dtype $dt
+        grep -q "on backend fused" out.txt || fail "grad --backend fused ran elsewhere"
+    done
+    ok "$RNNC" diff gf_f32.st g.st --tol 1e-5
+    ok "$RNNC" diff gf_bf16.st g_bf16.st --tol 0.02
+fi
+
+# 5. refusals
 if usable cpu; then
     expect 1 "no backward" "$RNNC" grad --cell lstm --weights w.st --input x.st \
         --grad-output dy.st --out g3.st --backend cpu
