@@ -54,15 +54,21 @@ ok "$RNNC" grad --cell layernorm_lstm --weights wl.st --input xl.st --grad-outpu
    --out gl16.st --backend interp --dtype bf16
 ok "$RNNC" diff gl16.st gl.st --tol 0.05
 
-# 4. on a GPU, the fused backward gives the interpreter's gradients, in fp32 and bf16
+# 4. on a GPU, the fused backward gives the interpreter's gradients, in fp32 and
+#    bf16 (two layers, bidirectional, lengths; its backward takes no projection)
 if usable fused; then
+    ok "$RNNC" random --cell lstm --seq 6 --batch 4 --input-size 5 --hidden-size 8 \
+       --layers 2 --bidirectional --lengths random --seed 24 --weights wf.st --input xf.st
+    ok "$RNNC" run --cell lstm --weights wf.st --input xf.st --out dyf.st --backend interp
     for dt in f32 bf16; do
-        ok "$RNNC" grad --cell lstm --weights w.st --input x.st --grad-output dy.st \
-           --out gf_$dt.st --backend fused --dtype $dt
-        grep -q "on backend fused" out.txt || fail "grad --backend fused ran elsewhere"
+        for be in interp fused; do
+            ok "$RNNC" grad --cell lstm --weights wf.st --input xf.st --grad-output dyf.st \
+               --out g_${be}_$dt.st --backend $be --dtype $dt
+            grep -q "on backend $be" out.txt || fail "grad --backend $be ran elsewhere"
+        done
     done
-    ok "$RNNC" diff gf_f32.st g.st --tol 1e-5
-    ok "$RNNC" diff gf_bf16.st g_bf16.st --tol 0.02
+    ok "$RNNC" diff g_fused_f32.st g_interp_f32.st --tol 1e-5
+    ok "$RNNC" diff g_fused_bf16.st g_interp_bf16.st --tol 0.02
 fi
 
 # 5. refusals

@@ -321,6 +321,11 @@ static void test_share(void **state)
         {"lstm", 1024, 64, 1, false, RNNC_MATH_FFMA, RNNC_F32, 1}, /* nothing to run beside */
         {"lstm", 1024, 64, 1, true, RNNC_MATH_FFMA, RNNC_BF16, 1}, /* 16-bit: as fp32 */
         {"lstm", 512, 64, 4, false, RNNC_MATH_FFMA, RNNC_BF16, 2},
+        {"lstm", 512, 128, 2, false, RNNC_MATH_FFMA, RNNC_BF16, 2}, /* 2.0 M: 16-bit stacks */
+        {"lstm", 512, 128, 2, false, RNNC_MATH_FFMA, RNNC_F16, 2},
+        {"lstm", 512, 192, 2, false, RNNC_MATH_FFMA, RNNC_BF16, 1}, /* 3.0 M */
+        {"lstm", 512, 128, 4, false, RNNC_MATH_FFMA, RNNC_F32, 1},  /* 2.0 M in fp32 */
+        {"lstm", 512, 64, 2, false, RNNC_MATH_FFMA, RNNC_F32, 1},   /* fp32, two layers */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rnnc_cell *cell = NULL;

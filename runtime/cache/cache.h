@@ -34,7 +34,7 @@
  */
 
 /* Bump whenever the code generators change what they emit for a given input. */
-#define RT_CODEGEN_VERSION 31
+#define RT_CODEGEN_VERSION 32
 #define RT_MAX_KERNELS 16
 
 typedef enum rt_origin {

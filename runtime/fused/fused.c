@@ -150,15 +150,18 @@ static int64_t step_macs(const ir_schedule *s, ir_sizes sz)
  * of them one layer after another): on the H200 at I = H = 512 it gained
  * 2-14% up to 0.57 M (B from 1 to 128) and lost 3% at 1.0 M (B = 64), where
  * three and four layers still gained 3-4% (bench/results/h200/share/
- * layers/); fp32 only, the 16-bit stacks' side of it unmeasured. */
+ * layers/); fp32 only.  16-bit stacks (bench/results/h200/share/half/) gain
+ * from two at once further: two layers at I = H = 512 gained 18-20% at 0.5 M
+ * and 1.0 M and 6-8% at 2.0 M (B = 128, bf16 and f16; four layers 14%), were
+ * level at 2.3 M (I = H = 768) and lost 6% at 3.0 M (B = 192). */
 int rt_fused_share_at(const rt_fused *m, int64_t batch)
 {
     int base = m->share_base;
     if (base == 1 || m->spec.math != RNNC_MATH_FFMA || cm_env_is("RNNC_FUSED_SHARE", "2"))
         return base;
     double per_sm = (double)batch * (double)m->step_macs / (m->sm_count / 2.0);
-    bool two = m->spec.layers == 2 && m->spec.dtype == RNNC_F32; /* (16-bit: unmeasured) */
-    double limit = m->spec.dirs == 2 ? 3.5e6 : two ? 0.75e6 : 1.5e6;
+    bool half = m->spec.dtype != RNNC_F32;
+    double limit = m->spec.dirs == 2 ? 3.5e6 : half ? 2.2e6 : m->spec.layers == 2 ? 0.75e6 : 1.5e6;
     return per_sm <= limit ? base : 1;
 }
 
