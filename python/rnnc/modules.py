@@ -142,6 +142,19 @@ class CellRNN(_Base):
         def parameters(self):
             return iter(self._params.values())
 
+    if torch is not None:
+        def _apply(self, fn, *args, **kwargs):
+            """nn.Module's, under .to(), .cuda(), .half(), .bfloat16(), .float(): where it
+            changes the parameters' dtype to float32, float16 or bfloat16, the module's
+            dtype follows, as nn.LSTM's outputs follow its parameters'."""
+            before = _param_dtype(self)
+            out = super()._apply(fn, *args, **kwargs)
+            after = _param_dtype(self)
+            if after != before and after is not None and after != self.dtype:
+                self.dtype = after
+                self._models, self._plans, self._host_key = {}, {}, None
+            return out
+
     def __getstate__(self):
         """Copies and pickles leave the library's models behind: they are made again."""
         state = dict(super().__getstate__() if torch is not None else self.__dict__)
@@ -390,6 +403,13 @@ def _signature(ws):
     except RuntimeError:  # inference tensors keep no version counter: always hand them over
         versions = [object()] * len(ws)
     return (ids, versions, list(map(_data_ptr, ws)))
+
+
+def _param_dtype(module):
+    """The rnnc dtype of a module's first parameter (None: none, or another dtype)."""
+    p = next(iter(module._parameters.values()), None)
+    name = str(p.dtype).replace("torch.", "") if p is not None else ""
+    return {"float32": A.F32, "float16": A.F16, "bfloat16": A.BF16}.get(name)
 
 
 def _device_index(device):

@@ -114,4 +114,20 @@ for dt in DTYPES:
         for name, kind, kw, T, B in CONFIGS:
             check(name, backend, kind, kw, T, B, dt)
 
+# .half() and .to(torch.bfloat16) as on nn.LSTM: the module's dtype follows its parameters'.
+ref = torch.nn.LSTM(16, 32, num_layers=2).to(dev)
+x = torch.randn(10, 4, 16, device=dev)
+for convert, dt in ((lambda m: m.half(), torch.float16),
+                    (lambda m: m.to(torch.bfloat16), torch.bfloat16)):
+    mine = rnnc.LSTM(16, 32, num_layers=2, backend="fused").to(dev)
+    want = rnnc.LSTM(16, 32, num_layers=2, backend="fused", dtype=dt).to(dev)
+    mine.load_state_dict(ref.state_dict())
+    want.load_state_dict(ref.state_dict())
+    with torch.no_grad():
+        y, _ = convert(mine)(x.to(dt))
+        yw, _ = want(x.to(dt))
+    checks.true(f"{str(dt)[6:]} by conversion: outputs {dt}", y.dtype == dt)
+    checks.true(f"{str(dt)[6:]} by conversion: the dtype=... module's outputs bit for bit",
+                torch.equal(y, yw))
+
 checks.exit()

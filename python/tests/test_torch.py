@@ -137,3 +137,30 @@ def test_layernorm_lstm_training_example():
     if rc == 77:
         pytest.skip("no host backend has a backward for layernorm_lstm yet")
     assert rc == 0
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_half_and_bfloat16_follow_the_parameters(backend):
+    """.half() / .to(torch.bfloat16) / .float() as on nn.LSTM: the module's dtype follows its
+    parameters', giving what a module made with that dtype gives, bit for bit."""
+    ref = torch.nn.LSTM(5, 6, num_layers=2)
+    x = torch.randn(4, 3, 5)
+    for convert, dt in ((lambda m: m.half(), torch.float16),
+                        (lambda m: m.to(torch.bfloat16), torch.bfloat16)):
+        mine = rnnc.LSTM(5, 6, num_layers=2, backend=backend)
+        want = rnnc.LSTM(5, 6, num_layers=2, backend=backend, dtype=dt)
+        mine.load_state_dict(ref.state_dict())
+        want.load_state_dict(ref.state_dict())
+        convert(mine)
+        with torch.no_grad():
+            y, (h, c) = mine(x.to(dt))
+            yw, _ = want(x.to(dt))
+        assert y.dtype == h.dtype == c.dtype == dt
+        assert torch.equal(y, yw)
+        with torch.no_grad():
+            y32, _ = mine.float()(x)
+        assert y32.dtype == torch.float32
+    made = rnnc.LSTM(5, 6, dtype=torch.bfloat16, backend=backend)
+    made.to("cpu")  # parameters stay float32: the dtype it was made with stays
+    with torch.no_grad():
+        assert made(x)[0].dtype == torch.bfloat16
