@@ -7,7 +7,6 @@ on the CPU: outputs 1e-5, gradients 1e-4.
 Exits 77 without PyTorch (run_gpu.sh) or without a GPU."""
 import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
 
-
 import rnnc
 from torch_checks import Checks, need_gpu, skip
 
