@@ -36,6 +36,26 @@
     "const float *__restrict__ fold, const float *__restrict__ wts, float *xb, float *part, " \
     "unsigned *bar, int T, const int *__restrict__ len, int rev, const rnnc_io io"
 
+/* Philox4x32-10 in CUDA C, the interpreter's stream (common/philox.c,
+ * docs/dropout.md): rnnc_philox(q, seed, site, w) leaves in w the four
+ * words of block q under key seed and counter_hi site.  One text for the
+ * generated kernels' dropout (cuda_dropout.c) and the runtime's mask kernel
+ * (runtime/fused/fused_model.c), so the two cannot draw apart. */
+#define CG_CUDA_PHILOX                                                                         \
+    "__device__ __forceinline__ void rnnc_philox(unsigned long long q, unsigned long long seed,\n" \
+    "                                            unsigned long long site, unsigned w[4])\n{\n"   \
+    "    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"                          \
+    "    unsigned c0 = (unsigned)q, c1 = (unsigned)(q >> 32), c2 = (unsigned)site,\n"           \
+    "             c3 = (unsigned)(site >> 32);\n"                                               \
+    "    for (int r = 0; r < 10; ++r) {\n"                                                      \
+    "        if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }\n"                            \
+    "        const unsigned h0 = __umulhi(0xD2511F53u, c0), l0 = 0xD2511F53u * c0;\n"           \
+    "        const unsigned h1 = __umulhi(0xCD9E8D57u, c2), l1 = 0xCD9E8D57u * c2;\n"           \
+    "        const unsigned o1 = c1, o3 = c3;\n"                                                \
+    "        c0 = h1 ^ o1 ^ k0; c1 = l1; c2 = h0 ^ o3 ^ k1; c3 = l0;\n"                         \
+    "    }\n"                                                                                   \
+    "    w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;\n}\n"
+
 /* The step kernel's direct state buffers (the last kernel argument, by
  * value; rnnc_io in the source): where in[k] is not 0, state k enters step
  * 0 from in[k] ([B, cols]) instead of copy 0 of st; where out[k] is not 0,

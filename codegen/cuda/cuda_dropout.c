@@ -32,26 +32,19 @@ void cu_emit_dropout_helpers(const cu_ctx *c, cu_text *t)
     if (!has_dropout(c))
         return;
     /* the word is chosen by selects: an indexed local array would live in
-     * local memory */
+     * local memory (rnnc_philox's w, indexed by constants, stays in registers) */
+    cu_printf(t, "/* the cell's dropout ops in training: Philox4x32-10 as docs/dropout.md */\n");
+    cu_printf(t, "%s", CG_CUDA_PHILOX);
     cu_printf(t,
-              "/* the cell's dropout ops in training: Philox4x32-10 as docs/dropout.md */\n"
               "__device__ __forceinline__ float rnnc_drop(float v, int on, unsigned long long seed,\n"
               "                                           unsigned long long site, unsigned long long i,\n"
               "                                           unsigned long long thr, float scale)\n{\n"
               "    if (!on) return v;\n"
-              "    const unsigned long long q = i >> 2;\n"
-              "    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"
-              "    unsigned c0 = (unsigned)q, c1 = (unsigned)(q >> 32), c2 = (unsigned)site,\n"
-              "             c3 = (unsigned)(site >> 32);\n"
-              "    for (int r = 0; r < 10; ++r) {\n"
-              "        if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }\n"
-              "        const unsigned h0 = __umulhi(0xD2511F53u, c0), l0 = 0xD2511F53u * c0;\n"
-              "        const unsigned h1 = __umulhi(0xCD9E8D57u, c2), l1 = 0xCD9E8D57u * c2;\n"
-              "        const unsigned o1 = c1, o3 = c3;\n"
-              "        c0 = h1 ^ o1 ^ k0; c1 = l1; c2 = h0 ^ o3 ^ k1; c3 = l0;\n"
-              "    }\n"
-              "    const unsigned j = (unsigned)(i & 3), w = j == 0 ? c0 : j == 1 ? c1 : j == 2 ? c2 : c3;\n"
-              "    return w >= thr ? v * scale : 0.f;\n}\n");
+              "    unsigned w[4];\n"
+              "    rnnc_philox(i >> 2, seed, site, w);\n"
+              "    const unsigned j = (unsigned)(i & 3);\n"
+              "    const unsigned x = j == 0 ? w[0] : j == 1 ? w[1] : j == 2 ? w[2] : w[3];\n"
+              "    return x >= thr ? v * scale : 0.f;\n}\n");
 }
 
 /* Dropout node v applied to the value `a` of element `idx` (a C

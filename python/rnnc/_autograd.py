@@ -1,6 +1,7 @@
 """Training through torch.autograd: the forward is a training forward of the
 model, the backward is rnnc_model_backward plus rnnc_model_weight_grad."""
 import torch
+from torch.autograd.function import once_differentiable
 
 from .errors import StateError
 
@@ -22,6 +23,7 @@ class RnncFunction(torch.autograd.Function):
         return (y, *finals)
 
     @staticmethod
+    @once_differentiable  # the library's backward is not itself differentiable: say so
     def backward(ctx, dy, *dfinals):
         m = ctx.model
         if m.generation != ctx.generation:

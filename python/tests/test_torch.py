@@ -164,3 +164,14 @@ def test_half_and_bfloat16_follow_the_parameters(backend):
     made.to("cpu")  # parameters stay float32: the dtype it was made with stays
     with torch.no_grad():
         assert made(x)[0].dtype == torch.bfloat16
+
+
+def test_double_backward_is_refused():
+    """The library's backward is not differentiable: a second-order gradient raises rather
+    than come out as zeros."""
+    mine = rnnc.LSTM(5, 6, backend="interp")
+    x = torch.randn(4, 2, 5, requires_grad=True)
+    y, _ = mine(x)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError):
+        g.sum().backward()

@@ -31,31 +31,22 @@ int64_t rt_fused_fold_at(const rt_fused *m, int p)
     return p <= d ? p * m->arena_fold[0] : d * m->arena_fold[0] + (p - d) * m->arena_fold[1];
 }
 
-/* Philox4x32-10 as runtime/philox.c; u = word * 2^-32 in double, kept iff
- * u >= p, so the decision is exactly the interpreter's.  dst = the masked
- * src (in place where they are one buffer; dst += it with `add`, a
- * gradient through the mask) over the n elements whose
- * time-major indices start at `base` (a chunk of time: t0 * B * W): a
- * thread draws one block of four words, the indices 4q .. 4q + 3. */
+/* Philox4x32-10 (CG_CUDA_PHILOX, common/philox.c's stream); u = word *
+ * 2^-32 in double, kept iff u >= p, so the decision is exactly the
+ * interpreter's.  dst = the masked src (in place where they are one
+ * buffer; dst += it with `add`, a gradient through the mask) over the n
+ * elements whose time-major indices start at `base` (a chunk of time:
+ * t0 * B * W): a thread draws one block of four words, the indices
+ * 4q .. 4q + 3. */
 static const char k_dropout_src[] =
-    "#define M0 0xD2511F53u\n#define M1 0xCD9E8D57u\n#define W0 0x9E3779B9u\n#define W1 0xBB67AE85u\n"
+    CG_CUDA_PHILOX
     "extern \"C\" __global__ void rnnc_dropout(float *dst, const float *src, long long n, int B, int T,\n"
     "    int W, int bf, unsigned long long seed, unsigned long long site, double p, float scale,\n"
     "    long long base, int add)\n{\n"
     "    const long long q = base / 4 + (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (q * 4 >= base + n) return;\n"
-    "    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"
-    "    unsigned c0 = (unsigned)q, c1 = (unsigned)((unsigned long long)q >> 32), c2 = (unsigned)site,\n"
-    "             c3 = (unsigned)(site >> 32);\n"
-    "    for (int r = 0; r < 10; ++r) {\n"
-    "        if (r > 0) { k0 += W0; k1 += W1; }\n"
-    "        const unsigned long long p0 = (unsigned long long)M0 * c0, p1 = (unsigned long long)M1 * c2;\n"
-    "        const unsigned h0 = (unsigned)(p0 >> 32), l0 = (unsigned)p0, h1 = (unsigned)(p1 >> 32),\n"
-    "                       l1 = (unsigned)p1;\n"
-    "        const unsigned o1 = c1, o3 = c3;\n"
-    "        c0 = h1 ^ o1 ^ k0; c1 = l1; c2 = h0 ^ o3 ^ k1; c3 = l0;\n"
-    "    }\n"
-    "    const unsigned w[4] = {c0, c1, c2, c3};\n"
+    "    unsigned w[4];\n"
+    "    rnnc_philox((unsigned long long)q, seed, site, w);\n"
     "    for (int j = 0; j < 4; ++j) {\n"
     "        const long long i = q * 4 + j - base;\n"
     "        if (i < 0 || i >= n) continue;\n"
