@@ -175,19 +175,22 @@ class CellRNN(_Base):
 
     # ------------------------------------------------------------ models
     def _model(self, key):
+        """The model for key (backend, device[, dtype]: the module's unless given)."""
         m = self._models.get(key)
         if m is None:
-            backend, device = key
+            backend, device = key[:2]
             m = Model(self.cell, self.input_size, self.hidden_size, self.proj_size,
                       self.num_layers, self.bidirectional, self.batch_first, self.dropout,
-                      dtype=self.dtype, backend=backend, device=device, **self._opts)
+                      dtype=key[2] if len(key) > 2 else self.dtype, backend=backend,
+                      device=device, **self._opts)
             m._sig = m._held = None  # what _sync last handed the model
             self._models[key] = m
         return m
 
     def _model_for(self, x):
         if A.is_torch(x) and x.is_cuda:
-            return self._model((self.backend or "auto", x.device.index))
+            key = (self.backend or "auto", x.device.index)
+            return self._model(key + (A.F16,) if self._autocast(x) else key)
         if self.backend is not None:
             return self._model((self.backend, 0))
         if self._host_key is None:  # cpu where built and able, else the interpreter
@@ -257,7 +260,7 @@ class CellRNN(_Base):
         it does not apply (_forward then takes every case, as the reference)."""
         tp = type(x)
         if tp is _Tensor:
-            key = (tp, x.shape, x.dtype, x.device, self.backend)
+            key = (tp, x.shape, x.dtype, x.device, self.backend, self._autocast(x))
         elif tp.__name__ == "ndarray" and tp.__module__ == "numpy":
             key = (tp, x.shape, x.dtype, None, self.backend)
         else:
@@ -288,6 +291,12 @@ class CellRNN(_Base):
                 self._seeds = A.numpy().random.default_rng(self._opts["seed"])
             s = int(self._seeds.integers(0, 2**62))
         m.set_seed(s)
+
+    def _autocast(self, x):
+        """A float32 module's call on CUDA tensors under torch.autocast runs in float16 and
+        returns float16, as nn.LSTM and nn.GRU do there (whatever autocast's dtype: cuDNN
+        has no bfloat16 RNN, and PyTorch 2.11 on the H200 gave float16 under both)."""
+        return self.dtype == A.F32 and x.is_cuda and _autocast_cuda()
 
     def _plan(self, x, key):
         if len(self._plans) >= _MAX_PLANS:  # many shapes: start again rather than grow
@@ -384,6 +393,13 @@ _MAX_PLANS = 64  # input kinds (shape, dtype, device) a module keeps a plan for
 if torch is not None:
     _Tensor, _grad_enabled = torch.Tensor, torch.is_grad_enabled
     _version, _data_ptr = operator.attrgetter("_version"), operator.methodcaller("data_ptr")
+
+    def _autocast_cuda():
+        try:
+            return torch.is_autocast_enabled("cuda")
+        except TypeError:  # before PyTorch 2.4: no device argument, and it means CUDA
+            return torch.is_autocast_enabled()
+
     # torch.compile must not trace into a call: traced, the weights' version
     # checks and the raw pointers handed to the library were compiled as if
     # they were tensor code, and a compiled model's outputs were wrong (7.9%
@@ -406,7 +422,7 @@ if torch is not None:
         _forward.__doc__ = _eager_forward.__doc__
         CellRNN.forward = _forward
 else:
-    _Tensor = _grad_enabled = None
+    _Tensor = _grad_enabled = _autocast_cuda = None
 
 
 def _signature(ws):

@@ -130,4 +130,31 @@ for convert, dt in ((lambda m: m.half(), torch.float16),
     checks.true(f"{str(dt)[6:]} by conversion: the dtype=... module's outputs bit for bit",
                 torch.equal(y, yw))
 
+# Under torch.autocast a float32 module runs in float16, as nn.LSTM does there (float16
+# under either autocast dtype: PyTorch's RNNs have no bfloat16 path in cuDNN).
+ref = torch.nn.LSTM(16, 32, num_layers=2).to(dev)
+mine = rnnc.LSTM(16, 32, num_layers=2, backend="fused").to(dev)
+half = rnnc.LSTM(16, 32, num_layers=2, backend="fused", dtype=torch.float16).to(dev)
+mine.load_state_dict(ref.state_dict())
+half.load_state_dict(ref.state_dict())
+for amp in (torch.float16, torch.bfloat16):
+    tag = f"autocast {str(amp)[6:]}"
+    x = torch.randn(10, 4, 16, device=dev, requires_grad=True)
+    with torch.autocast("cuda", dtype=amp):
+        y, (h, c) = mine(x)
+        yt, _ = ref(x)
+    with torch.no_grad():
+        yh, _ = half(x.detach().half())
+    checks.true(f"{tag}: float16 out as torch's ({yt.dtype})", y.dtype == yt.dtype == torch.float16)
+    checks.true(f"{tag}: the float16 module's outputs bit for bit", torch.equal(y, yh))
+    (y.float() * torch.randn_like(y, dtype=torch.float32)).sum().backward()
+    checks.true(f"{tag}: x's gradient float32 and finite",
+                x.grad.dtype == torch.float32 and bool(x.grad.isfinite().all()))
+    checks.true(f"{tag}: weight gradients float32",
+                all(p.grad is not None and p.grad.dtype == torch.float32
+                    for p in mine.parameters()))
+    mine.zero_grad()
+with torch.no_grad():
+    checks.true("after autocast: float32 again", mine(x)[0].dtype == torch.float32)
+
 checks.exit()
