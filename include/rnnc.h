@@ -418,6 +418,8 @@ rnnc_status rnnc_model_set_seed(rnnc_model *m, uint64_t seed);
  * dfinal[s] gradients of the final states (NULL = zero); gives dx (packed
  * like x), dinit[s] (NULL = not wanted) and weight gradients, which are
  * read with rnnc_model_weight_grad after the call (accumulated from zero).
+ * With device pointers the forward's x, y and init buffers must stay alive
+ * and unchanged until this call: cudnn reads them again.
  */
 typedef struct rnnc_backward_args {
     const void *dy;

@@ -58,17 +58,18 @@ class _Plan:
         self.args = ForwardArgs(t, b, None, None, None, None, self.fin, False, dev, None)
         self.iargs = ForwardArgs(t, b, None, self.inits, None, None, self.fin, False, dev, None)
         self.ref, self.iref = ctypes.byref(self.args), ctypes.byref(self.iargs)
-        self.last = (buf, xshape, self.yshape, b)  # what Model.backward reads
+        self.last = (buf, xshape, self.yshape, b)  # what Model.backward reads, and `held`
         self.fwd = lib.rnnc_model_forward
 
-    def call(self, a, ref, training):
-        """Runs the prepared call (pointers written, the model's lock held)."""
+    def call(self, a, ref, training, held):
+        """Runs the prepared call (pointers written, the model's lock held); `held`, the
+        call's tensors, stay alive until a training forward's backward (Model.forward)."""
         m = self.model
         a.training = training
         st = self.fwd(m._h, ref)
         if st == 0 and training:
             m.generation += 1
-            m._last = self.last
+            m._last = self.last + (held,)
         return st
 
     def result(self, y, finals):
@@ -156,7 +157,7 @@ class _TorchPlan(_Plan):
                     inits[k] = i.data_ptr()
             if self.cuda:
                 a.stream = self.stream(self.index)
-            st = self.call(a, ref, training)
+            st = self.call(a, ref, training, (x, y, init))
         check(st)
         return self.result(y, finals)
 
@@ -207,7 +208,7 @@ class _NumpyPlan(_Plan):
                 inits = self.inits
                 for k, i in enumerate(init):
                     inits[k] = _address(i)
-            st = self.call(a, ref, training)
+            st = self.call(a, ref, training, (x, y, init))
         check(st)
         return self.result(y, finals)
 

@@ -259,7 +259,11 @@ class Model:
             check(lib.rnnc_model_forward(self._h, ctypes.byref(a)))
             if training:
                 self.generation += 1
-                self._last = (buf, tuple(x.shape), yshape, b)
+                # The buffers the library was handed stay alive until the backward:
+                # cuDNN's backward reads x, y and the initial states again, and a
+                # temporary (a converted copy, a padded PackedSequence) freed and
+                # reused meanwhile gave wrong weight gradients.
+                self._last = (buf, tuple(x.shape), yshape, b, keep + [y])
         return buf.back(y), [buf.back(f) for f in finals]
 
     __call__ = forward
@@ -284,7 +288,7 @@ class Model:
         Weight gradients are then read with weight_grad(name)."""
         if self._last is None:
             raise StateError("backward needs a training forward first")
-        buf, xshape, yshape, b = self._last
+        buf, xshape, yshape, b, _ = self._last
         st = len(self.states)
         keep = [buf.take(dy, "dy", yshape)]
         dfin = None
@@ -302,6 +306,7 @@ class Model:
         a = BackwardArgs(buf.ptr(keep[0]), dfin, buf.ptr(dx), dptr)
         with self._lock:
             check(lib.rnnc_model_backward(self._h, ctypes.byref(a)))
+            self._last = self._last[:4] + (None,)  # the forward's buffers are read no more
         return buf.back(dx), [buf.back(d) for d in dinit]
 
     def weight_grad(self, name, framework=None):
