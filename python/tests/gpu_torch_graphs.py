@@ -8,13 +8,9 @@ Exits 77 without PyTorch (run_gpu.sh) or without a GPU."""
 import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
 
 import rnnc
-from torch_checks import Checks, need_gpu, skip
+from torch_checks import fused_gpu
 
-torch = need_gpu()
-checks = Checks()
-dev = torch.device("cuda", torch.cuda.current_device())
-if not rnnc.backend_available("fused"):
-    skip("librnnc has no fused backend usable here")
+torch, checks, dev = fused_gpu()
 
 
 class Net(torch.nn.Module):

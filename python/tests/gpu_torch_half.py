@@ -12,13 +12,9 @@ import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
 import copy
 
 import rnnc
-from torch_checks import Checks, need_gpu, rel_err, skip
+from torch_checks import fused_gpu, rel_err
 
-torch = need_gpu()
-checks = Checks()
-dev = torch.device("cuda", torch.cuda.current_device())
-if not rnnc.backend_available("fused"):
-    skip("librnnc has no fused backend usable here")
+torch, checks, dev = fused_gpu()
 
 DTYPES = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}  # epsilon: half an ulp at 1
 CONFIGS = [

@@ -19,6 +19,16 @@ def need_gpu():
     return torch
 
 
+def fused_gpu():
+    """(torch, a Checks, the current CUDA device) for a test of the fused backend; exits
+    77 where PyTorch sees no GPU or librnnc has no fused backend usable here."""
+    torch = need_gpu()
+    import rnnc
+    if not rnnc.backend_available("fused"):
+        skip("librnnc has no fused backend usable here")
+    return torch, Checks(), torch.device("cuda", torch.cuda.current_device())
+
+
 def rel_err(out, ref):
     """max|out - ref| / max|ref| in float64."""
     out, ref = out.detach().double().cpu(), ref.detach().double().cpu()
