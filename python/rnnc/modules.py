@@ -407,20 +407,26 @@ if torch is not None:
     # breaks the graph around the call, which runs as it does eagerly.  The
     # disabled function is taken only while compiling: its wrapper costs an
     # eager call microseconds.
+    # rnnc.Model's calls, which hand the library pointers too, likewise.
     _compiler = getattr(torch, "compiler", None)
     _disable = getattr(_compiler, "disable", None)
     _compiling = getattr(_compiler, "is_compiling", None)
+
+    def _opaque_when_compiling(cls, name):
+        eager = getattr(cls, name)
+        opaque = _disable(eager)
+
+        def call(*args, **kwargs):
+            return (opaque if _compiling() else eager)(*args, **kwargs)
+
+        call.__doc__, call.__name__ = eager.__doc__, eager.__name__
+        setattr(cls, name, call)
+
     if _disable is not None and _compiling is not None:
-        _eager_forward = CellRNN.forward
-        _opaque_forward = _disable(_eager_forward)
-
-        def _forward(self, input, hx=None, lengths=None):
-            if _compiling():
-                return _opaque_forward(self, input, hx, lengths)
-            return _eager_forward(self, input, hx, lengths)
-
-        _forward.__doc__ = _eager_forward.__doc__
-        CellRNN.forward = _forward
+        _opaque_when_compiling(CellRNN, "forward")
+        for _name in ("forward", "backward", "weight_grad", "set_weight"):
+            _opaque_when_compiling(Model, _name)
+        Model.__call__ = Model.forward
 else:
     _Tensor = _grad_enabled = _autocast_cuda = None
 
