@@ -38,24 +38,27 @@ def np_dtype(t):
             I32: np.int32, BF16: np.uint16}[t]
 
 
+def _convert(dst, dst_type, src, src_type):
+    """rnnc_convert over two C-contiguous arrays of one size (to nearest even, NaN kept)."""
+    from ._lib import lib
+    from .errors import check
+    if src.size:
+        check(lib.rnnc_convert(dst.ctypes.data, dst_type, src.ctypes.data, src_type, src.size))
+    return dst
+
+
 def to_bf16_bits(a):
-    """The bfloat16 nearest each value of a (ties to even; NaN stays NaN), as uint16 bits."""
+    """The bfloat16 nearest each value of a, as uint16 bits."""
     np = numpy()
     f = np.ascontiguousarray(a, dtype=np.float32)
-    u = f.view(np.uint32)
-    # The low half rounds the high half: adding 0x7fff, plus the high half's last bit,
-    # carries into it exactly when the rounding goes up (an even result on a tie).
-    bits = ((u + (np.uint32(0x7FFF) + ((u >> 16) & 1))) >> 16).astype(np.uint16)
-    nan = np.isnan(f)
-    if nan.any():  # the sum above may carry a NaN's payload into infinity
-        bits[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
-    return bits
+    return _convert(np.empty(f.shape, np.uint16), BF16, f, F32)
 
 
 def from_bf16_bits(b):
-    """float32 values of uint16 bfloat16 bits (exact: bfloat16 is float32's high half)."""
+    """float32 values of uint16 bfloat16 bits (exact)."""
     np = numpy()
-    return (np.ascontiguousarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    bits = np.ascontiguousarray(b, dtype=np.uint16)
+    return _convert(np.empty(bits.shape, np.float32), F32, bits, BF16)
 
 
 def torch_dtype(t):

@@ -59,6 +59,7 @@ _PROTOTYPES = {
     "rnnc_status_string": (c_char_p, [c_int]),
     "rnnc_last_error": (c_char_p, []),
     "rnnc_version_string": (c_char_p, []),
+    "rnnc_convert": (c_int, [c_void_p, c_int, c_void_p, c_int, c_i64]),
     "rnnc_free": (None, [c_void_p]),
     # cells
     "rnnc_cell_create": (c_int, [P(c_void_p), c_char_p]),

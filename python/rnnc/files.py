@@ -8,11 +8,6 @@ from ._lib import c_i64, c_void_p, lib, text
 from .errors import check, InvalidArgumentError
 
 
-def _bf16_to_f32(np, raw, shape):
-    bits = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
-    return bits.view(np.float32).reshape(shape)
-
-
 def load_file(path, framework="numpy"):
     """Reads a safetensors file into a dict name -> array, in the file's order.
 
@@ -49,7 +44,8 @@ def _to_array(t, shape, nbytes, use_torch):
         return a
     np = A.numpy()
     if t.dtype == A.BF16:
-        return _bf16_to_f32(np, ctypes.string_at(t.data, nbytes) if nbytes else b"", shape)
+        raw = ctypes.string_at(t.data, nbytes) if nbytes else b""
+        return A.from_bf16_bits(np.frombuffer(raw, dtype=np.uint16)).reshape(shape)
     a = np.empty(shape, dtype=A.np_dtype(t.dtype))
     if nbytes:
         ctypes.memmove(a.ctypes.data, t.data, nbytes)

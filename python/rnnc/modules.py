@@ -3,6 +3,7 @@
 With PyTorch importable they are torch.nn.Modules (parameters, state_dict,
 .to(), optimisers and autograd work as usual); without it they hold NumPy
 arrays and take and return NumPy arrays."""
+import functools
 import operator
 import os
 from collections import OrderedDict
@@ -394,11 +395,12 @@ if torch is not None:
     _Tensor, _grad_enabled = torch.Tensor, torch.is_grad_enabled
     _version, _data_ptr = operator.attrgetter("_version"), operator.methodcaller("data_ptr")
 
-    def _autocast_cuda():
-        try:
-            return torch.is_autocast_enabled("cuda")
-        except TypeError:  # before PyTorch 2.4: no device argument, and it means CUDA
-            return torch.is_autocast_enabled()
+    # Chosen once, not per call: before PyTorch 2.4 it took no device and meant CUDA.
+    try:
+        torch.is_autocast_enabled("cuda")
+        _autocast_cuda = functools.partial(torch.is_autocast_enabled, "cuda")
+    except TypeError:
+        _autocast_cuda = torch.is_autocast_enabled
 
     # torch.compile must not trace into a call: traced, the weights' version
     # checks and the raw pointers handed to the library were compiled as if
@@ -451,8 +453,8 @@ def _signature(ws):
 def _param_dtype(module):
     """The rnnc dtype of a module's first parameter (None: none, or another dtype)."""
     p = next(iter(module._parameters.values()), None)
-    name = str(p.dtype).replace("torch.", "") if p is not None else ""
-    return {"float32": A.F32, "float16": A.F16, "bfloat16": A.BF16}.get(name)
+    d = A.dtype_of(p) if p is not None else None
+    return d if d in (A.F32, A.F16, A.BF16) else None
 
 
 def _device_index(device):
