@@ -20,8 +20,12 @@ try:
     from torch import nn
     from ._autograd import RnncFunction
     _Base = nn.Module
+    try:
+        from . import _ops
+    except (ImportError, AttributeError):  # a torch without torch.library.custom_op
+        _ops = None
 except ImportError:  # NumPy only
-    torch = nn = RnncFunction = None
+    torch = nn = RnncFunction = _ops = None
 
     class _Base:
         def __init__(self):
@@ -88,6 +92,8 @@ class CellRNN(_Base):
             else:
                 self._add_param(name, shape, k, device)
         self._pnames = [n for n in self._names if n not in self._zeros]
+        if _ops is not None:
+            _ops.register(self)
 
     # ------------------------------------------------------------ parameters
     def _add_param(self, name, shape, k, device):
@@ -170,6 +176,8 @@ class CellRNN(_Base):
         if "_pnames" not in state:  # pickled by an older rnnc
             self._plans = {}
             self._pnames = [n for n in self._names if n not in self._zeros]
+        if _ops is not None:
+            _ops.register(self)
 
     def flatten_parameters(self):
         """nn.LSTM's; rnnc keeps its own copy of the weights, so nothing to do."""
@@ -188,10 +196,13 @@ class CellRNN(_Base):
             self._models[key] = m
         return m
 
-    def _model_for(self, x):
+    def _model_for(self, x, half=None):
+        """The model for a call on x (half: in float16 under autocast; None: ask autocast)."""
         if A.is_torch(x) and x.is_cuda:
             key = (self.backend or "auto", x.device.index)
-            return self._model(key + (A.F16,) if self._autocast(x) else key)
+            if half is None:
+                half = self._autocast(x)
+            return self._model(key + (A.F16,) if half else key)
         if self.backend is not None:
             return self._model((self.backend, 0))
         if self._host_key is None:  # cpu where built and able, else the interpreter
@@ -250,7 +261,7 @@ class CellRNN(_Base):
         """(output, h_n) or (output, (h_n, c_n)) exactly as nn.LSTM / nn.GRU
         return; input may be a PackedSequence, an unbatched [T, I] tensor, or
         padded with `lengths` ([B] sequence lengths)."""
-        if lengths is None:
+        if lengths is None and not _tracing():
             out = self._planned(input, hx)
             if out is not None:
                 return out
@@ -321,23 +332,31 @@ class CellRNN(_Base):
             input = _unsqueeze(input, 0 if self.batch_first else 1)
             init = None if init is None else [None if i is None else _unsqueeze(i, 1)
                                               for i in init]
-        m = self._model_for(input)
-        self._sync(m)
-        self._draw_seed(m)
-        ws = m._held
-        if self._needs_grad(input, init, ws):
-            outs = RnncFunction.apply(m, lengths, self.training, self._pnames,
-                                      len(self._states), input,
-                                      *(init or [None] * len(self._states)), *ws)
-            y, finals = outs[0], list(outs[1:])
+        if _tracing():  # torch.compile: one opaque operator in the graph (_ops.py)
+            if lengths is not None and not A.is_torch(lengths):
+                lengths = torch.as_tensor(lengths, dtype=torch.int64)
+            y, finals = _ops.call(self, input, init, lengths, self._autocast(input))
         else:
-            y, finals = m.forward(input, init, lengths, training=self.training)
+            y, finals = self._run(input, init, lengths)
         if not batched:
             y = _squeeze(y, 0 if self.batch_first else 1)
             finals = [_squeeze(f, 1) for f in finals]
         if packed is not None:
             y = _repack(y, lengths, packed, self.batch_first)
         return y, finals[0] if len(finals) == 1 else tuple(finals)
+
+    def _run(self, x, init, lengths):
+        """(y, finals) of the model for x, through autograd where a gradient is wanted."""
+        m = self._model_for(x)
+        self._sync(m)
+        self._draw_seed(m)
+        ws = m._held
+        if self._needs_grad(x, init, ws):
+            outs = RnncFunction.apply(m, lengths, self.training, self._pnames,
+                                      len(self._states), x,
+                                      *(init or [None] * len(self._states)), *ws)
+            return outs[0], list(outs[1:])
+        return m.forward(x, init, lengths, training=self.training)
 
     def extra_repr(self):
         s = f"{self.cell.name}, {self.input_size}, {self.hidden_size}"
@@ -391,6 +410,7 @@ class RNN(CellRNN):
 
 
 _MAX_PLANS = 64  # input kinds (shape, dtype, device) a module keeps a plan for
+_tracing = None  # () -> whether torch.compile is tracing the call (below)
 if torch is not None:
     _Tensor, _grad_enabled = torch.Tensor, torch.is_grad_enabled
     _version, _data_ptr = operator.attrgetter("_version"), operator.methodcaller("data_ptr")
@@ -405,11 +425,12 @@ if torch is not None:
     # torch.compile must not trace into a call: traced, the weights' version
     # checks and the raw pointers handed to the library were compiled as if
     # they were tensor code, and a compiled model's outputs were wrong (7.9%
-    # off on the H200, python/tests/gpu_torch_graphs.py).  Disabled, dynamo
-    # breaks the graph around the call, which runs as it does eagerly.  The
-    # disabled function is taken only while compiling: its wrapper costs an
-    # eager call microseconds.
-    # rnnc.Model's calls, which hand the library pointers too, likewise.
+    # off on the H200, python/tests/gpu_torch_graphs.py).  While tracing, a
+    # module's call is one custom operator (_ops.py), opaque to the compiler,
+    # which keeps the graph whole; without torch.library.custom_op its forward
+    # is disabled instead, and dynamo breaks the graph around it.  Either is
+    # taken only while compiling: an eager call pays one check.  rnnc.Model's
+    # calls, which hand the library pointers too, are disabled likewise.
     _compiler = getattr(torch, "compiler", None)
     _disable = getattr(_compiler, "disable", None)
     _compiling = getattr(_compiler, "is_compiling", None)
@@ -425,12 +446,18 @@ if torch is not None:
         setattr(cls, name, call)
 
     if _disable is not None and _compiling is not None:
-        _opaque_when_compiling(CellRNN, "forward")
+        if _ops is not None:
+            _tracing = _compiling
+        else:
+            _opaque_when_compiling(CellRNN, "forward")
         for _name in ("forward", "backward", "weight_grad", "set_weight"):
             _opaque_when_compiling(Model, _name)
         Model.__call__ = Model.forward
 else:
     _Tensor = _grad_enabled = _autocast_cuda = None
+if _tracing is None:
+    def _tracing():
+        return False
 
 
 def _signature(ws):

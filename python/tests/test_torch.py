@@ -175,3 +175,56 @@ def test_double_backward_is_refused():
     (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
     with pytest.raises(RuntimeError):
         g.sum().backward()
+
+
+def test_compiled_whole_graph_trains_as_torch():
+    """Under torch.compile(fullgraph=True) a module's call is one custom operator
+    (rnnc::rnn): no graph break, and the forward and every gradient are torch's,
+    also after a recompile for another length.  aot_eager: AOT autograd without
+    inductor's code generation, so the test stays quick on a CPU."""
+    kw = dict(input_size=5, hidden_size=6, num_layers=2, bidirectional=True, proj_size=4)
+    ref, mine = pair("LSTM", "interp", **kw)
+    f = torch.compile(lambda x, h: mine(x, h), fullgraph=True, backend="aot_eager")
+    for t in (7, 7, 11):
+        x = torch.randn(t, 3, 5, requires_grad=True)
+        h0 = (torch.randn(4, 3, 4, requires_grad=True), torch.randn(4, 3, 6, requires_grad=True))
+        y, (h, c) = f(x, h0)
+        gy = torch.randn_like(y)
+        ((y * gy).sum() + h.sum() + 2 * c.sum()).backward()
+        x64 = x.detach().double().requires_grad_()
+        h64 = tuple(s.detach().double().requires_grad_() for s in h0)
+        yr, (hr, cr) = ref(x64, h64)
+        ((yr * gy.double()).sum() + hr.sum() + 2 * cr.sum()).backward()
+        assert rel(y, yr) <= 1e-6 and rel(c, cr) <= 1e-6
+        assert rel(x.grad, x64.grad) <= 1e-6
+        for s, r in zip(h0, h64):
+            assert rel(s.grad, r.grad) <= 1e-6
+        for n, p in ref.named_parameters():
+            assert rel(getattr(mine, n).grad, p.grad) <= 1e-6, n
+        mine.zero_grad()
+        ref.zero_grad()
+
+
+def test_compiled_calls_keep_the_eager_rules():
+    """The operator's call is the eager one: eval mode makes a backward fail as it does
+    eagerly, and a second forward before the first's backward is refused."""
+    mine = rnnc.GRU(5, 6, backend="interp")
+    f = torch.compile(lambda x: mine(x)[0], fullgraph=True, backend="aot_eager")
+    x = torch.randn(4, 2, 5, requires_grad=True)
+    y1 = f(x)
+    f(x)
+    with pytest.raises(rnnc.StateError):
+        y1.sum().backward()
+    mine.eval()
+    with pytest.raises(rnnc.StateError):
+        f(x).sum().backward()
+
+
+def test_the_operator_passes_opcheck():
+    """torch.library.opcheck: the schema, and the fake implementation's shapes, dtypes
+    and devices against the real call's."""
+    mine = rnnc.LSTM(5, 6, num_layers=2, batch_first=True, backend="interp")
+    x = torch.randn(3, 4, 5)
+    args = (mine._op_id, False, False, x, [], mine._live_weights(), torch.tensor([4, 2, 3]))
+    torch.library.opcheck(torch.ops.rnnc.rnn.default, args,
+                          test_utils=("test_schema", "test_faketensor"))

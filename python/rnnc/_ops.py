@@ -1,0 +1,131 @@
+"""A module's call as PyTorch custom operators (torch.library), so that
+torch.compile keeps it in one graph (fullgraph=True, torch.export) instead of
+breaking the graph around it.
+
+Requires: torch with torch.library.custom_op (2.4 on).  Keeps: what a call
+does eagerly.  `rnnc::rnn` runs the module's model over x (the module's
+parameters, its dropout seed, its autocast choice made while tracing) and
+returns y, the final states and the model's training generation (a CPU int64
+tensor, so that a backward can tell that its forward is still the model's last
+one); `rnnc::rnn_backward` is its backward, gradients of x, the initial states
+and the parameters as asked for.  Both are opaque to the compiler: a fake
+implementation gives the outputs' shapes from the model's, and at run time
+they call the library as an eager call does.
+
+A module is named in a graph by its id, which it registers here (register);
+the graph works while the module lives, in the process that traced it."""
+import weakref
+from typing import List, Optional
+
+import torch
+from torch import Tensor
+
+from . import _arrays as A
+from .errors import NotFoundError, StateError
+
+_modules = weakref.WeakValueDictionary()
+
+
+def register(module):
+    """Makes module findable from a graph's call by its id, kept as module._op_id (its
+    __init__ and __setstate__ call this: a copy is another module, under its own id)."""
+    module._op_id = id(module)
+    _modules[module._op_id] = module
+
+
+def _module(handle):
+    m = _modules.get(handle)
+    if m is None:
+        raise NotFoundError("rnnc: the module this compiled graph calls no longer exists")
+    return m
+
+
+@torch.library.custom_op("rnnc::rnn", mutates_args=())
+def rnn(handle: int, half: bool, training: bool, x: Tensor, init: List[Optional[Tensor]],
+        weights: List[Tensor], lengths: Optional[Tensor]) -> List[Tensor]:
+    """[y, *finals, generation]; `weights` are the module's parameters, passed so that
+    autograd reaches them (the call reads them from the module, as eagerly)."""
+    mod = _module(handle)
+    m = mod._model_for(x, half)
+    mod._sync(m)
+    mod._draw_seed(m)
+    y, finals = m.forward(x, init or None, lengths, training=training)
+    return [y, *finals, torch.tensor([m.generation], dtype=torch.int64)]
+
+
+@rnn.register_fake
+def _rnn_fake(handle, half, training, x, init, weights, lengths):
+    m = _module(handle)._model_for(x, half)
+    _, b, yshape = m._shapes_for(x)
+    dt = A.torch_dtype(m.dtype)
+    finals = [x.new_empty(m._state_shape(s, b), dtype=dt) for s in range(len(m.states))]
+    return [x.new_empty(yshape, dtype=dt), *finals, torch.empty(1, dtype=torch.int64)]
+
+
+@torch.library.custom_op("rnnc::rnn_backward", mutates_args=())
+def rnn_backward(handle: int, half: bool, generation: Tensor, x: Tensor, dy: Optional[Tensor],
+                 dfinals: List[Optional[Tensor]], weights: List[Tensor],
+                 need: List[bool]) -> List[Tensor]:
+    """The gradients asked for by `need` (x, each initial state, each weight), in that
+    order; dx of x's dtype, the weights' of theirs, the states' of the model's.  A None
+    gradient (an output that reached no loss) counts as zeros."""
+    mod = _module(handle)
+    m = mod._model_for(x, half)
+    if m.generation != int(generation.item()):
+        raise StateError("rnnc: this graph's forward is no longer the model's last training "
+                         "forward; call backward before running the module again (or use "
+                         "one module per concurrent graph)")
+    if dy is None:
+        dy = x.new_zeros(m._shapes_for(x)[2], dtype=A.torch_dtype(m.dtype))
+    dx, dinit = m.backward(dy, list(dfinals))
+    n = len(dinit)
+    out = [dx.to(x.dtype)] if need[0] else []
+    out += [d for d, k in zip(dinit, need[1:1 + n]) if k]
+    for name, w, k in zip(mod._pnames, weights, need[1 + n:]):
+        if k:
+            out.append(m.weight_grad(name, "torch").to(device=w.device, dtype=w.dtype))
+    return out
+
+
+@rnn_backward.register_fake
+def _rnn_backward_fake(handle, half, generation, x, dy, dfinals, weights, need):
+    m = _module(handle)._model_for(x, half)
+    n = len(m.states)
+    b = x.shape[0] if m.batch_first else x.shape[1]
+    dt = A.torch_dtype(m.dtype)
+    out = [x.new_empty(x.shape)] if need[0] else []
+    out += [x.new_empty(m._state_shape(s, b), dtype=dt) for s in range(n) if need[1 + s]]
+    out += [w.new_empty(w.shape) for w, k in zip(weights, need[1 + n:]) if k]
+    return out
+
+
+def _setup(ctx, inputs, output):
+    handle, half, _, x, init, weights, _ = inputs
+    ctx.handle, ctx.half, ctx.n_init = handle, half, len(init)
+    ctx.need = [x.requires_grad] + [i is not None and i.requires_grad for i in init] + \
+        [w.requires_grad for w in weights]
+    ctx.save_for_backward(output[-1], x, *weights)
+
+
+def _backward(ctx, *grads):
+    grads = list(grads[0]) if len(grads) == 1 and isinstance(grads[0], (list, tuple)) \
+        else list(grads)
+    generation, x, *weights = ctx.saved_tensors
+    dy, finals = grads[0], grads[1:-1]
+    n = len(finals)
+    need = ctx.need if ctx.n_init else ctx.need[:1] + [False] * n + ctx.need[1:]
+    got = iter(rnn_backward(ctx.handle, ctx.half, generation, x, dy, finals, weights, need))
+    dx = next(got) if need[0] else None
+    dinit = [next(got) if k else None for k in need[1:1 + n]] if ctx.n_init else None
+    dw = [next(got) if k else None for k in need[1 + n:]]
+    return None, None, None, dx, dinit, dw, None
+
+
+rnn.register_autograd(_backward, setup_context=_setup)
+
+
+def call(module, x, init, lengths, half):
+    """(y, finals) of module over x through rnnc::rnn; init a list (a tensor per state) or None."""
+    ws = module._live_weights()
+    outs = rnn(module._op_id, half, module.training, x, init or [], ws, lengths)
+    return outs[0], list(outs[1:-1])
