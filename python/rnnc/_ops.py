@@ -116,7 +116,7 @@ def _backward(ctx, *grads):
     need = ctx.need if ctx.n_init else ctx.need[:1] + [False] * n + ctx.need[1:]
     got = iter(rnn_backward(ctx.handle, ctx.half, generation, x, dy, finals, weights, need))
     dx = next(got) if need[0] else None
-    dinit = [next(got) if k else None for k in need[1:1 + n]] if ctx.n_init else None
+    dinit = [next(got) if k else None for k in need[1:1 + n]] if ctx.n_init else []
     dw = [next(got) if k else None for k in need[1 + n:]]
     return None, None, None, dx, dinit, dw, None
 
