@@ -46,10 +46,17 @@ def rnn(handle: int, half: bool, training: bool, x: Tensor, init: List[Optional[
     """[y, *finals, generation]; `weights` are the module's parameters, passed so that
     autograd reaches them (the call reads them from the module, as eagerly)."""
     mod = _module(handle)
+    # The module's training mode was read while tracing; its plan reads it now.
+    out = mod._planned(x, init or None, half) if lengths is None and \
+        training == mod.training else None
     m = mod._model_for(x, half)
-    mod._sync(m)
-    mod._draw_seed(m)
-    y, finals = m.forward(x, init or None, lengths, training=training)
+    if out is not None:
+        y, f = out
+        finals = list(f) if type(f) is tuple else [f]
+    else:
+        mod._sync(m)
+        mod._draw_seed(m)
+        y, finals = m.forward(x, init or None, lengths, training=training)
     return [y, *finals, torch.tensor([m.generation], dtype=torch.int64)]
 
 

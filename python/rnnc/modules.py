@@ -267,19 +267,22 @@ class CellRNN(_Base):
                 return out
         return self._forward(input, hx, lengths)
 
-    def _planned(self, x, hx):
+    def _planned(self, x, hx, half=None):
         """The call through a plan (_plan.py) made for inputs like x, or None where
-        it does not apply (_forward then takes every case, as the reference)."""
+        it does not apply (_forward then takes every case, as the reference).
+        half as for _model_for."""
         tp = type(x)
         if tp is _Tensor:
-            key = (tp, x.shape, x.dtype, x.device, self.backend, self._autocast(x))
+            if half is None:
+                half = self._autocast(x)
+            key = (tp, x.shape, x.dtype, x.device, self.backend, half)
         elif tp.__name__ == "ndarray" and tp.__module__ == "numpy":
             key = (tp, x.shape, x.dtype, None, self.backend)
         else:
             return None
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan(x, key)
+            plan = self._plan(x, key, half)
         if plan is False:
             return None
         init = self._init_list(hx)
@@ -310,10 +313,10 @@ class CellRNN(_Base):
         has no bfloat16 RNN, and PyTorch 2.11 on the H200 gave float16 under both)."""
         return self.dtype == A.F32 and x.is_cuda and _autocast_cuda()
 
-    def _plan(self, x, key):
+    def _plan(self, x, key, half):
         if len(self._plans) >= _MAX_PLANS:  # many shapes: start again rather than grow
             self._plans.clear()
-        plan = self._model_for(x).plan(x) or False
+        plan = self._model_for(x, half).plan(x) or False
         self._plans[key] = plan
         return plan
 
