@@ -22,7 +22,7 @@ try:
     _Base = nn.Module
     try:
         from . import _ops
-    except (ImportError, AttributeError):  # a torch without torch.library.custom_op
+    except (ImportError, AttributeError):  # a torch before 2.4 (no register_fake)
         _ops = None
 except ImportError:  # NumPy only
     torch = nn = RnncFunction = _ops = None
@@ -430,7 +430,7 @@ if torch is not None:
     # they were tensor code, and a compiled model's outputs were wrong (7.9%
     # off on the H200, python/tests/gpu_torch_graphs.py).  While tracing, a
     # module's call is one custom operator (_ops.py), opaque to the compiler,
-    # which keeps the graph whole; without torch.library.custom_op its forward
+    # which keeps the graph whole; with a torch before 2.4 its forward
     # is disabled instead, and dynamo breaks the graph around it.  Either is
     # taken only while compiling: an eager call pays one check.  rnnc.Model's
     # calls, which hand the library pointers too, are disabled likewise.
