@@ -40,7 +40,8 @@ def _module(handle):
 
 # Defined through torch.library.Library rather than the custom_op decorator,
 # whose wrapper checks every input's storage against the outputs' on each
-# call: 60 us of a 170 us compiled call at T = 1 on the H200.
+# call: a compiled call at T = 1 took 116 us instead of 149-171 on the H200
+# (bench/results/h200/python/).
 _lib = torch.library.Library("rnnc", "DEF")
 _lib.define("rnn(int handle, bool half, bool training, Tensor x, Tensor?[] init, "
             "Tensor[] weights, Tensor? lengths) -> Tensor[]")
