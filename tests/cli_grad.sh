@@ -55,7 +55,7 @@ ok "$RNNC" grad --cell layernorm_lstm --weights wl.st --input xl.st --grad-outpu
 ok "$RNNC" diff gl16.st gl.st --tol 0.05
 
 # 4. on a GPU, the fused backward gives the interpreter's gradients, in fp32 and
-#    bf16 (two layers, bidirectional, lengths; its backward takes no projection)
+#    bf16 (two layers, bidirectional, lengths), and with a projection
 if usable fused; then
     ok "$RNNC" random --cell lstm --seq 6 --batch 4 --input-size 5 --hidden-size 8 \
        --layers 2 --bidirectional --lengths random --seed 24 --weights wf.st --input xf.st
@@ -69,6 +69,16 @@ if usable fused; then
     done
     ok "$RNNC" diff g_fused_f32.st g_interp_f32.st --tol 1e-5
     ok "$RNNC" diff g_fused_bf16.st g_interp_bf16.st --tol 0.02
+    # with a projection
+    ok "$RNNC" random --cell lstm --seq 6 --batch 4 --input-size 5 --hidden-size 8 \
+       --proj-size 4 --layers 2 --bidirectional --seed 25 --weights wp.st --input xp.st
+    ok "$RNNC" run --cell lstm --weights wp.st --input xp.st --out dyp.st --backend interp
+    for be in interp fused; do
+        ok "$RNNC" grad --cell lstm --weights wp.st --input xp.st --grad-output dyp.st \
+           --out gp_$be.st --backend $be
+        grep -q "on backend $be" out.txt || fail "grad --backend $be ran elsewhere"
+    done
+    ok "$RNNC" diff gp_fused.st gp_interp.st --tol 1e-5
 fi
 
 # 5. refusals

@@ -3,7 +3,8 @@
  * interpreter's (double) on the same weights and data: y, the final
  * states, dx, the initial states' gradients and every weight gradient
  * within 1e-4 relative, for every built-in cell x layers {1, 2} x {uni,
- * bi} x {padded, lengths} x dropout {0, 0.3}; and against cuDNN for lstm,
+ * bi} x {padded, lengths} x dropout {0, 0.3}, and LSTMs with a projection
+ * likewise (proj_size 16 and 24 at H = 32); and against cuDNN for lstm,
  * gru, rnn_tanh and rnn_relu; at sizes that take the large GEMM
  * tiles; three cells with dropout ops of their own (tests/data/cells/); at B = 128
  * and 256 with H = 512 (the record kernels' outer products); and at
@@ -20,8 +21,9 @@
 #define T_ 7
 #define B_ 5
 
-/* Sizes of the current case (the large one reaches the 128-wide GEMM tiles). */
-static int64_t I_ = 24, H_ = 32;
+/* Sizes of the current case (the large one reaches the 128-wide GEMM tiles);
+ * P_ the LSTMs' proj_size (0: none). */
+static int64_t I_ = 24, H_ = 32, P_ = 0;
 
 static uint64_t rng;
 static int n_run, n_refused;
@@ -141,6 +143,7 @@ static rnnc_model *make(rnnc_cell *cell, int layers, bool bi, double dropout, rn
     d.cell = cell;
     d.input_size = I_;
     d.hidden_size = H_;
+    d.proj_size = P_;
     d.num_layers = layers;
     d.bidirectional = bi;
     d.dropout = dropout;
@@ -325,6 +328,36 @@ static void test_huge_batches(void **st)
     assert_int_equal(n_refused, refused);
 }
 
+/* LSTMs with a projection (proj_size P): the recurrence's input pieces are
+ * P and H wide (slices gcd(H, P) wide), and its step multiplies by W_hr^T,
+ * then W_hh^T.  Every combination against the interpreter at P = 16 (H/2),
+ * the dropout LSTM, P = 24 (slices of 8), sizes of the large GEMM tiles,
+ * and cuDNN; none may be refused. */
+static void test_projection(void **st)
+{
+    (void)st;
+    int before = n_run, refused = n_refused;
+    P_ = 16;
+    for (int l = 1; l <= 2; l++)
+        for (int bi = 0; bi < 2; bi++)
+            for (int len = 0; len < 2; len++)
+                for (int dr = 0; dr < 2; dr++)
+                    one("lstm", l, bi, len, dr ? 0.3 : 0.0, RNNC_BACKEND_INTERP);
+    one("dropout_lstm", 2, true, true, 0.3, RNNC_BACKEND_INTERP);
+    P_ = 24;
+    one("lstm", 2, true, true, 0.3, RNNC_BACKEND_INTERP);
+    I_ = 128, H_ = 128, P_ = 64, nb = 20;
+    one("lstm", 2, true, true, 0.0, RNNC_BACKEND_INTERP);
+    int want = 16 + 3;
+    if (rnnc_backend_available(RNNC_BACKEND_CUDNN)) {
+        one("lstm", 2, true, true, 0.0, RNNC_BACKEND_CUDNN);
+        want++;
+    }
+    I_ = 24, H_ = 32, P_ = 0, nb = B_;
+    assert_int_equal(n_refused, refused);
+    assert_int_equal(n_run - before, want);
+}
+
 static void test_vs_cudnn(void **st)
 {
     (void)st;
@@ -343,6 +376,7 @@ int main(void)
     rng = tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vs_interp),
+        cmocka_unit_test(test_projection),
         cmocka_unit_test(test_dropout_cells),
         cmocka_unit_test(test_round_cells),
         cmocka_unit_test(test_vs_cudnn),

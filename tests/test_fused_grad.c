@@ -195,6 +195,45 @@ static void test_lstm_split(void **st)
     rnnc_cell_destroy(c);
 }
 
+/* LSTM with a projection (proj_size P < H): the recurrence reads bin's P-
+ * and H-wide pieces as slices (the generator's slices gcd(H, P) wide) and
+ * multiplies by W_hr^T, then W_hh^T, in a step; both kernels generate at
+ * each shape (P dividing H, and P = 3H/4) and compile at the larger ones.
+ * The record keeps y and h (P wide), c and the gates (5H); dx and the
+ * five weights' gradients are six post ops. */
+static void test_projection(void **st)
+{
+    (void)st;
+    static const ir_sizes sizes[] = {{5, 8, 4}, {24, 32, 24}, {512, 512, 256}, {256, 1024, 768}};
+    static const int64_t batch[] = {3, 5, 64, 64};
+    for (int k = 0; k < 4; k++) {
+        rnnc_cell *c = NULL;
+        assert_ok(rnnc_cell_builtin(&c, "lstm", NULL));
+        assert_ok(ir_optimise(c, true));
+        ir_arena *a = ir_arena_create();
+        fg_kind kd;
+        memset(&kd, 0, sizeof kd);
+        if (fg_kind_build(c, sizes[k], a, &kd) != RNNC_OK)
+            fail_msg("lstm H=%lld P=%lld: %s", (long long)sizes[k].H, (long long)sizes[k].P,
+                     rnnc_last_error());
+        int64_t H = sizes[k].H, P = sizes[k].P;
+        assert_int_equal(kd.rec_cols, 2 * P + 5 * H);
+        assert_int_equal(kd.n_ops, 6);
+        assert_int_equal(kd.n_t, 2); /* W_hh^T and W_hr^T */
+        char label[96];
+        snprintf(label, sizeof label, "lstm_proj_rec_%d", k);
+        generate(&kd.rec_sched, sizes[k], batch[k], label, k >= 2);
+        snprintf(label, sizeof label, "lstm_proj_bwd_%d", k);
+        generate(&kd.bwd_sched, sizes[k], batch[k], label, k >= 2);
+        printf("lstm I=%lld H=%lld P=%lld: record %lld cols, G %lld, DG %lld, %d post ops\n",
+               (long long)sizes[k].I, (long long)H, (long long)P, (long long)kd.rec_cols,
+               (long long)kd.g_cols, (long long)kd.dg_cols, kd.n_ops);
+        fg_kind_free(&kd);
+        ir_arena_destroy(a);
+        rnnc_cell_destroy(c);
+    }
+}
+
 /* Batches no one-pass tiling fits (B x H over about 2M): the backward
  * step's values that cross its phases are all of a block's batch group,
  * so they are kept in global memory and the recurrence takes its rows in
@@ -246,6 +285,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lstm_split),
         cmocka_unit_test(test_builtins),
+        cmocka_unit_test(test_projection),
         cmocka_unit_test(test_dropout_cells),
         cmocka_unit_test(test_round_cells),
         cmocka_unit_test(test_huge_batches),

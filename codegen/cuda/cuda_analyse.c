@@ -142,8 +142,8 @@ static rnnc_status place_hoist_read(cu_ctx *c, int32_t v)
     if (c->role[v] == CU_LEAF_INPUT || c->role[v] == CU_HOIST_BUF || c->role[v] == CU_HOIST_VIEW)
         return RNNC_OK;
     bool view = false;
-    if (n->op == IR_CHUNK && c->k[v] >= 1 && c->k[n->a[0]] >= 1 &&
-        c->k[n->a[0]] % n->i0 == 0 && part[n->a[0]] == IR_PART_HOIST &&
+    if (cu_is_view_op(n->op) && c->k[v] >= 1 && c->k[n->a[0]] >= 1 &&
+        cu_view_col(c, v) % c->H == 0 && part[n->a[0]] == IR_PART_HOIST &&
         c->role[n->a[0]] != CU_LEAF_INPUT)
         view = true;
     if (n->op == IR_CONCAT && c->k[n->a[0]] >= 1 && c->k[n->a[1]] >= 1 &&
@@ -242,7 +242,7 @@ static rnnc_status place_hoist_buf(cu_ctx *c, int32_t v)
     return place_hoist_tmp(c, v);
 }
 
-/* Step chunk/concat nodes read only as (part of) a linear's x are gathered, not computed. */
+/* Step chunk/slice/concat nodes read only as (part of) a linear's x are gathered, not computed. */
 static void mark_gathers(cu_ctx *c)
 {
     const ir_fn *f = c->f;
@@ -250,7 +250,7 @@ static void mark_gathers(cu_ctx *c)
         if (c->role[i] != CU_STEP_ELEM)
             continue;
         const ir_node *n = &f->nodes[i];
-        if ((n->op != IR_CHUNK && n->op != IR_CONCAT) || is_result(f, i))
+        if ((!cu_is_view_op(n->op) && n->op != IR_CONCAT) || is_result(f, i))
             continue;
         bool only_x = true, used = false;
         for (int32_t j = i + 1; j < f->n && only_x; j++) {
@@ -446,7 +446,7 @@ static void mark_whole(cu_ctx *c, int32_t v)
     if (c->role[v] == CU_LEAF_STATE) {
         c->need[v] |= CU_NEED_WHOLE;
     } else if ((c->role[v] == CU_HOIST_VIEW || c->role[v] == CU_STEP_GATHER) &&
-               (n->op == IR_CHUNK || n->op == IR_CONCAT)) {
+               (cu_is_view_op(n->op) || n->op == IR_CONCAT)) {
         mark_whole(c, n->a[0]);
         if (n->op == IR_CONCAT)
             mark_whole(c, n->a[1]);

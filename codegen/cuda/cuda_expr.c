@@ -2,7 +2,7 @@
  * cuda_expr.c: C expressions for a node's value inside the generated step
  * kernel: per element (hidden unit gu of slice s, batch row gb) for the
  * cell's pointwise work, or per (row, column) for staging a linear's x.
- * Chunks and concats of placed values are read through, never copied.
+ * Chunks, slices and concats of placed values are read through, never copied.
  * cu_slice_operands is the one walk of what a slice of a step element
  * reads, shared by the step's emitter and the register analysis.
  */
@@ -115,12 +115,23 @@ bool cu_leaf_load(const cu_ctx *c, int32_t v, int sl, char *buf, size_t n)
     }
 }
 
+bool cu_is_view_op(int op)
+{
+    return op == IR_CHUNK || op == IR_SLICE;
+}
+
+int64_t cu_view_col(const cu_ctx *c, int32_t v)
+{
+    const ir_node *nd = &c->f->nodes[v];
+    return nd->op == IR_CHUNK ? nd->i1 * c->cols[v] : ir_dim_eval(nd->rows, c->cfg.sizes);
+}
+
 void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl)
 {
     const ir_node *nd = &c->f->nodes[v];
     int32_t ka = c->k[nd->a[0]];
-    if (nd->op == IR_CHUNK)
-        *o = nd->a[0], *osl = nd->i1 * (ka / nd->i0) + sl;
+    if (cu_is_view_op(nd->op))
+        *o = nd->a[0], *osl = (int)(cu_view_col(c, v) / c->H) + sl;
     else if (sl < ka)
         *o = nd->a[0], *osl = sl;
     else
@@ -202,8 +213,8 @@ bool cu_gather_expr(const cu_ctx *c, int32_t v, const char *col, char *buf, size
         return true;
     case CU_HOIST_VIEW:
     case CU_STEP_GATHER:
-        if (nd->op == IR_CHUNK) {
-            snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)(nd->i1 * cols));
+        if (cu_is_view_op(nd->op)) {
+            snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)cu_view_col(c, v));
             return cu_gather_expr(c, nd->a[0], inner, buf, n);
         }
         if (nd->op == IR_CONCAT) {
@@ -244,10 +255,10 @@ rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3]
     }
     switch (nd->op) {
     case IR_CHUNK:
-        if (ka < 1 || ka % nd->i0)
-            return node_fail(c, v, "a chunk in the step must split whole multiples of H");
-        ops[0] = nd->a[0];
-        sls[0] = nd->i1 * (ka / nd->i0) + sl;
+    case IR_SLICE:
+        if (ka < 1 || c->k[v] < 1 || cu_view_col(c, v) % c->H)
+            return node_fail(c, v, "a chunk or slice in the step must take whole slices");
+        cu_view_slice(c, v, sl, &ops[0], &sls[0]);
         return RNNC_OK;
     case IR_CONCAT:
         if (ka < 1 || c->k[nd->a[1]] < 1)

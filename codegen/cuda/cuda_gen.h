@@ -309,8 +309,12 @@ rnnc_status cu_emit_step(const cu_ctx *c, cu_text *t);
  * (ops[k] = -1: none), and their slices: the one walk of a slice's reads
  * that both the emitter and cu_place_regs follow (cuda_expr.c). */
 rnnc_status cu_slice_operands(const cu_ctx *c, int32_t v, int sl, int32_t ops[3], int sls[3]);
-/* The operand and slice a hoisted view (chunk, concat) reads for slice sl. */
+/* The operand and slice a hoisted view (chunk, slice, concat) reads for slice sl. */
 void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl);
+/* Chunks and slices read one stretch of their operand's columns, from
+ * cu_view_col(c, v) on: both are read through wherever chunks are. */
+bool cu_is_view_op(int op);
+int64_t cu_view_col(const cu_ctx *c, int32_t v);
 /* Expression of node v, slice sl, at the current element of the step kernel
  * (locals u, b, gu, gb, row, t in scope).  Writes into buf; false with an
  * error recorded when v has no per-element value there. */

@@ -67,7 +67,7 @@ static void keep_read(cu_ctx *c, int32_t u, int32_t r)
         if (o < 0 || c->s->hoist.part[o] != IR_PART_HOIST)
             continue;
         int op = c->f->nodes[o].op;
-        if (row_temporary(c, o) && (op == IR_CHUNK || op == IR_CONCAT)) {
+        if (row_temporary(c, o) && (cu_is_view_op(op) || op == IR_CONCAT)) {
             keep_read(c, o, r); /* read through, never made */
             continue;
         }

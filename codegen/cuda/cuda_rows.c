@@ -17,13 +17,13 @@
 static bool row_expr(const cu_ctx *c, int r, int32_t v, const char *col, char *buf, size_t n);
 
 /* A chunk or concat at column `col`, read through to its operands. */
-/* A chunk or concat the row kernel only reads through: its consumers read
+/* A chunk, slice or concat the row kernel only reads through: its consumers read
  * its operands at the shifted column instead of a copy in shared memory
  * (no pass, no barrier, no slot). */
 static bool row_inline(const cu_ctx *c, int32_t v)
 {
     int op = c->f->nodes[v].op;
-    return c->role[v] == CU_HOIST_TMP && (op == IR_CHUNK || op == IR_CONCAT);
+    return c->role[v] == CU_HOIST_TMP && (cu_is_view_op(op) || op == IR_CONCAT);
 }
 
 static bool row_view(const cu_ctx *c, int r, int32_t v, const char *col, char *buf, size_t n)
@@ -33,8 +33,8 @@ static bool row_view(const cu_ctx *c, int r, int32_t v, const char *col, char *b
     char inner[512], a[2048], b[2048];
     if (cols == 1)
         col = "0";
-    if (nd->op == IR_CHUNK) {
-        snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)nd->i1 * cols);
+    if (cu_is_view_op(nd->op)) {
+        snprintf(inner, sizeof inner, "(%s) + %lld", col, (long long)cu_view_col(c, v));
         return row_expr(c, r, nd->a[0], inner, buf, n);
     }
     long long ca = (long long)c->cols[nd->a[0]];
@@ -126,7 +126,7 @@ static bool row_node(const cu_ctx *c, int r, int32_t v, cu_text *t)
         else if (bo && row_expr(c, r, nd->a[0], "cx", a, sizeof a) &&
                  row_expr(c, r, nd->a[1], "cx", b, sizeof b))
             snprintf(e, sizeof e, "(%s) %s (%s)", a, bo, b);
-        else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT) {
+        else if (cu_is_view_op(nd->op) || nd->op == IR_CONCAT) {
             if (!row_view(c, r, v, "cx", e, sizeof e))
                 return false;
         } else

@@ -260,7 +260,7 @@ static rnnc_status slice_expr(const cu_ctx *c, int32_t v, int sl, int p, char *o
         snprintf(out, n, uf, a[0]);
     else if (bo)
         snprintf(out, n, "(%s) %s (%s)", a[0], bo, a[1]);
-    else if (nd->op == IR_CHUNK || nd->op == IR_CONCAT)
+    else if (cu_is_view_op(nd->op) || nd->op == IR_CONCAT)
         snprintf(out, n, "%s", o[0] >= 0 ? a[0] : a[1]);
     else if (nd->op == IR_LAYERNORM)
         snprintf(out, n, "((%s) - sm_[SM_S%d + 2 * b]) * sm_[SM_S%d + 2 * b + 1] * (%s) + (%s)",

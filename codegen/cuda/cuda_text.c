@@ -130,6 +130,10 @@ const char *cu_describe(const cu_ctx *c, int32_t v, char *buf, size_t n)
                                    node_name(f, nd->a[k], a, sizeof a));
     if (nd->op == IR_CHUNK && at < n)
         at += (size_t)snprintf(buf + at, n - at, ", %d, %d", (int)nd->i0, (int)nd->i1);
+    if (nd->op == IR_SLICE && at < n)
+        at += (size_t)snprintf(buf + at, n - at, ", %lld, %lld",
+                               (long long)ir_dim_eval(nd->rows, c->cfg.sizes),
+                               (long long)ir_dim_eval(nd->cols, c->cfg.sizes));
     if (at < n)
         snprintf(buf + at, n - at, ")");
     return buf;

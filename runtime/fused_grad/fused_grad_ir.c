@@ -3,7 +3,9 @@
  * backward (fused_grad.h): the record cell, the recurrence cell and the
  * post ops.  Only ops, shapes and the autodiff pass's description decide;
  * nothing depends on the cell's name.  Widths of everything the generator
- * places must be whole multiples of H (no projection yet).
+ * places must be sums of H and P (the projection's width): the generator's
+ * slices are gcd(H, P) wide, and the recurrence reads its pieces of `bin`
+ * as slices at their offsets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,17 +38,15 @@ static bool drops_input_and_more(const ir_fn *f)
 rnnc_status fg_model_supported(const rt_spec *s)
 {
     const char *name = s->fn[0]->name;
-    if (s->sizes[0].P != s->sizes[0].H)
-        return unsupported("proj_size is not supported yet", name);
     if (drops_input_and_more(s->fn[0]))
         return unsupported("the cell's input read both dropped and otherwise", name);
     return RNNC_OK;
 }
 
-/* Multiples of H in a dim (P counts as H: no projection), or -1. */
-static int64_t units(ir_dim d)
+/* Whether a width is a sum of H and P (the generator's slices tile it). */
+static bool in_units(ir_dim d)
 {
-    return d.c == 0 && d.i == 0 && d.h + d.p > 0 ? d.h + d.p : -1;
+    return d.c == 0 && d.i == 0 && d.h >= 0 && d.p >= 0 && d.h + d.p > 0;
 }
 
 static int64_t cols_of(const ir_fn *f, int32_t v, ir_sizes s)
@@ -226,8 +226,8 @@ static rnnc_status place(split *p, uint8_t *live)
         const ir_grad_in *gi = &k->g.in[j];
         if (gi->src == IR_GSRC_INPUT)
             return unsupported("the backward recurrence reads the layer input", p->f->name);
-        if (units(gf->nodes[v].cols) < 0 || k->n_pieces >= FG_MAX)
-            return unsupported("a step input is not a multiple of H wide", p->f->name);
+        if (!in_units(gf->nodes[v].cols) || k->n_pieces >= FG_MAX)
+            return unsupported("a step input is not a sum of H and P wide", p->f->name);
         fg_piece *pc = &k->piece[k->n_pieces++];
         *pc = (fg_piece){gi->src, gi->ref, k->g_cols, cols_of(gf, v, p->s), 0, 0};
         if (gi->src == IR_GSRC_NEXT || gi->src == IR_GSRC_STATE) {
@@ -244,8 +244,8 @@ static rnnc_status place(split *p, uint8_t *live)
     for (int32_t v = 0; v < gf->n; v++) {
         if (!p->export_[v])
             continue;
-        if (units(gf->nodes[v].cols) < 0)
-            return unsupported("a gradient operand is not a multiple of H wide", p->f->name);
+        if (!in_units(gf->nodes[v].cols))
+            return unsupported("a gradient operand is not a sum of H and P wide", p->f->name);
         p->off[v] = k->dg_cols;
         k->dg_cols += cols_of(gf, v, p->s);
     }
@@ -264,22 +264,6 @@ static rnnc_status declare_like(ir_fn *dst, const ir_fn *src, int32_t v, const c
     return ir_decl_param(dst, name, n->kind == IR_MAT ? &rows : NULL, cols, false, out);
 }
 
-/* bin's columns [off, off + cols) as a value: a concat of H-wide chunks. */
-static rnnc_status bin_view(ir_fn *dst, int32_t bin, int64_t w, int64_t off_u, int64_t n_u,
-                            int32_t *out)
-{
-    *out = -1;
-    for (int64_t j = 0; j < n_u; j++) {
-        int32_t c;
-        ir_node n = {.op = IR_CHUNK, .a = {bin, -1, -1}, .i0 = (int)w, .i1 = (int)(off_u + j)};
-        rnnc_status st = ir_emit_node(dst, &n, &c);
-        if (st == RNNC_OK)
-            st = concat_into(dst, out, c);
-        if (st != RNNC_OK)
-            return st;
-    }
-    return RNNC_OK;
-}
 
 static rnnc_status transposed(split *p, ir_fn *dst, int32_t w, int32_t *out)
 {
@@ -328,7 +312,6 @@ static rnnc_status emit_body(split *p, ir_fn *dst, const uint8_t *live, int32_t 
 static rnnc_status emit_bwd(split *p, ir_fn *dst, const uint8_t *live, int32_t *map)
 {
     const ir_fn *gf = p->gf;
-    fg_kind *k = p->k;
     rnnc_status st = RNNC_OK;
     for (int i = 0; st == RNNC_OK && i < gf->n_params; i++)
         st = declare_like(dst, gf, gf->params[i].node, gf->params[i].name, false,
@@ -336,14 +319,23 @@ static rnnc_status emit_bwd(split *p, ir_fn *dst, const uint8_t *live, int32_t *
     for (int i = 0; st == RNNC_OK && i < gf->n_states; i++)
         st = declare_like(dst, gf, gf->states[i].node, gf->states[i].name, false,
                           &map[gf->states[i].node]);
-    int64_t h = p->s.H, w = k->g_cols / h;
+    /* bin holds the pieces place() laid out, in its order; each live one
+     * is read as a slice at its offset. */
+    ir_dim w = ir_dim_const(0), at = ir_dim_const(0);
+    for (int j = 0; j < gf->n_inputs; j++)
+        if (p->piece[gf->inputs[j].node])
+            w = ir_dim_add(w, gf->nodes[gf->inputs[j].node].cols);
     int32_t bin = -1;
     if (st == RNNC_OK)
-        st = ir_decl_input(dst, "bin", (ir_dim){.h = (int32_t)w}, &bin);
+        st = ir_decl_input(dst, "bin", w, &bin);
     for (int j = 0; st == RNNC_OK && j < gf->n_inputs; j++) {
         int32_t v = gf->inputs[j].node;
+        if (!p->piece[v])
+            continue;
+        ir_node n = {.op = IR_SLICE, .a = {bin, -1, -1}, .rows = at, .cols = gf->nodes[v].cols};
         if (live[v])
-            st = bin_view(dst, bin, w, p->off[v] / h, cols_of(gf, v, p->s) / h, &map[v]);
+            st = ir_emit_node(dst, &n, &map[v]);
+        at = ir_dim_add(at, n.cols);
     }
     if (st == RNNC_OK)
         st = emit_body(p, dst, live, map);
