@@ -93,13 +93,13 @@ enum {
 extern const char fg_util_src[];
 extern const char *const fg_util_names[FG_N_UTIL];
 
-/* Builds kind k of a model (sizes s, no projection) from its optimised
+/* Builds kind k of a model (sizes s) from its optimised
  * forward cell f; RNNC_ERR_UNSUPPORTED says what the fused backward cannot
  * run yet.  Schedules' memory comes from `a`. */
 rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *out);
 void fg_kind_free(fg_kind *k);
-/* Whether the fused backend trains this model: no projection, the input
- * dropped (if at all) by one op that is its only reader; else why not
+/* Whether the fused backend trains this model: the input dropped (if at
+ * all) by one op that is its only reader; else why not
  * (UNSUPPORTED).  A half model trains in fp32 inside (fused_grad.c). */
 rnnc_status fg_model_supported(const rt_spec *s);
 
