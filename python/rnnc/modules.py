@@ -160,6 +160,8 @@ class CellRNN(_Base):
             if after != before and after is not None and after != self.dtype:
                 self.dtype = after
                 self._models, self._plans, self._host_key = {}, {}, None
+                if _ops is not None:  # its description names the dtype
+                    _ops.register(self)
             return out
 
     def __getstate__(self):
@@ -215,9 +217,11 @@ class CellRNN(_Base):
                     pass
         return self._model(self._host_key)
 
-    def _sync(self, m):
-        """Hands the model the weights that changed since it last saw them."""
-        ws = self._live_weights()
+    def _sync(self, m, ws=None):
+        """Hands the model the weights that changed since it last saw them (ws: the
+        parameters in _pnames' order; None: the module's own)."""
+        if ws is None:
+            ws = self._live_weights()
         sig = _signature(ws)
         if sig != m._sig:
             self._upload(m, ws, sig)
@@ -267,10 +271,10 @@ class CellRNN(_Base):
                 return out
         return self._forward(input, hx, lengths)
 
-    def _planned(self, x, hx, half=None):
+    def _planned(self, x, hx, half=None, ws=None):
         """The call through a plan (_plan.py) made for inputs like x, or None where
         it does not apply (_forward then takes every case, as the reference).
-        half as for _model_for."""
+        half as for _model_for, ws as for _sync."""
         tp = type(x)
         if tp is _Tensor:
             if half is None:
@@ -288,7 +292,7 @@ class CellRNN(_Base):
         init = self._init_list(hx)
         if tp is _Tensor and _grad_enabled() and self._needs_grad(x, init, self._live_weights()):
             return None  # the autograd path
-        self._sync(plan.model)
+        self._sync(plan.model, ws)
         self._draw_seed(plan.model)
         return plan.run(x, init, self.training)
 

@@ -5,6 +5,10 @@ around it stays whole.  Against the same model in float64 on the CPU
 both run the same library call (dropout masks, autocast).
 
 Exits 77 without PyTorch (run_gpu.sh) or without a GPU."""
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
@@ -13,6 +17,17 @@ import rnnc
 from torch_checks import fused_gpu
 
 torch, checks, dev = fused_gpu()
+PACKAGE_PATH = os.pathsep.join([os.path.dirname(os.path.dirname(rnnc.__file__)),
+                                os.environ.get("PYTHONPATH", "")])
+LOAD_AND_RUN = """
+import os, sys, torch
+import rnnc  # registers rnnc::rnn before the program is loaded
+tmp = sys.argv[1]
+ep = torch.export.load(os.path.join(tmp, "net.pt2"))
+with torch.no_grad():
+    y, _ = ep.module()(torch.load(os.path.join(tmp, "x.pt")).cuda())
+torch.save(y.cpu(), os.path.join(tmp, "y.pt"))
+"""
 
 
 class Net(torch.nn.Module):
@@ -110,6 +125,18 @@ with torch.no_grad():
     y64, _ = ref(x2.double().cpu())
 checks.close("export: y", y, y64, 1e-5)
 
+# Saved and loaded in a new process: no module there has the graph's id, so one made
+# from the module's description runs the call on the saved weights.
+with tempfile.TemporaryDirectory() as tmp:
+    torch.export.save(ep, os.path.join(tmp, "net.pt2"))
+    torch.save(x2.cpu(), os.path.join(tmp, "x.pt"))
+    run = subprocess.run([sys.executable, "-c", LOAD_AND_RUN, tmp], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_PATH))
+    print(run.stdout + run.stderr)
+    checks.true("export: loaded and run in a new process", run.returncode == 0)
+    if run.returncode == 0:
+        checks.close("export, new process: y", torch.load(os.path.join(tmp, "y.pt")), y64, 1e-5)
+
 
 def per_call_us(fn, x, n=200):
     for _ in range(10):
@@ -129,7 +156,8 @@ with torch.no_grad():
     eager = per_call_us(lambda v: lstm(v), x)
     comp = per_call_us(torch.compile(lambda v: lstm(v), fullgraph=True), x)
     ws = lstm._live_weights()
-    op = per_call_us(lambda v: torch.ops.rnnc.rnn(lstm._op_id, False, False, v, [], ws, None), x)
+    op = per_call_us(lambda v: torch.ops.rnnc.rnn(lstm._op_id, lstm._op_spec, False, False,
+                                                  v, [], ws, None), x)
 print(f"info: T=1 B=8 H=256 inference: eager {eager:.1f} us a call, compiled {comp:.1f} us, "
       f"the operator called directly {op:.1f} us")
 

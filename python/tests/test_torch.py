@@ -2,6 +2,7 @@
 (Debian's python3-torch: scripts/deps.sh with RNNC_WITH_TORCH=ON); skipped
 otherwise.  The GPU side is gpu_torch_lstm.py."""
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -225,6 +226,41 @@ def test_the_operator_passes_opcheck():
     and devices against the real call's."""
     mine = rnnc.LSTM(5, 6, num_layers=2, batch_first=True, backend="interp")
     x = torch.randn(3, 4, 5)
-    args = (mine._op_id, False, False, x, [], mine._live_weights(), torch.tensor([4, 2, 3]))
+    args = (mine._op_id, mine._op_spec, False, False, x, [], mine._live_weights(),
+            torch.tensor([4, 2, 3]))
     torch.library.opcheck(torch.ops.rnnc.rnn.default, args,
                           test_utils=("test_schema", "test_faketensor"))
+
+
+def test_exported_program_runs_in_another_process(tmp_path):
+    """torch.export of a model holding an rnnc module, saved, then loaded and run in a
+    new Python process (which imports rnnc first): no module there has the graph's id,
+    so a module made from the graph's description of it runs the call on the saved
+    weights, and the outputs are the eager ones bit for bit."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = rnnc.LSTM(5, 6, num_layers=2, bidirectional=True, proj_size=4,
+                                 backend="interp")
+            self.out = torch.nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.out(self.rnn(x)[0])
+
+    net = Net().eval()
+    x = torch.randn(7, 3, 5)
+    with torch.no_grad():
+        want = net(x)
+    torch.export.save(torch.export.export(net, (x,)), tmp_path / "net.pt2")
+    torch.save(x, tmp_path / "x.pt")
+    script = ("import sys, torch, rnnc\n"
+              "ep = torch.export.load(sys.argv[1] + '/net.pt2')\n"
+              "with torch.no_grad():\n"
+              "    y = ep.module()(torch.load(sys.argv[1] + '/x.pt'))\n"
+              "torch.save(y, sys.argv[1] + '/y.pt')\n")
+    path = os.pathsep.join([os.path.dirname(os.path.dirname(rnnc.__file__)),
+                            os.environ.get("PYTHONPATH", "")])
+    run = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=path))
+    assert run.returncode == 0, run.stderr
+    assert torch.equal(torch.load(tmp_path / "y.pt"), want)
