@@ -16,7 +16,6 @@
 /* Value of hoisted node v at column `col` inside the row kernel of round r. */
 static bool row_expr(const cu_ctx *c, int r, int32_t v, const char *col, char *buf, size_t n);
 
-/* A chunk or concat at column `col`, read through to its operands. */
 /* A chunk, slice or concat the row kernel only reads through: its consumers read
  * its operands at the shifted column instead of a copy in shared memory
  * (no pass, no barrier, no slot). */
@@ -26,6 +25,7 @@ static bool row_inline(const cu_ctx *c, int32_t v)
     return c->role[v] == CU_HOIST_TMP && (cu_is_view_op(op) || op == IR_CONCAT);
 }
 
+/* A chunk, slice or concat at column `col`, read through to its operands. */
 static bool row_view(const cu_ctx *c, int r, int32_t v, const char *col, char *buf, size_t n)
 {
     const ir_node *nd = &c->f->nodes[v];

@@ -4,12 +4,12 @@ breaking the graph around it.
 
 Requires: torch with torch.library.register_fake and register_autograd (2.4
 on).  Keeps: what a call does eagerly.  `rnnc::rnn` runs the module's model
-over x (the parameters passed, its dropout seed, its autocast choice made
-while tracing) and
-returns y, the final states and the model's training generation (a CPU int64
-tensor, so that a backward can tell that its forward is still the model's last
-one); `rnnc::rnn_backward` is its backward, gradients of x, the initial states
-and the parameters as asked for.  Both are opaque to the compiler: a fake
+over x (on the parameters passed, with its dropout seed and the autocast
+choice made while tracing) and returns y, the final states and the model's
+training generation (a CPU int64 tensor, so that a backward can tell that
+its forward is still the model's last one); `rnnc::rnn_backward` is its
+backward, gradients of x, the initial states and the parameters as asked
+for.  Both are opaque to the compiler: a fake
 implementation gives the outputs' shapes from the model's, and at run time
 they call the library as an eager call does.
 
