@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #ifdef RNNC_HAVE_CUDA
 #include "runtime/fused/fused.h"
+#include "runtime/fused_grad/fused_grad.h"
 #endif
 
 static rnnc_status dump_schedule(const rnnc_cell *c, const char *stage, ir_sizes sz,
@@ -57,6 +58,17 @@ static rnnc_status dump_llvm(const rnnc_cell *o, ir_sizes sz, int hoist, char **
 #endif
 }
 
+static rnnc_status dump_train(const rnnc_cell *o, ir_sizes sz, const rnnc_dump_desc *d,
+                              char **text)
+{
+#ifdef RNNC_HAVE_CUDA
+    return fg_dump(o, sz, d->batch, d->sm > 0 ? d->sm : 90, text);
+#else
+    (void)o, (void)sz, (void)d, (void)text;
+    return err_fail(RNNC_ERR_NOT_BUILT, "the CUDA generator is not built (no CUDA toolkit)");
+#endif
+}
+
 static rnnc_status dump_backward(const rnnc_cell *o, char **text)
 {
     ir_grad g;
@@ -86,12 +98,13 @@ rnnc_status rnnc_cell_dump_desc(const rnnc_cell *c, const char *stage, const rnn
     int hoist = (int)d->hoist;
     if (strcmp(stage, "ir") == 0)
         return ir_print(c, text);
-    bool llvm = strcmp(stage, "llvm") == 0;
-    bool sched = strcmp(stage, "schedule") == 0 || strcmp(stage, "cuda") == 0 || llvm;
+    bool llvm = strcmp(stage, "llvm") == 0, train = strcmp(stage, "train") == 0;
+    bool sched = strcmp(stage, "schedule") == 0 || strcmp(stage, "cuda") == 0 || llvm || train;
     bool backward = strcmp(stage, "backward") == 0;
     if (strcmp(stage, "opt") != 0 && !sched && !backward)
         return err_fail(RNNC_ERR_INVALID_ARG,
-                        "unknown stage '%s' (ir, opt, schedule, cuda, llvm, backward)", stage);
+                        "unknown stage '%s' (ir, opt, schedule, cuda, llvm, backward, train)",
+                        stage);
     if (sched && (input_size < 1 || hidden_size < 1 || batch < 1 || hoist < 0 || hoist > 2))
         return err_fail(RNNC_ERR_INVALID_ARG,
                         "stage '%s' needs the input size, hidden size and batch", stage);
@@ -101,6 +114,8 @@ rnnc_status rnnc_cell_dump_desc(const rnnc_cell *c, const char *stage, const rnn
         ir_sizes sz = {input_size, hidden_size, proj_size > 0 ? proj_size : hidden_size};
         if (backward)
             s = dump_backward(o, text);
+        else if (train)
+            s = dump_train(o, sz, d, text);
         else if (llvm)
             s = dump_llvm(o, sz, hoist, text);
         else

@@ -152,8 +152,9 @@ rnnc_status rnnc_cell_print(const rnnc_cell *c, char **text);
 bool rnnc_cell_equal(const rnnc_cell *a, const rnnc_cell *b);
 
 /* Stage dumps: "ir", "opt", "schedule", "cuda", "llvm", "backward" (the
- * backward step of the optimised cell).  The model-level dims are needed
- * for "schedule", "cuda" and "llvm".  Caller frees with rnnc_free(). */
+ * backward step of the optimised cell), "train" (the fused backward's split
+ * and the CUDA source of its kernels).  The model-level dims are needed
+ * for "schedule", "cuda", "llvm" and "train".  Caller frees with rnnc_free(). */
 rnnc_status rnnc_cell_dump(const rnnc_cell *c, const char *stage, int64_t input_size,
                            int64_t hidden_size, int64_t proj_size, int64_t batch, int hoist,
                            char **text);

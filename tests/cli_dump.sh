@@ -54,6 +54,23 @@ if "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" > cu.txt 2> err.txt; then
         "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" --tuning "$bad" > out.txt 2> err.txt
         [ $? -eq 1 ] && grep -q "tuning '$bad' is not" err.txt || fail "a malformed --tuning '$bad'"
     done
+    # train: the fused backward's split and both of its kernels, for every built-in cell
+    # it takes, with a projection too; a cell it refuses says why
+    for cell in lstm gru layernorm_lstm dropout_lstm; do
+        "$RNNC" dump --cell $cell --stage train "${sizes[@]}" > tr.txt 2> err.txt ||
+            { fail "train $cell"; cat err.txt >&2; continue; }
+        [ "$(grep -c "__global__ .* rnnc_step(" tr.txt)" -eq 2 ] ||
+            fail "train $cell: not two step kernels"
+        grep -q "^# post ops" tr.txt && grep -q "^#   dx += " tr.txt ||
+            fail "train $cell: no post ops"
+    done
+    "$RNNC" dump --cell lstm --stage train "${sizes[@]}" --proj-size 16 > tr.txt &&
+        grep -q "dweight_hr += " tr.txt && grep -q "weight_hr_T" tr.txt ||
+        fail "train with a projection: no W_hr gradient or W_hr^T in the recurrence"
+    "$RNNC" dump --cell "$(dirname "$0")/data/cells/preln.cell" --stage train "${sizes[@]}" \
+        > out.txt 2> err.txt
+    [ $? -eq 1 ] && grep -q "dx is not a sum of linear_t terms" err.txt ||
+        fail "train of preln: not refused with its reason"
 else
     grep -q "^rnnc: " err.txt || { fail "cuda stage failed without a message"; cat err.txt >&2; }
 fi

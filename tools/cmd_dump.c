@@ -8,7 +8,7 @@
 #include "tools/cli.h"
 
 static const char dump_help[] =
-    "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda|llvm|backward\n"
+    "Usage: rnnc dump --cell NAME|FILE.cell --stage ir|opt|schedule|cuda|llvm|backward|train\n"
     "                 [--input-size I --hidden-size H --batch B --proj-size P --hoist ...]\n"
     "                 [--math ffma|tf32|3xtf32 --dtype f32|f16|bf16 --sm N --tuning T]\n"
     "\n"
@@ -16,10 +16,12 @@ static const char dump_help[] =
     "schedule (the hoisted and recurrent parts), cuda (the generated CUDA C; nothing is\n"
     "compiled), llvm (the CPU backend's LLVM module, when built with LLVM), backward\n"
     "(the backward step of the optimised cell, with what the forward saves and the\n"
-    "per-step weight gradients).  schedule, cuda and llvm need --input-size,\n"
-    "--hidden-size and --batch; cuda is specialised on --math, --dtype, --sm and --tuning too.\n"
+    "per-step weight gradients), train (the fused backward: how it splits the backward\n"
+    "step, and the CUDA C of its record and recurrence kernels; generated only).\n"
+    "schedule, cuda, llvm and train need --input-size, --hidden-size and --batch; cuda is\n"
+    "specialised on --math, --dtype, --sm and --tuning too.\n"
     "\n"
-    "  --stage S               ir, opt, schedule, cuda, llvm or backward\n"
+    "  --stage S               ir, opt, schedule, cuda, llvm, backward or train\n"
     "  --batch B               batch size the code is specialised for\n"
     "  --sm N                  GPU architecture of the cuda stage (default 90: sm_90)\n"
     "  --tuning T              the step kernel's tiles as RNNC_LOG=info logs a tuning, e.g.\n"
@@ -71,11 +73,13 @@ static int parse(int argc, char **argv, dump_args *r)
         return rc;
     if (!r->m.cell || !r->stage)
         return cli_usage("dump", "--cell and --stage are both needed");
-    static const char *const stages[] = {"ir", "opt", "schedule", "cuda", "llvm", "backward"};
+    static const char *const stages[] = {"ir",  "opt",      "schedule", "cuda",
+                                         "llvm", "backward", "train"};
     for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
         if (strcmp(r->stage, stages[i]) == 0)
             return -1;
-    return cli_usage("dump", "--stage wants ir, opt, schedule, cuda, llvm or backward, not '%s'", r->stage);
+    return cli_usage("dump", "--stage wants ir, opt, schedule, cuda, llvm, backward or train, not '%s'",
+                     r->stage);
 }
 
 static rnnc_status dump(const dump_args *r)

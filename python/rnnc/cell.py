@@ -97,8 +97,9 @@ class Cell:
 
     def dump(self, stage="ir", input_size=0, hidden_size=0, proj_size=0, batch=1, hoist="all",
              math="ffma", dtype="f32", sm=0, tuning=None):
-        """A stage of the pipeline as text: ir, opt, schedule, cuda, llvm, backward
-        (sizes are needed from schedule on); cuda is the source generated for
+        """A stage of the pipeline as text: ir, opt, schedule, cuda, llvm, backward, train
+        (the fused backward's kernels; sizes are needed from schedule on, except
+        for backward); cuda is the source generated for
         the math mode, dtype and GPU architecture (sm=80 for sm_80; 0: sm_90)
         and the step kernel's tuning as the autotuner logs it
         ("ut=0 bt=32 nt=512"), or any of its fields in any order ("nt=512

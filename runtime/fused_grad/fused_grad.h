@@ -102,6 +102,13 @@ void fg_kind_free(fg_kind *k);
  * all) by one op that is its only reader; else why not
  * (UNSUPPORTED).  A half model trains in fp32 inside (fused_grad.c). */
 rnnc_status fg_model_supported(const rt_spec *s);
+/* The recurrence cell's batch tile at `batch` (cg_cuda_config.batch_tile; 0:
+ * the heuristic's). */
+int fg_bwd_batch_tile(int64_t batch);
+/* The fused backward of optimised cell f as text (`rnnc dump --stage train`):
+ * the split and both cells' CUDA source for a training call at `batch` on
+ * sm_`sm`, layer 0.  Generates only. */
+rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, char **text);
 
 #ifdef RT_HAVE_CUDA_H
 /* The fused backend's training state (fused_grad.c); rt_fused.grad. */

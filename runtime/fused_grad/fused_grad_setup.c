@@ -81,20 +81,13 @@ static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
     cfg->dtype = RNNC_F32;
 }
 
-/* The recurrence cell's: its step multiplies the 4H-wide gate gradients
- * (an LSTM's) by W_hh^T, so the heuristic's tiling stages 4 times the
- * columns of the forward's in chunks of them.  Batch tiles of 8 rows put
- * more units in a block, stream W_hh^T from L2 instead and stage a
- * block's 8 rows whole, one barrier a step: training LSTM I = H = 512 at B
- * = 32, 64, 128, 256 9%, 2%, 9%, 13% faster, I = H = 1024 at B = 64 and
- * 256 21% and 19%, a GRU at B = 256 11%, a bidirectional LSTM 17%, the
- * layernorm LSTM 8% (H200, bench/results/h200/training/bt8/).  Measured
- * from B = 32 to 256; elsewhere the heuristic's. */
+/* The recurrence cell's: the record cell's, with fg_bwd_batch_tile's rows
+ * where it gives some. */
 static void bwd_config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
 {
     config(m, k, batch, cfg);
-    if (batch >= 32 && batch <= 256)
-        cfg->batch_tile = 8;
+    if (fg_bwd_batch_tile(batch))
+        cfg->batch_tile = fg_bwd_batch_tile(batch);
 }
 
 /* The split and one generation of each cell at B = 1. */

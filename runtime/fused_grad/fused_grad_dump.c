@@ -1,0 +1,111 @@
+/*
+ * fused_grad_dump.c: the fused backward of a cell as text, for `rnnc dump
+ * --stage train`: the split (the record row, the pieces of G, the post
+ * ops), then each of the record and recurrence cells and the CUDA source a
+ * training call at batch B generates for it (layer 0, fp32, one kernel on
+ * every SM).  Nothing is compiled: no GPU is needed.
+ * Requires: an optimised cell (ir_specialise).  Keeps: everything (reads only).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/fused_grad/fused_grad.h"
+
+/* What a piece of G holds, by ir_grad_src. */
+static const char *const piece_src[] = {"dy", "x", "state entering", "state leaving", "saved"};
+
+static const char *param_name(const ir_fn *f, int p)
+{
+    return p >= 0 && p < f->n_params ? f->params[p].name : "?";
+}
+
+static void put_operand(FILE *o, fg_operand a)
+{
+    static const char *const where[] = {"x", "G", "DG", "x dropped"}; /* FG_X .. FG_XD */
+    fprintf(o, "%s[%lld:%lld]", a.where >= 0 && a.where < 4 ? where[a.where] : "?",
+            (long long)a.off, (long long)(a.off + a.cols));
+}
+
+static void put_split(FILE *o, const ir_fn *f, const fg_kind *k)
+{
+    fprintf(o, "# record row: [y | next states | saved], %lld columns\n", (long long)k->rec_cols);
+    fprintf(o, "# G (the recurrence's input bin, per step): %lld columns\n", (long long)k->g_cols);
+    for (int i = 0; i < k->n_pieces; i++) {
+        const fg_piece *p = &k->piece[i];
+        fprintf(o, "#   [%lld:%lld] %s", (long long)p->off, (long long)(p->off + p->cols),
+                p->src >= 0 && p->src < 5 ? piece_src[p->src] : "?");
+        if (p->src == IR_GSRC_STATE || p->src == IR_GSRC_NEXT)
+            fprintf(o, " %s", f->states[p->ref].name);
+        else if (p->src == IR_GSRC_SAVED && ir_value_name(f, p->ref))
+            fprintf(o, " %s", ir_value_name(f, p->ref));
+        else if (p->src == IR_GSRC_SAVED) /* numbered as the opt stage numbers it */
+            fprintf(o, " t%d", (int)p->ref);
+        fprintf(o, "\n");
+    }
+    fprintf(o, "# DG (the recurrence's output, per step): %lld columns\n", (long long)k->dg_cols);
+    fprintf(o, "# post ops (GEMMs over all T x B rows after the recurrence):\n");
+    for (int i = 0; i < k->n_ops; i++) {
+        const fg_op *op = &k->op[i];
+        fprintf(o, "#   ");
+        if (op->kind == FG_OUTER) {
+            fprintf(o, "d%s += ", param_name(f, op->param));
+            put_operand(o, op->a);
+            fprintf(o, "^T ");
+            put_operand(o, op->b);
+        } else if (op->kind == FG_ROWSUM) {
+            fprintf(o, "d%s += colsum(", param_name(f, op->param));
+            put_operand(o, op->a);
+            fprintf(o, ")");
+        } else {
+            fprintf(o, "dx += %s", op->drop ? "mask(" : "");
+            put_operand(o, op->a);
+            fprintf(o, " %s%s", param_name(f, op->wparam), op->drop ? ")" : "");
+        }
+        fprintf(o, "\n");
+    }
+}
+
+static rnnc_status put_cell(FILE *o, const char *what, const ir_fn *c, const ir_schedule *s,
+                            const cg_cuda_config *cfg)
+{
+    char *ir = NULL, *src = NULL;
+    rnnc_status st = ir_print(c, &ir);
+    if (st == RNNC_OK)
+        st = cg_cuda_source(s, cfg, &src);
+    if (st == RNNC_OK)
+        fprintf(o, "\n# ---------------- %s\n%s\n%s", what, ir, src);
+    free(ir);
+    free(src);
+    return st;
+}
+
+rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, char **text)
+{
+    ir_arena *a = ir_arena_create();
+    cg_cuda_config cfg = {.sizes = s, .batch = batch, .sm = sm, .dtype = RNNC_F32};
+    fg_kind k = {0};
+    size_t n = 0;
+    *text = NULL;
+    FILE *o = open_memstream(text, &n);
+    rnnc_status st = !a || !o ? err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory")
+                              : fg_kind_build(f, s, a, &k);
+    if (st != RNNC_OK)
+        goto free_kind;
+    fprintf(o, "# the fused backward of cell '%s' (I=%lld H=%lld P=%lld), batch %lld\n", f->name,
+            (long long)s.I, (long long)s.H, (long long)s.P, (long long)batch);
+    put_split(o, f, &k);
+    st = put_cell(o, "record cell (the training forward's)", k.rec, &k.rec_sched, &cfg);
+    cfg.batch_tile = fg_bwd_batch_tile(batch);
+    if (st == RNNC_OK)
+        st = put_cell(o, "recurrence cell (the backward's step)", k.bwd, &k.bwd_sched, &cfg);
+free_kind:
+    fg_kind_free(&k); /* what a refused build made too */
+    if (o)
+        fclose(o);
+    ir_arena_destroy(a);
+    if (st != RNNC_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return st;
+}
