@@ -63,11 +63,18 @@ def _module(handle, spec):
 # whose wrapper checks every input's storage against the outputs' on each
 # call: a compiled call at T = 1 took 116 us instead of 149-171 on the H200
 # (bench/results/h200/python/).
+# Tagged unsafe for CUDA graphs: a call does host work a replay would skip
+# (the weights' checks and upload, the dropout seed, the generation, the
+# buffers a backward reads), so inductor's "reduce-overhead" mode leaves it
+# out of its graphs (it had refused the whole training loop: "tensors in the
+# cudagraph pool not tracked as outputs").
+_UNSAFE = tuple(t for t in [getattr(torch.Tag, "cudagraph_unsafe", None)] if t is not None)
 _lib = torch.library.Library("rnnc", "DEF")
 _lib.define("rnn(int handle, str spec, bool half, bool training, Tensor x, Tensor?[] init, "
-            "Tensor[] weights, Tensor? lengths) -> Tensor[]")
+            "Tensor[] weights, Tensor? lengths) -> Tensor[]", tags=_UNSAFE)
 _lib.define("rnn_backward(int handle, str spec, bool half, Tensor generation, Tensor x, "
-            "Tensor? dy, Tensor?[] dfinals, Tensor[] weights, bool[] need) -> Tensor[]")
+            "Tensor? dy, Tensor?[] dfinals, Tensor[] weights, bool[] need) -> Tensor[]",
+            tags=_UNSAFE)
 
 
 def _rnn(handle, spec, half, training, x, init, weights, lengths):
