@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import rnnc
+from conftest import DATA
 
 
 def test_save_load_every_dtype(tmp_path, rng):
@@ -62,6 +63,20 @@ def test_dump_cuda_names_what_it_is_specialised_on():
     for bad in ("bt=8 bt=16", "nt=100", "zz=8"):
         with pytest.raises(rnnc.Error):
             lstm.dump("cuda", 64, 64, batch=16, tuning=bad)
+
+
+def test_dump_train_shows_the_fused_backward():
+    """The train stage: the fused backward's split and its two step kernels, with the
+    projection's gradient where the LSTM has one; a cell it cannot train says why."""
+    lstm = rnnc.Cell.get("lstm")
+    try:
+        src = lstm.dump("train", 16, 32, proj_size=16, batch=8)
+    except rnnc.NotBuiltError:
+        return  # no CUDA generator in this build
+    assert src.startswith("# the fused backward of cell 'lstm' (I=16 H=32 P=16), batch 8")
+    assert "dweight_hr += " in src and src.count(" rnnc_step(") == 2
+    with pytest.raises(rnnc.UnsupportedError, match="not a sum of linear_t"):
+        rnnc.Cell.get(os.path.join(DATA, "cells", "preln.cell")).dump("train", 16, 32, batch=8)
 
 
 def test_builder_matches_the_builtin_rnn():
