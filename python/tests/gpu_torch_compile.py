@@ -2,7 +2,9 @@
 call is one custom operator (rnnc::rnn, python/rnnc/_ops.py), so the graph
 around it stays whole.  Against the same model in float64 on the CPU
 (outputs 1e-5, gradients 1e-4), or bit for bit against the eager call where
-both run the same library call (dropout masks, autocast).
+both run the same library call (dropout masks, autocast, training loops in
+the default and "reduce-overhead" modes); an exported program saved and run
+in a new process.
 
 Exits 77 without PyTorch (run_gpu.sh) or without a GPU."""
 import os
