@@ -5,7 +5,7 @@
  * ops; its kernels generate at two shapes and NVRTC compiles the larger
  * without warnings, as it does the cell-independent kernels) or is refused as UNSUPPORTED naming why; the
  * four cells cuDNN runs always build, and an LSTM's split is the one the
- * design says (docs/training.md); at batches that take passes (B = 2048,
+ * design says (docs/training.md), with a projection too (test_projection); at batches that take passes (B = 2048,
  * H = 1024 and larger) the kernels still generate (test_huge_batches).
  */
 #include <stdio.h>
