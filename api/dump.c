@@ -62,7 +62,7 @@ static rnnc_status dump_train(const rnnc_cell *o, ir_sizes sz, const rnnc_dump_d
                               char **text)
 {
 #ifdef RNNC_HAVE_CUDA
-    return fg_dump(o, sz, d->batch, d->sm > 0 ? d->sm : 90, text);
+    return fg_dump(o, sz, d->batch, d->sm > 0 ? d->sm : 90, (int)d->math, text);
 #else
     (void)o, (void)sz, (void)d, (void)text;
     return err_fail(RNNC_ERR_NOT_BUILT, "the CUDA generator is not built (no CUDA toolkit)");

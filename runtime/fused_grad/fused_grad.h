@@ -107,8 +107,8 @@ rnnc_status fg_model_supported(const rt_spec *s);
 int fg_bwd_batch_tile(int64_t batch);
 /* The fused backward of optimised cell f as text (`rnnc dump --stage train`):
  * the split and both cells' CUDA source for a training call at `batch` on
- * sm_`sm`, layer 0.  Generates only. */
-rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, char **text);
+ * sm_`sm` in math mode `math` (rnnc_math), layer 0.  Generates only. */
+rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, int math, char **text);
 
 #ifdef RT_HAVE_CUDA_H
 /* The fused backend's training state (fused_grad.c); rt_fused.grad. */

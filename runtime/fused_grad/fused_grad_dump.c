@@ -2,8 +2,9 @@
  * fused_grad_dump.c: the fused backward of a cell as text, for `rnnc dump
  * --stage train`: the split (the record row, the pieces of G, the post
  * ops), then each of the record and recurrence cells and the CUDA source a
- * training call at batch B generates for it (layer 0, fp32, one kernel on
- * every SM).  Nothing is compiled: no GPU is needed.
+ * training call at batch B generates for it (layer 0, fp32 in the model's
+ * math mode, one kernel on all 132 SMs of an H100 or H200).  Nothing is
+ * compiled: no GPU is needed.
  * Requires: an optimised cell (ir_specialise).  Keeps: everything (reads only).
  */
 #include <stdio.h>
@@ -79,10 +80,10 @@ static rnnc_status put_cell(FILE *o, const char *what, const ir_fn *c, const ir_
     return st;
 }
 
-rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, char **text)
+rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, int math, char **text)
 {
     ir_arena *a = ir_arena_create();
-    cg_cuda_config cfg = {.sizes = s, .batch = batch, .sm = sm, .dtype = RNNC_F32};
+    cg_cuda_config cfg = {.sizes = s, .batch = batch, .sm = sm, .math = math, .dtype = RNNC_F32};
     fg_kind k = {0};
     size_t n = 0;
     *text = NULL;
@@ -91,8 +92,8 @@ rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, char **te
                               : fg_kind_build(f, s, a, &k);
     if (st != RNNC_OK)
         goto free_kind;
-    fprintf(o, "# the fused backward of cell '%s' (I=%lld H=%lld P=%lld), batch %lld\n", f->name,
-            (long long)s.I, (long long)s.H, (long long)s.P, (long long)batch);
+    fprintf(o, "# the fused backward of cell '%s' (I=%lld H=%lld P=%lld), batch %lld, sm_%d\n",
+            f->name, (long long)s.I, (long long)s.H, (long long)s.P, (long long)batch, sm);
     put_split(o, f, &k);
     st = put_cell(o, "record cell (the training forward's)", k.rec, &k.rec_sched, &cfg);
     cfg.batch_tile = fg_bwd_batch_tile(batch);
