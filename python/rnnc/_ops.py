@@ -91,8 +91,7 @@ def _rnn(handle, spec, half, training, x, init, weights, lengths):
         y, f = out
         finals = list(f) if type(f) is tuple else [f]
     else:
-        mod._sync(m, weights)
-        mod._draw_seed(m)
+        mod._ready(m, weights)
         y, finals = m.forward(x, init or None, lengths, training=training)
     return [y, *finals, torch.tensor([m.generation], dtype=torch.int64)]
 
@@ -141,8 +140,9 @@ def _rnn_backward_fake(handle, spec, half, generation, x, dy, dfinals, weights, 
 def _setup(ctx, inputs, output):
     handle, spec, half, _, x, init, weights, _ = inputs
     ctx.handle, ctx.spec, ctx.half, ctx.n_init = handle, spec, half, len(init)
-    ctx.need = [x.requires_grad] + [i is not None and i.requires_grad for i in init] + \
-        [w.requires_grad for w in weights]
+    # output: y, a final state per state, the generation; no init: no state's gradient
+    states = [i is not None and i.requires_grad for i in init] or [False] * (len(output) - 2)
+    ctx.need = [x.requires_grad] + states + [w.requires_grad for w in weights]
     ctx.save_for_backward(output[-1], x, *weights)
 
 
@@ -151,8 +151,7 @@ def _backward(ctx, *grads):
         else list(grads)
     generation, x, *weights = ctx.saved_tensors
     dy, finals = grads[0], grads[1:-1]
-    n = len(finals)
-    need = ctx.need if ctx.n_init else ctx.need[:1] + [False] * n + ctx.need[1:]
+    n, need = len(finals), ctx.need
     got = iter(torch.ops.rnnc.rnn_backward(ctx.handle, ctx.spec, ctx.half, generation, x, dy,
                                            finals, weights, need))
     dx = next(got) if need[0] else None

@@ -217,6 +217,11 @@ class CellRNN(_Base):
                     pass
         return self._model(self._host_key)
 
+    def _ready(self, m, ws=None):
+        """Model m before a call: the weights (as _sync) and the dropout seed."""
+        self._sync(m, ws)
+        self._draw_seed(m)
+
     def _sync(self, m, ws=None):
         """Hands the model the weights that changed since it last saw them (ws: the
         parameters in _pnames' order; None: the module's own)."""
@@ -292,8 +297,7 @@ class CellRNN(_Base):
         init = self._init_list(hx)
         if tp is _Tensor and _grad_enabled() and self._needs_grad(x, init, self._live_weights()):
             return None  # the autograd path
-        self._sync(plan.model, ws)
-        self._draw_seed(plan.model)
+        self._ready(plan.model, ws)
         return plan.run(x, init, self.training)
 
     def _draw_seed(self, m):
@@ -355,8 +359,7 @@ class CellRNN(_Base):
     def _run(self, x, init, lengths):
         """(y, finals) of the model for x, through autograd where a gradient is wanted."""
         m = self._model_for(x)
-        self._sync(m)
-        self._draw_seed(m)
+        self._ready(m)
         ws = m._held
         if self._needs_grad(x, init, ws):
             outs = RnncFunction.apply(m, lengths, self.training, self._pnames,

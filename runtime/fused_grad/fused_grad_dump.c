@@ -12,8 +12,15 @@
 
 #include "runtime/fused_grad/fused_grad.h"
 
-/* What a piece of G holds, by ir_grad_src. */
-static const char *const piece_src[] = {"dy", "x", "state entering", "state leaving", "saved"};
+/* The backward step's name for what piece p holds (d_output, h, next_c,
+ * saved_gates: as `--stage backward` prints its inputs). */
+static const char *piece_name(const fg_kind *k, const fg_piece *p)
+{
+    for (int j = 0; j < k->g.fn->n_inputs; j++)
+        if ((int)k->g.in[j].src == p->src && k->g.in[j].ref == p->ref)
+            return k->g.fn->inputs[j].name;
+    return "?";
+}
 
 static const char *param_name(const ir_fn *f, int p)
 {
@@ -33,15 +40,8 @@ static void put_split(FILE *o, const ir_fn *f, const fg_kind *k)
     fprintf(o, "# G (the recurrence's input bin, per step): %lld columns\n", (long long)k->g_cols);
     for (int i = 0; i < k->n_pieces; i++) {
         const fg_piece *p = &k->piece[i];
-        fprintf(o, "#   [%lld:%lld] %s", (long long)p->off, (long long)(p->off + p->cols),
-                p->src >= 0 && p->src < 5 ? piece_src[p->src] : "?");
-        if (p->src == IR_GSRC_STATE || p->src == IR_GSRC_NEXT)
-            fprintf(o, " %s", f->states[p->ref].name);
-        else if (p->src == IR_GSRC_SAVED && ir_value_name(f, p->ref))
-            fprintf(o, " %s", ir_value_name(f, p->ref));
-        else if (p->src == IR_GSRC_SAVED) /* numbered as the opt stage numbers it */
-            fprintf(o, " t%d", (int)p->ref);
-        fprintf(o, "\n");
+        fprintf(o, "#   [%lld:%lld] %s\n", (long long)p->off, (long long)(p->off + p->cols),
+                piece_name(k, p));
     }
     fprintf(o, "# DG (the recurrence's output, per step): %lld columns\n", (long long)k->dg_cols);
     fprintf(o, "# post ops (GEMMs over all T x B rows after the recurrence):\n");

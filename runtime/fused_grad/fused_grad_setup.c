@@ -86,8 +86,9 @@ static void config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
 static void bwd_config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
 {
     config(m, k, batch, cfg);
-    if (fg_bwd_batch_tile(batch))
-        cfg->batch_tile = fg_bwd_batch_tile(batch);
+    int rows = fg_bwd_batch_tile(batch);
+    if (rows)
+        cfg->batch_tile = rows;
 }
 
 /* The split and one generation of each cell at B = 1. */
