@@ -234,6 +234,27 @@ bool cg_cuda_takes_passes(const ir_schedule *s, const cg_cuda_config *cfg);
  * up to 16. */
 bool cg_cuda_reg_tile_ok(int v);
 
+/* A stateless cell over rows (codegen/cuda/cuda_rowcell.c; the fused
+ * backward's row cell, docs/training.md): its values at most two inputs,
+ * the kernel's in0 and in1 (each [rows, its width]), vector parameters at
+ * param_off[p] floats into the kernel's w (-1: not read), constants and
+ * row ops (pointwise, chunk, slice, concat, expand, mean, sum, layernorm);
+ * no state, linear or dropout.  The outputs land at columns out_col of the
+ * rows of `out` (out_ld floats apart). */
+typedef struct cg_cuda_rowcell {
+    const ir_fn *f;
+    ir_sizes sizes;
+    const int64_t *param_off;
+    const int32_t *out;
+    const int64_t *out_col;
+    int n_out;
+    int64_t out_ld;
+} cg_cuda_rowcell;
+/* One kernel, rnnc_row_cell(in0, in1, w, out, rows): a block of 256
+ * threads a row, *smem bytes of dynamic shared memory.  A cell it cannot
+ * run is RNNC_ERR_UNSUPPORTED, naming why. */
+rnnc_status cg_cuda_rowcell_source(const cg_cuda_rowcell *rc, char **src, unsigned *smem);
+
 /* ================================================================ 2. LLVM */
 
 /*

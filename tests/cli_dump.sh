@@ -67,10 +67,17 @@ if "$RNNC" dump --cell lstm --stage cuda "${sizes[@]}" > cu.txt 2> err.txt; then
     "$RNNC" dump --cell lstm --stage train "${sizes[@]}" --proj-size 16 > tr.txt &&
         grep -q "dweight_hr += " tr.txt && grep -q "weight_hr_T" tr.txt ||
         fail "train with a projection: no W_hr gradient or W_hr^T in the recurrence"
+    # preln's layernorm before W_ih: a row cell after the post GEMMs makes dx
+    # and the gain's and bias's rows; twice (x read dropped and not) is refused
     "$RNNC" dump --cell "$(dirname "$0")/data/cells/preln.cell" --stage train "${sizes[@]}" \
+        > tr.txt 2> err.txt || { fail "train of preln"; cat err.txt >&2; }
+    grep -q "rnnc_row_cell(" tr.txt && grep -q "^#   dx += R\[" tr.txt &&
+        grep -q "^#   dln_g += colsum(R\[" tr.txt && grep -q "^#   D\[0:\] = DG" tr.txt ||
+        fail "train of preln: no row cell, its dx term or the products into D"
+    "$RNNC" dump --cell "$(dirname "$0")/data/cells/twice.cell" --stage train "${sizes[@]}" \
         > out.txt 2> err.txt
-    [ $? -eq 1 ] && grep -q "dx is not a sum of linear_t terms" err.txt ||
-        fail "train of preln: not refused with its reason"
+    [ $? -eq 1 ] && grep -q "read both dropped and otherwise" err.txt ||
+        fail "train of twice: not refused with its reason"
 else
     grep -q "^rnnc: " err.txt || { fail "cuda stage failed without a message"; cat err.txt >&2; }
 fi

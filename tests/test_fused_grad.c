@@ -47,6 +47,24 @@ static bool generate(const ir_schedule *s, ir_sizes sz, int64_t B, const char *l
     return drops;
 }
 
+/* The row cell's kernel generates (its parameters where a pseudo-layer's
+ * lie) and compiles clean. */
+static void compile_rows(const rnnc_cell *c, ir_sizes sz, const fg_kind *kd, const char *name)
+{
+    int64_t off[FG_MAX];
+    char *src = NULL, label[96];
+    unsigned smem = 0;
+    assert_true(c->n_params <= FG_MAX);
+    fg_param_offsets(c, sz, off);
+    if (fg_rows_source(kd, sz, off, &src, &smem) != RNNC_OK)
+        fail_msg("%s rows: %s", name, rnnc_last_error());
+    assert_true(smem > 0 && strstr(src, "rnnc_row_cell(") != NULL);
+    snprintf(label, sizeof label, "%s_rows", name);
+    if (rt_nvrtc_available())
+        compile_clean(src, label);
+    free(src);
+}
+
 static bool standard(const char *name)
 {
     return !strcmp(name, "lstm") || !strcmp(name, "gru") || !strcmp(name, "rnn_tanh") ||
@@ -130,8 +148,8 @@ static void test_dropout_cells(void **st)
 }
 
 /* Cells whose hoisted linears read something other than x (test_cuda_rounds):
- * the fused backward either builds them (the record and recurrence kernels
- * generate and compile) or refuses them naming why. */
+ * the fused backward either builds them (the record and recurrence kernels,
+ * and a row cell's, generate and compile) or refuses them naming why. */
 static void test_round_cells(void **st)
 {
     (void)st;
@@ -149,16 +167,55 @@ static void test_round_cells(void **st)
             assert_int_equal(s, RNNC_ERR_UNSUPPORTED);
         } else {
             char label[96];
-            printf("%-8s fused backward: builds\n", names[i]);
+            printf("%-8s fused backward: builds%s\n", names[i], kd.row ? ", a row cell" : "");
             snprintf(label, sizeof label, "%s_rec", names[i]);
             generate(&kd.rec_sched, sz, 64, label, true);
             snprintf(label, sizeof label, "%s_bwd", names[i]);
             generate(&kd.bwd_sched, sz, 64, label, true);
+            if (kd.row)
+                compile_rows(c, sz, &kd, names[i]);
         }
         fg_kind_free(&kd); /* what a refused build made too */
         ir_arena_destroy(a);
         rnnc_cell_destroy(c);
     }
+}
+
+/* preln (layernorm(x) before W_ih): the record leaves layernorm(x) out (the
+ * row cell makes it again from x); one post GEMM makes D = gates' W_ih for
+ * the row cell, whose output R holds layernorm(x) (dW_ih's right operand),
+ * D * xhat (d ln_g's rows) and dx; d ln_b is D's column sums. */
+static void test_preln_split(void **st)
+{
+    (void)st;
+    rnnc_cell *c = tu_data_cell("preln");
+    assert_ok(ir_optimise(c, false));
+    ir_arena *a = ir_arena_create();
+    fg_kind kd;
+    ir_sizes sz = {6, 4, 4};
+    assert_ok(fg_kind_build(c, sz, a, &kd));
+    assert_non_null(kd.row);
+    assert_int_equal(kd.rec_cols, 4 + 4 + 4 + 16); /* y, h, c, gates: no I-wide value */
+    assert_int_equal(kd.d_cols, 6);
+    assert_int_equal(kd.n_row, 3);
+    assert_int_equal(kd.row_cols, 18);
+    int products = 0, rowdx = 0, lint_dx = 0, r_ops = 0, d_ops = 0;
+    for (int j = 0; j < kd.n_ops; j++) {
+        const fg_op *op = &kd.op[j];
+        products += op->kind == FG_LINT && op->d_off == 0 && op->a.where == FG_DG;
+        lint_dx += op->kind == FG_LINT && op->d_off < 0;
+        rowdx += op->kind == FG_ROWDX && op->a.where == FG_R && op->a.cols == 6;
+        r_ops += op->kind != FG_ROWDX && (op->a.where == FG_R || op->b.where == FG_R);
+        d_ops += op->kind == FG_ROWSUM && op->a.where == FG_D;
+    }
+    assert_int_equal(products, 1);
+    assert_int_equal(lint_dx, 0);
+    assert_int_equal(rowdx, 1);
+    assert_int_equal(r_ops, 2); /* dW_ih's layernorm(x), d ln_g's rows */
+    assert_int_equal(d_ops, 1); /* d ln_b */
+    fg_kind_free(&kd);
+    ir_arena_destroy(a);
+    rnnc_cell_destroy(c);
 }
 
 /* LSTM: the record keeps y, h, c and the 4H gate pre-activations; the
@@ -288,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_projection),
         cmocka_unit_test(test_dropout_cells),
         cmocka_unit_test(test_round_cells),
+        cmocka_unit_test(test_preln_split),
         cmocka_unit_test(test_huge_batches),
         cmocka_unit_test(test_util_kernels_compile),
     };

@@ -67,7 +67,8 @@ def test_dump_cuda_names_what_it_is_specialised_on():
 
 def test_dump_train_shows_the_fused_backward():
     """The train stage: the fused backward's split and its two step kernels, with the
-    projection's gradient where the LSTM has one; a cell it cannot train says why."""
+    projection's gradient where the LSTM has one, and the row cell of a pre-LN cell; a
+    cell it cannot train says why."""
     lstm = rnnc.Cell.get("lstm")
     try:
         src = lstm.dump("train", 16, 32, proj_size=16, batch=8)
@@ -75,8 +76,10 @@ def test_dump_train_shows_the_fused_backward():
         return  # no CUDA generator in this build
     assert src.startswith("# the fused backward of cell 'lstm' (I=16 H=32 P=16), batch 8")
     assert "dweight_hr += " in src and src.count(" rnnc_step(") == 2
-    with pytest.raises(rnnc.UnsupportedError, match="not a sum of linear_t"):
-        rnnc.Cell.get(os.path.join(DATA, "cells", "preln.cell")).dump("train", 16, 32, batch=8)
+    preln = rnnc.Cell.get(os.path.join(DATA, "cells", "preln.cell")).dump("train", 16, 32, batch=8)
+    assert "rnnc_row_cell(" in preln and "#   dx += R[" in preln
+    with pytest.raises(rnnc.UnsupportedError, match="read both dropped and otherwise"):
+        rnnc.Cell.get(os.path.join(DATA, "cells", "twice.cell")).dump("train", 16, 32, batch=8)
 
 
 def test_builder_matches_the_builtin_rnn():

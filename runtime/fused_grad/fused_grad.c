@@ -65,9 +65,10 @@ rnnc_status fg_launch1(rt_fgrad *g, int k, long long n, void **args, CUstream s)
 }
 
 rnnc_status fg_copy_cols(rt_fgrad *g, CUdeviceptr dst, int ldd, CUdeviceptr src, int lds,
-                             long long rows, int cols, CUstream s)
+                         long long rows, int cols, bool add, CUstream s)
 {
-    void *args[] = {&dst, &ldd, &src, &lds, &rows, &cols};
+    int a = add;
+    void *args[] = {&dst, &ldd, &src, &lds, &rows, &cols, &a};
     return fg_launch1(g, FG_K_COPY_COLS, rows * cols, args, s);
 }
 
@@ -150,35 +151,41 @@ static int64_t max64(int64_t a, int64_t b)
 }
 
 /* Side i's buffers: the kernels' states, hoisted values, staging,
- * partials and barrier, G and DG. */
+ * partials and barrier, G and DG, the row cell's D and R (the widest kind's
+ * columns of each in cols[]). */
 static rnnc_status side_scratch(fg_side *sd, size_t TB, int64_t stf, int64_t hz, int64_t xb,
-                                int64_t part, int64_t gc, int64_t dgc)
+                                int64_t part, const int64_t cols[4])
 {
     rnnc_status st;
     if ((st = fg_grow(&sd->st, (size_t)stf * 12)) || (st = fg_grow(&sd->hz, TB * (size_t)hz * 4)) ||
         (st = fg_grow(&sd->xb, (size_t)xb * 4)) || (st = fg_grow(&sd->part, (size_t)part * 4)) ||
-        (st = fg_grow(&sd->bar, RT_FUSED_BAR_BYTES)) || (st = fg_grow(&sd->g, TB * (size_t)gc * 4)))
+        (st = fg_grow(&sd->bar, RT_FUSED_BAR_BYTES)) ||
+        (st = fg_grow(&sd->g, TB * (size_t)cols[0] * 4)) ||
+        (st = fg_grow(&sd->dg, TB * (size_t)cols[1] * 4)) ||
+        (st = fg_grow(&sd->d, TB * (size_t)cols[2] * 4)))
         return st;
-    return fg_grow(&sd->dg, TB * (size_t)dgc * 4);
+    return fg_grow(&sd->r, TB * (size_t)cols[3] * 4);
 }
 
 static rnnc_status scratch(rt_fused *m, rt_fgrad *g)
 {
     size_t TB = (size_t)(g->T * g->B), B = (size_t)g->B;
-    int64_t stf = 0, hz = 0, xb = 0, part = 0, rec = 0, gc = 0, dgc = 0, init = 0;
+    int64_t stf = 0, hz = 0, xb = 0, part = 0, rec = 0, init = 0, cols[4] = {0};
     for (int k = 0; k < g->n_kinds; k++)
         for (int j = 0; j < 2; j++) {
             const cg_cuda_plan *p = j ? &g->bwd[k].plan : &g->rec[k].plan;
+            const fg_kind *kd = &g->kind[k];
             stf = max64(stf, p->state_floats), hz = max64(hz, p->hz_cols);
             xb = max64(xb, p->xb_floats), part = max64(part, p->part_floats);
-            rec = max64(rec, g->kind[k].rec_cols), gc = max64(gc, g->kind[k].g_cols);
+            rec = max64(rec, kd->rec_cols), cols[0] = max64(cols[0], kd->g_cols);
             g->rec_stride = rec;
-            dgc = max64(dgc, g->bwd[k].plan.out_cols), init = max64(init, g->kind[k].init_cols);
+            cols[1] = max64(cols[1], g->bwd[k].plan.out_cols), init = max64(init, kd->init_cols);
+            cols[2] = max64(cols[2], kd->d_cols), cols[3] = max64(cols[3], kd->row_cols);
         }
     int64_t width = m->spec.dirs * m->spec.hout, wide = max64(width, m->spec.sizes[0].I);
     rnnc_status st = RNNC_OK;
     for (int i = 0; st == RNNC_OK && i < g->sides; i++)
-        st = side_scratch(&g->side[i], TB, stf, hz, xb, part, gc, dgc);
+        st = side_scratch(&g->side[i], TB, stf, hz, xb, part, cols);
     /* x dropped by the cell (fg_drop_input), at the widest input: grown
      * here, never while a kernel may read it */
     for (int i = 0; st == RNNC_OK && g->kind[0].x_site >= 0 && i < g->sides; i++)
@@ -355,7 +362,7 @@ static rnnc_status record_dir(rt_fused *m, rt_fgrad *g, const rnnc_forward_args 
     if (st || (st = fg_launch_set(m, sd, set, p, in, fg_rec_at(g, p), wts, fold, d, s)))
         return st;
     return fg_copy_cols(g, fg_out_at(m, g, l) + (CUdeviceptr)(d * m->spec.hout * 4), W,
-                        fg_rec_at(g, p), (int)kd->rec_cols, g->T * g->B, (int)m->spec.hout, s);
+                        fg_rec_at(g, p), (int)kd->rec_cols, g->T * g->B, (int)m->spec.hout, false, s);
 }
 
 static rnnc_status final_out(rt_fused *m, rt_fgrad *g, const rnnc_forward_args *a, int l, int d,

@@ -30,9 +30,11 @@
 #define FG_MAX 64
 
 /* Where a row operand of a post op lives: the layer input x, the gathered
- * step inputs G (= bin), the recurrence cell's output DG, or x with the
- * cell's dropout of it applied (fg_kind.x_site; the side's xd). */
-enum { FG_X = 0, FG_G = 1, FG_DG = 2, FG_XD = 3 };
+ * step inputs G (= bin), the recurrence cell's output DG, x with the
+ * cell's dropout of it applied (fg_kind.x_site; the side's xd), the
+ * linear_t products the post GEMMs make for the row cell (D), or the row
+ * cell's output (R). */
+enum { FG_X = 0, FG_G = 1, FG_DG = 2, FG_XD = 3, FG_D = 4, FG_R = 5 };
 
 typedef struct fg_operand {
     int where;
@@ -48,16 +50,19 @@ typedef struct fg_piece {
     int64_t init_off; /* STATE: column in the packed initial states */
 } fg_piece;
 
-enum { FG_OUTER = 0, FG_ROWSUM = 1, FG_LINT = 2 };
+enum { FG_OUTER = 0, FG_ROWSUM = 1, FG_LINT = 2, FG_ROWDX = 3 };
 
 /* One post op: dW[param] += a^T b (OUTER), db[param] += colsum(a)
  * (ROWSUM), dx += a W[wparam] (LINT, param = -1; through the mask of the
- * cell's dropout of x where `drop`: dx += mask(a W)). */
+ * cell's dropout of x where `drop`: dx += mask(a W)), or D[:, d_off:] =
+ * a W[wparam] where d_off >= 0 (a LINT the row cell reads); dx += a (ROWDX:
+ * a term of dx the row cell made). */
 typedef struct fg_op {
     int kind;
     int param, wparam;
     fg_operand a, b;
     bool drop;
+    int64_t d_off;
 } fg_op;
 
 /* Everything about one layer kind (0: layer 0, 1: layers above). */
@@ -79,6 +84,17 @@ typedef struct fg_kind {
      * x_site -1: none. */
     int x_site;
     double x_p;
+    /* The row cell (fused_grad_rows.c): row work between the layer input
+     * and the first GEMM (a pre-LN layernorm), differentiated.  Its inputs
+     * are x and D (d_cols: the linear_t products it reads, which the post
+     * GEMMs make), its outputs the rows R (row_cols) that weight gradients
+     * (FG_R operands) and dx (ROWDX ops) read: node row_node[i] of `row`
+     * (row_src[i] of the backward step) at column row_off[i].  NULL: none. */
+    ir_fn *row;
+    int32_t row_src[FG_MAX], row_node[FG_MAX];
+    int64_t row_off[FG_MAX];
+    int n_row;
+    int64_t row_cols, d_cols;
     int n_fwd_params;                /* recurrence params past these are W^T of ... */
     int32_t t_of[FG_MAX];            /* ... forward param t_of[j - n_fwd_params] */
     int n_t;
@@ -95,13 +111,29 @@ extern const char *const fg_util_names[FG_N_UTIL];
 
 /* Builds kind k of a model (sizes s) from its optimised
  * forward cell f; RNNC_ERR_UNSUPPORTED says what the fused backward cannot
- * run yet.  Schedules' memory comes from `a`. */
+ * run yet (e.g. an input read both dropped, by one op, and otherwise).  A
+ * half model trains in fp32 inside (fused_grad.c).  Schedules' memory
+ * comes from `a`. */
 rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *out);
 void fg_kind_free(fg_kind *k);
-/* Whether the fused backend trains this model: the input dropped (if at
- * all) by one op that is its only reader; else why not
- * (UNSUPPORTED).  A half model trains in fp32 inside (fused_grad.c). */
-rnnc_status fg_model_supported(const rt_spec *s);
+/* Whether a width is a sum of H and P (the generator's slices tile it). */
+bool fg_in_units(ir_dim d);
+/* Whether forward node v of f is recomputed by the row cell rather than
+ * recorded: a value of the input row alone (no state, linear or dropout
+ * under it) that is not H and P wide (fused_grad_rows.c). */
+bool fg_recomputed(const ir_fn *f, int32_t v);
+/* Builds k->row from the backward step's nodes k->row_src (their columns
+ * in R placed), the D leaves at d_off[v] (-1 elsewhere) and the forward f
+ * (fused_grad_rows.c). */
+rnnc_status fg_rows_build(const ir_fn *f, const int64_t *d_off, fg_kind *k);
+/* Where a pseudo-layer's parameters of cell f lie in the host and plain
+ * weight arenas: off[i] floats from the first, each 4-float aligned;
+ * returns the floats of all. */
+int64_t fg_param_offsets(const ir_fn *f, ir_sizes s, int64_t *off);
+/* The row cell's kernel source (cg_cuda_rowcell_source) with its
+ * parameters at param_off[p] floats into the weights it is given. */
+rnnc_status fg_rows_source(const fg_kind *k, ir_sizes s, const int64_t *param_off, char **src,
+                           unsigned *smem);
 /* The recurrence cell's batch tile at `batch` (cg_cuda_config.batch_tile; 0:
  * the heuristic's). */
 int fg_bwd_batch_tile(int64_t batch);
@@ -157,6 +189,7 @@ typedef struct fg_set {
  * SMs (rt_fused.share), each on its stream with a side of its own. */
 typedef struct fg_side {
     fg_buf st, hz, xb, part, bar, g, dg;
+    fg_buf d, r; /* the row cell's input products and its output (fg_kind.row) */
     fg_buf xd; /* the layer input dropped by the cell (fg_kind.x_site), else unused */
 } fg_side;
 
@@ -178,6 +211,9 @@ struct rt_fgrad {
     int64_t passes_batch;  /* rt_fgrad_takes_passes's last batch (0: none), its answer */
     bool passes;
     fg_set rec[2], bwd[2];
+    char *row_src[2];      /* a kind's row cell kernel (fg_kind.row), its shared memory */
+    unsigned row_smem[2];
+    rt_kernel row[2];
     rt_kernel util;
     bool util_loaded;
     int64_t rec_w[2], rec_f[2], bwd_w[2], bwd_f[2]; /* arena floats per pseudo-layer */
@@ -224,8 +260,9 @@ rnnc_status fg_drop_input(rt_fused *m, rt_fgrad *g, fg_side *sd, int k, int p, C
 CUdeviceptr fg_rec_at(const rt_fgrad *g, int p);
 CUdeviceptr fg_init_at(const rt_fgrad *g, int p);
 CUdeviceptr fg_out_at(const rt_fused *m, const rt_fgrad *g, int l);
+/* dst's columns = src's, or += where `add`. */
 rnnc_status fg_copy_cols(rt_fgrad *g, CUdeviceptr dst, int ldd, CUdeviceptr src, int lds,
-                         long long rows, int cols, CUstream s);
+                         long long rows, int cols, bool add, CUstream s);
 rnnc_status fg_gemm(rt_fgrad *g, CUdeviceptr C, int ldc, CUdeviceptr A, long long sam,
                     long long sak, CUdeviceptr Bm, long long sbk, long long sbn, int M, int N,
                     int K, CUstream s);

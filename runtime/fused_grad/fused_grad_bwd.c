@@ -28,6 +28,8 @@ static view where(const rt_fgrad *g, const fg_side *sd, int k, CUdeviceptr x, in
     case FG_X: return (view){x + (CUdeviceptr)o->off * 4, ldx};
     case FG_XD: return (view){sd->xd.p + (CUdeviceptr)o->off * 4, ldx};
     case FG_G: return (view){sd->g.p + (CUdeviceptr)o->off * 4, (int)g->kind[k].g_cols};
+    case FG_D: return (view){sd->d.p + (CUdeviceptr)o->off * 4, (int)g->kind[k].d_cols};
+    case FG_R: return (view){sd->r.p + (CUdeviceptr)o->off * 4, (int)g->kind[k].row_cols};
     default: return (view){sd->dg.p + (CUdeviceptr)o->off * 4, (int)g->bwd[k].plan.out_cols};
     }
 }
@@ -61,42 +63,75 @@ static rnnc_status masked_dx(rt_fused *m, rt_fgrad *g, int k, int p, view a, CUd
     return st ? st : rt_fused_mask(m, &j, s);
 }
 
-/* Pseudo-layer p's post ops from side sd's G and DG: the weight
- * gradients (dx false) or its terms of dx (true), which both directions
- * add into one buffer, so they run on one stream. */
+/* Post op i of pseudo-layer p from side sd's buffers. */
+static rnnc_status post_op(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, int p, int i,
+                           CUdeviceptr x, CUstream s)
+{
+    const fg_kind *kd = &g->kind[k];
+    const fg_op *op = &kd->op[i];
+    int R = (int)(g->T * g->B), I = (int)m->spec.sizes[k].I;
+    view a = where(g, sd, k, x, I, &op->a), b = where(g, sd, k, x, I, &op->b);
+    int64_t at = op->param >= 0 ? g->hw_off[p * g->npar + op->param] : 0;
+    CUdeviceptr dw = g->dw + (CUdeviceptr)at * 4;
+    switch (op->kind) {
+    case FG_OUTER: /* dW[M = a cols, N = b cols] += A^T B */
+        return fg_gemm(g, dw, (int)op->b.cols, a.p, 1, a.ld, b.p, b.ld, 1, (int)op->a.cols,
+                       (int)op->b.cols, R, s);
+    case FG_ROWSUM: {
+        /* two biases of one sum (an LSTM's b_ih and b_hh) have one gradient */
+        int j = same_rowsum(kd, i);
+        int64_t at_j = j < 0 ? 0 : g->hw_off[p * g->npar + kd->op[j].param];
+        CUdeviceptr done = g->dw + (CUdeviceptr)at_j * 4;
+        return j < 0 ? fg_colsum(g, dw, a.p, a.ld, R, (int)op->a.cols, s)
+                     : rt_dev_copy(dw, done, (size_t)op->a.cols * 4, s);
+    }
+    case FG_ROWDX: /* dx += the row cell's term */
+        return fg_copy_cols(g, g->dxl.p, I, a.p, a.ld, R, (int)op->a.cols, true, s);
+    default: break;
+    }
+    /* [R, N] += D[R, n] W[n, N]: into dx (through the mask of x's dropout)
+     * or, for the row cell, into D */
+    const ir_node *wn = &m->spec.fn[k]->nodes[m->spec.fn[k]->params[op->wparam].node];
+    int N = (int)ir_dim_eval(wn->cols, m->spec.sizes[k]);
+    CUdeviceptr w = g->plain + (CUdeviceptr)g->hw_off[p * g->npar + op->wparam] * 4;
+    if (op->d_off >= 0)
+        return fg_gemm(g, sd->d.p + (CUdeviceptr)op->d_off * 4, (int)kd->d_cols, a.p, a.ld, 1, w,
+                       N, 1, R, N, (int)op->a.cols, s);
+    return op->drop ? masked_dx(m, g, k, p, a, w, (int)op->a.cols, s)
+                    : fg_gemm(g, g->dxl.p, I, a.p, a.ld, 1, w, I, 1, R, I, (int)op->a.cols, s);
+}
+
+/* The row cell of pseudo-layer p over all T*B rows: D's products first,
+ * then its kernel, which writes R. */
+static rnnc_status row_cell(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, int p,
+                            CUdeviceptr x, CUstream s)
+{
+    const fg_kind *kd = &g->kind[k];
+    long long rows = g->T * g->B;
+    rnnc_status st = rt_dev_zero(sd->d.p, (size_t)rows * (size_t)kd->d_cols * 4, s);
+    for (int i = 0; st == RNNC_OK && i < kd->n_ops; i++)
+        if (kd->op[i].kind == FG_LINT && kd->op[i].d_off >= 0)
+            st = post_op(m, g, sd, k, p, i, x, s);
+    CUdeviceptr d = sd->d.p, w = g->plain + (CUdeviceptr)g->hw_off[p * g->npar] * 4, r = sd->r.p;
+    void *args[] = {&x, &d, &w, &r, &rows};
+    unsigned grid[3] = {(unsigned)rows, 1, 1}, block[3] = {256, 1, 1};
+    return st ? st : rt_launch(g->row[k].fn[0], grid, block, g->row_smem[k], s, args, false);
+}
+
+/* Pseudo-layer p's post ops from side sd's buffers: the weight gradients
+ * (dx false; the row cell first where there is one) or its terms of dx
+ * (true), which both directions add into one buffer, so they run on one
+ * stream. */
 static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, int p, bool dx,
                             CUdeviceptr x, CUstream s)
 {
     const fg_kind *kd = &g->kind[k];
-    int R = (int)(g->T * g->B), I = (int)m->spec.sizes[k].I;
-    rnnc_status st = RNNC_OK;
+    rnnc_status st = !dx && kd->row ? row_cell(m, g, sd, k, p, x, s) : RNNC_OK;
     for (int i = 0; st == RNNC_OK && i < kd->n_ops; i++) {
         const fg_op *op = &kd->op[i];
-        if ((op->kind == FG_LINT) != dx)
-            continue;
-        view a = where(g, sd, k, x, I, &op->a), b = where(g, sd, k, x, I, &op->b);
-        int64_t at = op->param >= 0 ? g->hw_off[p * g->npar + op->param] : 0;
-        CUdeviceptr dw = g->dw + (CUdeviceptr)at * 4;
-        switch (op->kind) {
-        case FG_OUTER: /* dW[M = a cols, N = b cols] += A^T B */
-            st = fg_gemm(g, dw, (int)op->b.cols, a.p, 1, a.ld, b.p, b.ld, 1, (int)op->a.cols,
-                         (int)op->b.cols, R, s);
-            break;
-        case FG_ROWSUM: {
-            /* two biases of one sum (an LSTM's b_ih and b_hh) have one gradient */
-            int j = same_rowsum(kd, i);
-            int64_t at_j = j < 0 ? 0 : g->hw_off[p * g->npar + kd->op[j].param];
-            CUdeviceptr done = g->dw + (CUdeviceptr)at_j * 4;
-            st = j < 0 ? fg_colsum(g, dw, a.p, a.ld, R, (int)op->a.cols, s)
-                       : rt_dev_copy(dw, done, (size_t)op->a.cols * 4, s);
-            break;
-        }
-        default: { /* dx[R, I] += D[R, n] W[n, I], through the mask of x's dropout */
-            CUdeviceptr w = g->plain + (CUdeviceptr)g->hw_off[p * g->npar + op->wparam] * 4;
-            st = op->drop ? masked_dx(m, g, k, p, a, w, (int)op->a.cols, s)
-                          : fg_gemm(g, g->dxl.p, I, a.p, a.ld, 1, w, I, 1, R, I, (int)op->a.cols, s);
-        }
-        }
+        bool to_dx = op->kind == FG_ROWDX || (op->kind == FG_LINT && op->d_off < 0);
+        if (to_dx == dx && !(op->kind == FG_LINT && op->d_off >= 0))
+            st = post_op(m, g, sd, k, p, i, x, s);
     }
     return st;
 }

@@ -29,8 +29,8 @@ static const char *param_name(const ir_fn *f, int p)
 
 static void put_operand(FILE *o, fg_operand a)
 {
-    static const char *const where[] = {"x", "G", "DG", "x dropped"}; /* FG_X .. FG_XD */
-    fprintf(o, "%s[%lld:%lld]", a.where >= 0 && a.where < 4 ? where[a.where] : "?",
+    static const char *const where[] = {"x", "G", "DG", "x dropped", "D", "R"}; /* FG_X .. FG_R */
+    fprintf(o, "%s[%lld:%lld]", a.where >= 0 && a.where < 6 ? where[a.where] : "?",
             (long long)a.off, (long long)(a.off + a.cols));
 }
 
@@ -44,7 +44,12 @@ static void put_split(FILE *o, const ir_fn *f, const fg_kind *k)
                 piece_name(k, p));
     }
     fprintf(o, "# DG (the recurrence's output, per step): %lld columns\n", (long long)k->dg_cols);
-    fprintf(o, "# post ops (GEMMs over all T x B rows after the recurrence):\n");
+    if (k->row)
+        fprintf(o, "# D (linear_t products the row cell reads): %lld columns; R (the row "
+                   "cell's output): %lld columns\n",
+                (long long)k->d_cols, (long long)k->row_cols);
+    fprintf(o, "# post ops (GEMMs over all T x B rows after the recurrence%s):\n",
+            k->row ? "; the row cell after the products into D" : "");
     for (int i = 0; i < k->n_ops; i++) {
         const fg_op *op = &k->op[i];
         fprintf(o, "#   ");
@@ -57,6 +62,13 @@ static void put_split(FILE *o, const ir_fn *f, const fg_kind *k)
             fprintf(o, "d%s += colsum(", param_name(f, op->param));
             put_operand(o, op->a);
             fprintf(o, ")");
+        } else if (op->kind == FG_ROWDX) {
+            fprintf(o, "dx += ");
+            put_operand(o, op->a);
+        } else if (op->d_off >= 0) {
+            fprintf(o, "D[%lld:] = ", (long long)op->d_off);
+            put_operand(o, op->a);
+            fprintf(o, " %s", param_name(f, op->wparam));
         } else {
             fprintf(o, "dx += %s", op->drop ? "mask(" : "");
             put_operand(o, op->a);
@@ -75,6 +87,34 @@ static rnnc_status put_cell(FILE *o, const char *what, const ir_fn *c, const ir_
         st = cg_cuda_source(s, cfg, &src);
     if (st == RNNC_OK)
         fprintf(o, "\n# ---------------- %s\n%s\n%s", what, ir, src);
+    free(ir);
+    free(src);
+    return st;
+}
+
+/* The row cell: its outputs named by the backward step's nodes and its
+ * kernel, parameters where a pseudo-layer's lie (fg_param_offsets). */
+static rnnc_status put_rows(FILE *o, const ir_fn *f, ir_sizes s, const fg_kind *k)
+{
+    char *ir = NULL, *src = NULL, labels[FG_MAX][32];
+    const char *lp[FG_MAX];
+    int64_t *off = malloc(sizeof(int64_t) * ((size_t)f->n_params + 1));
+    unsigned smem = 0;
+    for (int i = 0; i < k->n_row; i++) {
+        snprintf(labels[i], sizeof labels[i], "R[%lld:]", (long long)k->row_off[i]);
+        lp[i] = labels[i];
+    }
+    rnnc_status st = off ? ir_print_results(k->row, lp, k->row_node, k->n_row, &ir)
+                         : err_fail(RNNC_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == RNNC_OK) {
+        fg_param_offsets(f, s, off);
+        st = fg_rows_source(k, s, off, &src, &smem);
+    }
+    if (st == RNNC_OK)
+        fprintf(o, "\n# ---------------- row cell (after the post GEMMs, all T x B rows; "
+                   "%u bytes of shared memory a row)\n%s\n%s",
+                smem, ir, src);
+    free(off);
     free(ir);
     free(src);
     return st;
@@ -99,6 +139,8 @@ rnnc_status fg_dump(const ir_fn *f, ir_sizes s, int64_t batch, int sm, int math,
     cfg.batch_tile = fg_bwd_batch_tile(batch);
     if (st == RNNC_OK)
         st = put_cell(o, "recurrence cell (the backward's step)", k.bwd, &k.bwd_sched, &cfg);
+    if (st == RNNC_OK && k.row)
+        st = put_rows(o, f, s, &k);
 free_kind:
     fg_kind_free(&k); /* what a refused build made too */
     if (o)

@@ -35,20 +35,6 @@ static bool drops_input_and_more(const ir_fn *f)
     return drops > 0 && (drops > 1 || reads > 1);
 }
 
-rnnc_status fg_model_supported(const rt_spec *s)
-{
-    const char *name = s->fn[0]->name;
-    if (drops_input_and_more(s->fn[0]))
-        return unsupported("the cell's input read both dropped and otherwise", name);
-    return RNNC_OK;
-}
-
-/* Whether a width is a sum of H and P (the generator's slices tile it). */
-static bool in_units(ir_dim d)
-{
-    return d.c == 0 && d.i == 0 && d.h >= 0 && d.p >= 0 && d.h + d.p > 0;
-}
-
 static int64_t cols_of(const ir_fn *f, int32_t v, ir_sizes s)
 {
     return ir_dim_eval(f->nodes[v].cols, s);
@@ -80,6 +66,9 @@ static rnnc_status build_record(const ir_fn *f, ir_sizes s, fg_kind *k)
         st = concat_into(k->rec, &out, f->states[i].next);
     }
     for (int i = 0; st == RNNC_OK && i < k->g.n_saved; i++) {
+        k->saved_off[i] = -1;
+        if (fg_recomputed(f, k->g.saved[i]))
+            continue; /* the row cell makes it again from x */
         k->saved_off[i] = at;
         at += cols_of(f, k->g.saved[i], s);
         st = concat_into(k->rec, &out, k->g.saved[i]);
@@ -100,7 +89,10 @@ typedef struct split {
     fg_kind *k;
     uint8_t *piece;  /* [gf->n] input node read from G */
     uint8_t *export_; /* [gf->n] value the recurrence cell writes per step */
-    int64_t *off;    /* [gf->n] its column in G or DG */
+    uint8_t *rowdep; /* [gf->n] row work: the row cell's (mark_rowdep) */
+    uint8_t *rowout; /* [gf->n] a row cell output (R) */
+    int64_t *doff;   /* [gf->n] a linear_t product made into D: its column, else -1 */
+    int64_t *off;    /* [gf->n] its column in G, DG or R */
 } split;
 
 static int input_slot(const ir_fn *gf, int32_t v)
@@ -124,6 +116,38 @@ static bool dropped_input(const split *p, int32_t v)
            n->i1 == p->k->x_site;
 }
 
+/* A linear_t product of the input's width (dx's, or what the row work
+ * reads): a post GEMM's, never the recurrence's. */
+static bool input_product(const split *p, int32_t v)
+{
+    const ir_node *n = &p->gf->nodes[v];
+    return n->op == IR_LINEAR_T && !fg_in_units(n->cols);
+}
+
+/* Row work: values made by row ops from the layer input, a recomputed
+ * saved value (fg_recomputed) or an input product, which the row cell
+ * makes once the post GEMMs have made the products.  x and the products
+ * are its leaves; the post ops' own nodes are not row work. */
+static void mark_rowdep(split *p)
+{
+    const ir_fn *gf = p->gf;
+    for (int32_t v = 0; v < gf->n; v++) {
+        const ir_node *n = &gf->nodes[v];
+        int in = input_slot(gf, v);
+        if (in >= 0) {
+            const ir_grad_in *gi = &p->k->g.in[in];
+            p->rowdep[v] = gi->src == IR_GSRC_SAVED && fg_recomputed(p->f, gi->ref);
+            continue;
+        }
+        if (n->op == IR_LINEAR_T || n->op == IR_OUTER || n->op == IR_ROWSUM)
+            continue;
+        for (int j = 0; j < 3; j++)
+            if (n->a[j] >= 0 && (p->rowdep[n->a[j]] || layer_input(p, n->a[j]) >= 0 ||
+                                 input_product(p, n->a[j])))
+                p->rowdep[v] = 1;
+    }
+}
+
 /* Marks (pass 0) or resolves (pass 1) a row operand of a post op. */
 static fg_operand operand(split *p, int32_t v, int pass)
 {
@@ -131,6 +155,15 @@ static fg_operand operand(split *p, int32_t v, int pass)
     fg_operand o = {FG_DG, 0, cols_of(p->gf, v, p->s)};
     if (layer_input(p, v) >= 0 || dropped_input(p, v)) {
         o.where = layer_input(p, v) >= 0 ? FG_X : FG_XD;
+        return o;
+    }
+    if (p->rowdep[v] || input_product(p, v)) {
+        if (pass == 0 && p->rowdep[v])
+            p->rowout[v] = 1;
+        else if (pass == 0)
+            p->doff[v] = 0; /* placed by place_rows */
+        o.where = p->rowdep[v] ? FG_R : FG_D;
+        o.off = p->rowdep[v] ? p->off[v] : p->doff[v];
         return o;
     }
     if (pass == 0)
@@ -155,7 +188,7 @@ static rnnc_status add_op(split *p, fg_op op, int pass)
 static rnnc_status walk_post(split *p, int32_t v, int param, bool drop, int pass)
 {
     const ir_node *n = &p->gf->nodes[v];
-    fg_op op = {.param = param, .wparam = -1, .drop = drop};
+    fg_op op = {.param = param, .wparam = -1, .drop = drop, .d_off = -1};
     rnnc_status st;
     switch (n->op) {
     case IR_ADD:
@@ -187,9 +220,17 @@ static rnnc_status walk_post(split *p, int32_t v, int param, bool drop, int pass
         op.a = operand(p, n->a[0], pass);
         return op.wparam < 0 ? unsupported("dx through a non-parameter matrix", p->f->name)
                              : add_op(p, op, pass);
-    default: break;
+    default:
+        if (param >= 0 || drop || !p->rowdep[v])
+            break;
+        /* a term of dx the row cell makes (a layernorm's backward) */
+        if (p->k->x_site >= 0)
+            return unsupported("row work on an input the cell drops", p->f->name);
+        op.kind = FG_ROWDX;
+        op.a = operand(p, v, pass);
+        return add_op(p, op, pass);
     }
-    return unsupported(param < 0 ? "dx is not a sum of linear_t terms"
+    return unsupported(param < 0 ? "dx is neither linear_t terms nor row work"
                                  : "a weight gradient is not a sum of outer/rowsum terms",
                        p->f->name);
 }
@@ -226,7 +267,7 @@ static rnnc_status place(split *p, uint8_t *live)
         const ir_grad_in *gi = &k->g.in[j];
         if (gi->src == IR_GSRC_INPUT)
             return unsupported("the backward recurrence reads the layer input", p->f->name);
-        if (!in_units(gf->nodes[v].cols) || k->n_pieces >= FG_MAX)
+        if (!fg_in_units(gf->nodes[v].cols) || k->n_pieces >= FG_MAX)
             return unsupported("a step input is not a sum of H and P wide", p->f->name);
         fg_piece *pc = &k->piece[k->n_pieces++];
         *pc = (fg_piece){gi->src, gi->ref, k->g_cols, cols_of(gf, v, p->s), 0, 0};
@@ -237,6 +278,9 @@ static rnnc_status place(split *p, uint8_t *live)
         for (int i = 0; gi->src == IR_GSRC_SAVED && i < k->g.n_saved; i++)
             if (k->g.saved[i] == gi->ref)
                 pc->rec_off = k->saved_off[i];
+        if (pc->rec_off < 0)
+            return unsupported("the backward recurrence reads a value of the input row",
+                               p->f->name);
         p->piece[v] = 1;
         p->off[v] = k->g_cols;
         k->g_cols += pc->cols;
@@ -244,12 +288,79 @@ static rnnc_status place(split *p, uint8_t *live)
     for (int32_t v = 0; v < gf->n; v++) {
         if (!p->export_[v])
             continue;
-        if (!in_units(gf->nodes[v].cols))
+        if (!fg_in_units(gf->nodes[v].cols))
             return unsupported("a gradient operand is not a sum of H and P wide", p->f->name);
         p->off[v] = k->dg_cols;
         k->dg_cols += cols_of(gf, v, p->s);
     }
     return RNNC_OK;
+}
+
+/* ---------------------------------------------------------------- row cell */
+
+/* What the row outputs read, back to the row cell's leaves: x, parameters,
+ * constants, recomputed saved values and input products, which become D
+ * columns made by post GEMMs from their operands (marked here as other
+ * post operands are).  Anything else is the recurrence's. */
+static rnnc_status mark_row_leaves(split *p)
+{
+    const ir_fn *gf = p->gf;
+    uint8_t *need = p->rowout;
+    for (int32_t v = gf->n - 1; v >= 0; v--) {
+        if (!need[v] || input_slot(gf, v) >= 0)
+            continue;
+        for (int j = 0; j < 3; j++) {
+            int32_t a = gf->nodes[v].a[j], op = a >= 0 ? gf->nodes[a].op : -1;
+            if (a < 0 || layer_input(p, a) >= 0 || op == IR_PARAM || op == IR_CONST)
+                continue;
+            if (p->rowdep[a] && !need[a])
+                need[a] = 2; /* read by row work, not an output */
+            else if (input_product(p, a) && p->doff[a] < 0) {
+                p->doff[a] = 0;
+                (void)operand(p, gf->nodes[a].a[0], 0);
+            } else if (!p->rowdep[a] && !input_product(p, a))
+                return unsupported("row work reads the backward recurrence's values",
+                                   p->f->name);
+        }
+    }
+    return RNNC_OK;
+}
+
+/* D's columns, R's (the outputs, need 1) and the products' GEMMs, which
+ * post_ops runs before the row cell. */
+static rnnc_status place_rows(split *p)
+{
+    fg_kind *k = p->k;
+    for (int32_t v = 0; v < p->gf->n; v++) {
+        if (p->doff[v] >= 0) {
+            p->doff[v] = k->d_cols;
+            k->d_cols += cols_of(p->gf, v, p->s);
+        }
+        if (p->rowout[v] != 1)
+            continue;
+        if (k->n_row >= FG_MAX)
+            return unsupported("too many row values", p->f->name);
+        p->off[v] = k->row_cols;
+        k->row_src[k->n_row] = v;
+        k->row_off[k->n_row++] = k->row_cols;
+        k->row_cols += cols_of(p->gf, v, p->s);
+    }
+    return RNNC_OK;
+}
+
+static rnnc_status add_products(split *p)
+{
+    rnnc_status st = RNNC_OK;
+    for (int32_t v = 0; st == RNNC_OK && v < p->gf->n; v++) {
+        const ir_node *n = &p->gf->nodes[v];
+        if (p->doff[v] < 0)
+            continue;
+        fg_op op = {.kind = FG_LINT, .param = -1, .wparam = ir_param_of(p->gf, n->a[1]),
+                    .d_off = p->doff[v], .a = operand(p, n->a[0], 1)};
+        st = op.wparam < 0 ? unsupported("linear_t of a non-parameter matrix", p->f->name)
+                           : add_op(p, op, 1);
+    }
+    return st;
 }
 
 /* ---------------------------------------------------------------- recurrence cell */
@@ -355,27 +466,35 @@ static rnnc_status build_bwd(const ir_fn *f, ir_sizes s, fg_kind *k)
 {
     const ir_fn *gf = k->g.fn;
     size_t n = (size_t)gf->n + 1;
-    split p = {gf, f, s, k, calloc(n, 1), calloc(n, 1), calloc(n, sizeof(int64_t))};
+    split p = {gf, f, s, k, calloc(n, 1), calloc(n, 1), calloc(n, 1), calloc(n, 1),
+               malloc(n * sizeof(int64_t)), calloc(n, sizeof(int64_t))};
     uint8_t *live = calloc(n, 1);
     int32_t *map = malloc(n * sizeof *map);
     rnnc_status st = RNNC_OK;
-    if (!p.piece || !p.export_ || !p.off || !live || !map) {
+    if (!p.piece || !p.export_ || !p.rowdep || !p.rowout || !p.doff || !p.off || !live || !map) {
         st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
         goto free_all;
     }
     for (size_t i = 0; i < n; i++)
-        map[i] = -1;
+        map[i] = -1, p.doff[i] = -1;
     k->n_fwd_params = gf->n_params;
+    mark_rowdep(&p);
     char name[160];
     snprintf(name, sizeof name, "%s_backward", f->name);
-    if ((st = walk_all(&p, 0)) || (st = place(&p, live)) || (st = walk_all(&p, 1)) ||
+    if ((st = walk_all(&p, 0)) || (st = mark_row_leaves(&p)) || (st = place(&p, live)) ||
+        (st = place_rows(&p)) || (st = walk_all(&p, 1)) || (st = add_products(&p)) ||
         (st = rnnc_cell_create(&k->bwd, name)))
         goto free_all;
     st = emit_bwd(&p, k->bwd, live, map);
+    if (st == RNNC_OK && k->n_row > 0)
+        st = fg_rows_build(f, p.doff, k);
 free_all:
     free(map);
     free(live);
     free(p.off);
+    free(p.doff);
+    free(p.rowout);
+    free(p.rowdep);
     free(p.export_);
     free(p.piece);
     return st;
@@ -441,6 +560,8 @@ static void input_dropout(const ir_fn *f, fg_kind *k)
 rnnc_status fg_kind_build(const ir_fn *f, ir_sizes s, ir_arena *a, fg_kind *k)
 {
     memset(k, 0, sizeof *k);
+    if (drops_input_and_more(f))
+        return unsupported("the cell's input read both dropped and otherwise", f->name);
     input_dropout(f, k);
     if (f->n_states > FG_MAX)
         return unsupported("too many states", f->name);
@@ -468,6 +589,7 @@ void fg_kind_free(fg_kind *k)
         return;
     rnnc_cell_destroy(k->rec);
     rnnc_cell_destroy(k->bwd);
+    rnnc_cell_destroy(k->row);
     if (k->g.fn)
         ir_grad_free(&k->g);
     memset(k, 0, sizeof *k);

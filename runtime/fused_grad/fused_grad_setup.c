@@ -91,10 +91,11 @@ static void bwd_config(rt_fused *m, int k, int64_t batch, cg_cuda_config *cfg)
         cfg->batch_tile = rows;
 }
 
-/* The split and one generation of each cell at B = 1. */
+/* The split and one generation of each cell at B = 1 (the row cell's
+ * with its parameters at offset 0: where they lie changes no refusal). */
 static rnnc_status check_once(rt_fused *m, rt_fgrad *g)
 {
-    rnnc_status st = fg_model_supported(&m->spec);
+    rnnc_status st = RNNC_OK;
     g->n_kinds = m->spec.layers > 1 ? 2 : 1;
     for (int k = 0; st == RNNC_OK && k < g->n_kinds; k++)
         st = fg_kind_build(m->spec.fn[k], m->spec.sizes[k], g->arena, &g->kind[k]);
@@ -109,6 +110,15 @@ static rnnc_status check_once(rt_fused *m, rt_fgrad *g)
         if (st == RNNC_OK)
             st = cg_cuda_generate(&g->kind[k].bwd_sched, &cfg, &src, &plan);
         free(src);
+        src = NULL;
+        if (st == RNNC_OK && g->kind[k].row) {
+            int64_t zero[FG_MAX] = {0};
+            unsigned smem;
+            st = g->kind[k].row->n_params > FG_MAX
+                     ? err_fail(RNNC_ERR_UNSUPPORTED, "fused backward: too many parameters")
+                     : fg_rows_source(&g->kind[k], m->spec.sizes[k], zero, &src, &smem);
+            free(src);
+        }
     }
     return st;
 }
@@ -173,12 +183,15 @@ rnnc_status rt_fgrad_bind(rt_fused *m, const rt_weights *w)
                        !(g->hw_cnt = calloc(n, sizeof *g->hw_cnt))))
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
     int64_t at = 0;
-    for (int p = 0; p < g->np; p++)
+    for (int p = 0; p < g->np; p++) {
+        int k = p >= m->spec.dirs, i0 = p * g->npar;
+        int64_t n = fg_param_offsets(m->spec.fn[k], m->spec.sizes[k], g->hw_off + i0);
         for (int i = 0; i < g->npar; i++) {
-            g->hw_off[p * g->npar + i] = at;
-            g->hw_cnt[p * g->npar + i] = param_count(m, p, i);
-            at += (g->hw_cnt[p * g->npar + i] + 3) & ~(int64_t)3;
+            g->hw_off[i0 + i] += at;
+            g->hw_cnt[i0 + i] = param_count(m, p, i);
         }
+        at += n;
+    }
     float *hw = realloc(g->hw, sizeof(float) * (size_t)(at + 4));
     if (!hw)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory for weights");
@@ -341,15 +354,36 @@ static void request(const rt_fused *m, const fg_set *set, const char *what, int 
                              .tuning = set->plan.tuning};
 }
 
+/* Kind k's row cell kernel (fg_kind.row), reading its parameters where the
+ * plain arena holds a pseudo-layer's (fg_param_offsets). */
+static rnnc_status row_request(rt_fused *m, rt_fgrad *g, int k, rt_fused_req *r)
+{
+    const ir_fn *f = m->spec.fn[k];
+    int64_t *off = malloc(sizeof(int64_t) * ((size_t)f->n_params + 1));
+    if (!off)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "fused backward: out of memory");
+    fg_param_offsets(f, m->spec.sizes[k], off);
+    free(g->row_src[k]);
+    g->row_src[k] = NULL;
+    rnnc_status st = fg_rows_source(&g->kind[k], m->spec.sizes[k], off, &g->row_src[k],
+                                    &g->row_smem[k]);
+    free(off);
+    r->names[0] = "rnnc_row_cell";
+    snprintf(r->label, sizeof r->label, "fgrow_%s_k%d", f->name, k);
+    r->req = (rt_kernel_req){.source = g->row_src[k], .name = r->label, .kernels = r->names,
+                             .n_kernels = 1};
+    return st;
+}
+
 /* Every kind's record and backward sets for batch, and the utility
  * kernels, loaded together: those not in a cache compile at once
  * (rt_kernel_get_all), a two-layer model's four sets in about the time
  * of one. */
 static rnnc_status make_sets(rt_fused *m, rt_fgrad *g, int64_t batch)
 {
-    rt_fused_req r[5];
-    const rt_kernel_req *reqs[5];
-    rt_kernel *outs[5];
+    rt_fused_req r[7];
+    const rt_kernel_req *reqs[7];
+    rt_kernel *outs[7];
     int n = 0;
     for (int k = 0; k < g->n_kinds; k++) {
         rnnc_status st = make_set(m, &g->kind[k].rec_sched, false, k, batch, &g->rec[k]);
@@ -359,6 +393,10 @@ static rnnc_status make_sets(rt_fused *m, rt_fgrad *g, int64_t batch)
         outs[n++] = &g->rec[k].kern;
         request(m, &g->bwd[k], "bwd", k, batch, &r[n]);
         outs[n++] = &g->bwd[k].kern;
+        if (g->kind[k].row && (st = row_request(m, g, k, &r[n])))
+            return st;
+        if (g->kind[k].row)
+            outs[n++] = &g->row[k];
     }
     if (!g->util_loaded) {
         r[n].req = (rt_kernel_req){.source = fg_util_src, .name = "fused_grad_util",
@@ -427,7 +465,8 @@ void rt_fgrad_free(rt_fgrad *g)
         rt_dev_free(bufs[i]->p);
     for (int i = 0; i < 2; i++) {
         fg_side *sd = &g->side[i];
-        fg_buf *side[] = {&sd->st, &sd->hz, &sd->xb, &sd->part, &sd->bar, &sd->g, &sd->dg, &sd->xd};
+        fg_buf *side[] = {&sd->st, &sd->hz, &sd->xb, &sd->part, &sd->bar, &sd->g, &sd->dg, &sd->xd,
+                          &sd->d, &sd->r};
         for (size_t j = 0; j < sizeof side / sizeof side[0]; j++)
             rt_dev_free(side[j]->p);
     }
@@ -437,6 +476,7 @@ void rt_fgrad_free(rt_fgrad *g)
     for (int k = 0; k < 2; k++) {
         free(g->rec[k].src);
         free(g->bwd[k].src);
+        free(g->row_src[k]);
         free(g->desc[k]);
         fg_kind_free(&g->kind[k]);
     }
