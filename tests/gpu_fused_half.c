@@ -413,7 +413,7 @@ static void train_case(const hcase *hc, uint64_t *rng)
  * model on the same rounded weights, x, initial states, dy and dfinal: y,
  * the final states, dx and dinit within the forward's tolerance (they are
  * rounded to the dtype), every weight gradient within 1e-3; layers,
- * both directions, lengths, device pointers, a .cell cell. */
+ * both directions, lengths, device pointers, .cell cells. */
 static void test_training(void **state)
 {
     (void)state;
@@ -424,6 +424,8 @@ static void test_training(void **state)
         {"gru", 30, 64, 128, 128, 1, false, false, true, RNNC_BF16, 0},
         {"cifg", 25, 16, 64, 64, 2, false, true, true, RNNC_F16, 0},
         {"lstm", 50, 64, 256, 256, 1, true, false, false, RNNC_BF16, 0},
+        /* layernorm(x) before W_ih: the fused backward's row cell */
+        {"preln", 20, 8, 40, 32, 2, true, true, false, RNNC_F16, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         train_case(&cases[i], &rng);

@@ -2,12 +2,14 @@
 tensors, for the fused and cudnn backends: outputs to 1e-5 and, where the
 backend has a backward, gradients of the input, the initial states and every
 weight to 1e-4 (through loss.backward()).  Also: a non-default stream,
-PackedSequence input, and torch CPU tensors on the interpreter.
+PackedSequence input, a custom cell (a pre-LN LSTM) trained on the fused
+backward, and torch CPU tensors on the interpreter.
 
 Exits 77 without PyTorch (run_gpu.sh) or without a GPU."""
 import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
 
 import copy
+import os
 
 import rnnc
 from torch_checks import Checks, need_gpu, rel_err, skip
@@ -195,6 +197,52 @@ for backend in gpu_backends:
         names = ["dx"] + [n for n, _ in sorted(ref.named_parameters())]
         for n, a, b in zip(names, outs[0], outs[1]):
             checks.close(f"{backend} packed training grad {n}", a, b, 1e-4)
+
+# A custom cell trained through autograd on the fused backward: a pre-LN LSTM
+# (tests/data/cells/preln.cell, layernorm(x) before W_ih; its layernorm's gradients come
+# from the fused backward's row cell), 2 layers bidirectional, against nn.LayerNorm +
+# nn.LSTM per layer in float64.  Each direction of the .cell model has its own ln_g and
+# ln_b, given the shared LayerNorm's values: their two gradients add up to PyTorch's.
+if "fused" in gpu_backends:
+    cell = os.path.join(os.environ["RNNC_TEST_DATA"], "cells", "preln.cell")
+    I, H, L, T, B = 12, 16, 2, 9, 4
+    widths = [I] + [2 * H] * (L - 1)
+    lns = [torch.nn.LayerNorm(w).double() for w in widths]
+    lstms = [torch.nn.LSTM(w, H, bidirectional=True).double() for w in widths]
+    mine = rnnc.CellRNN(cell, I, H, num_layers=L, bidirectional=True, backend="fused").to(dev)
+    sd = {}
+    with torch.no_grad():
+        for l, (ln, r) in enumerate(zip(lns, lstms)):
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.uniform_(-0.2, 0.2)
+            for sfx in ("", "_reverse"):
+                sd[f"weight_ih_l{l}{sfx}"] = getattr(r, f"weight_ih_l0{sfx}")
+                sd[f"weight_hh_l{l}{sfx}"] = getattr(r, f"weight_hh_l0{sfx}")
+                sd[f"bias_l{l}{sfx}"] = getattr(r, f"bias_ih_l0{sfx}") + getattr(r, f"bias_hh_l0{sfx}")
+                sd[f"ln_g_l{l}{sfx}"], sd[f"ln_b_l{l}{sfx}"] = ln.weight, ln.bias
+    mine.load_state_dict({k: v.float() for k, v in sd.items()})
+    x = torch.randn(T, B, I, device=dev, requires_grad=True)
+    x64 = x.detach().double().cpu().requires_grad_()
+    y, _ = mine(x)
+    y64 = x64
+    for ln, r in zip(lns, lstms):
+        y64 = r(ln(y64))[0]
+    gy = torch.randn_like(y)
+    (y * gy).sum().backward()
+    (y64 * gy.double().cpu()).sum().backward()
+    checks.close("fused preln y", y, y64, 1e-5)
+    checks.close("fused preln grad dx", x.grad, x64.grad, 1e-4)
+    got = dict(mine.named_parameters())
+    for l, (ln, r) in enumerate(zip(lns, lstms)):
+        for sfx in ("", "_reverse"):
+            for n in ("weight_ih", "weight_hh"):
+                checks.close(f"fused preln grad {n}_l{l}{sfx}", got[f"{n}_l{l}{sfx}"].grad,
+                             getattr(r, f"{n}_l0{sfx}").grad, 1e-4)
+            checks.close(f"fused preln grad bias_l{l}{sfx}", got[f"bias_l{l}{sfx}"].grad,
+                         getattr(r, f"bias_ih_l0{sfx}").grad, 1e-4)
+        for n, p in (("ln_g", ln.weight), ("ln_b", ln.bias)):
+            both = got[f"{n}_l{l}"].grad + got[f"{n}_l{l}_reverse"].grad
+            checks.close(f"fused preln grad {n}_l{l} (both directions)", both, p.grad, 1e-4)
 
 # torch CPU tensors on the interpreter, and a CUDA module on a host backend.
 ref = torch.nn.LSTM(8, 12, num_layers=2).double()
