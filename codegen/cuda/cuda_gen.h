@@ -272,6 +272,9 @@ void cu_emit_gemm_rows(const cu_tile *g, cu_text *t);
  * hoisted values no GEMM epilogue makes and its launch (none when it has
  * no values), after the round's GEMMs (cu_place_hoist); launch i's kernel. */
 rnnc_status cu_place_rows(cu_ctx *c, int r);
+/* rnnc_block_sum(v, red): the sum of v over a block of 256 threads, as
+ * every row kernel (cuda_rows.c, cuda_rowcell.c) takes it. */
+extern const char cu_block_sum_src[];
 bool cu_emit_rows(const cu_ctx *c, int i, cu_text *t);
 /* Records why hoisted node v cannot be generated; false. */
 bool cu_hoist_fail(const cu_ctx *c, int32_t v, const char *why);

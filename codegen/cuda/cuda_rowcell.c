@@ -216,14 +216,7 @@ static rnnc_status emit(rc_ctx *c, cu_text *t)
     const cg_cuda_rowcell *rc = c->rc;
     char e[8192];
     cu_printf(t, "/* rnnc row cell '%s': one block per row, its values in shared memory */\n"
-                 "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
-                 "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
-                 "    __syncthreads();\n"
-                 "    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;\n"
-                 "    __syncthreads();\n"
-                 "    float s = 0.f;\n"
-                 "    for (int w = 0; w < 8; ++w) s += red[w];\n"
-                 "    return s;\n}\n"
+                 "%s"
                  "extern \"C\" __global__ void __launch_bounds__(256) rnnc_row_cell(\n"
                  "    const float *__restrict__ in0, const float *__restrict__ in1,\n"
                  "    const float *__restrict__ w, float *__restrict__ out, long long rows)\n{\n"
@@ -234,7 +227,7 @@ static rnnc_status emit(rc_ctx *c, cu_text *t)
                  "    const long long row = blockIdx.x;\n"
                  "    (void)in0; (void)in1; (void)w; (void)sm_; (void)red_;\n"
                  "    if (row >= rows) return;\n",
-              c->f->name);
+              c->f->name, cu_block_sum_src);
     for (int32_t v = 0; v < c->f->n; v++) {
         rnnc_status st = made(c, v) ? emit_node(c, v, t) : RNNC_OK;
         if (st != RNNC_OK)

@@ -254,6 +254,16 @@ rnnc_status cu_place_rows(cu_ctx *c, int r)
     return RNNC_OK;
 }
 
+const char cu_block_sum_src[] =
+    "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
+    "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+    "    __syncthreads();\n"
+    "    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;\n"
+    "    __syncthreads();\n"
+    "    float s = 0.f;\n"
+    "    for (int w = 0; w < 8; ++w) s += red[w];\n"
+    "    return s;\n}\n";
+
 /* What every row kernel shares: the slots' names and the block sum. */
 static void emit_rows_head(const cu_ctx *c, cu_text *t)
 {
@@ -263,14 +273,7 @@ static void emit_rows_head(const cu_ctx *c, cu_text *t)
         if (c->sm[v] >= 0 && (c->role[v] == CU_HOIST_TMP || c->role[v] == CU_HOIST_BUF))
             cu_printf(t, "#define SM_R%d %lld /* %s */\n", (int)v, (long long)c->sm[v],
                       cu_describe(c, v, d, sizeof d));
-    cu_printf(t, "__device__ float rnnc_block_sum(float v, float *red)\n{\n"
-                 "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
-                 "    __syncthreads();\n"
-                 "    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;\n"
-                 "    __syncthreads();\n"
-                 "    float s = 0.f;\n"
-                 "    for (int w = 0; w < 8; ++w) s += red[w];\n"
-                 "    return s;\n}\n");
+    cu_printf(t, "%s", cu_block_sum_src);
 }
 
 /* Launch i's row kernel (c->tile[i].row_round); the shared head before the first. */

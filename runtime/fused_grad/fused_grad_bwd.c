@@ -101,6 +101,17 @@ static rnnc_status post_op(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, i
                     : fg_gemm(g, g->dxl.p, I, a.p, a.ld, 1, w, I, 1, R, I, (int)op->a.cols, s);
 }
 
+/* When an op runs: the row cell's products before its kernel (row_cell),
+ * the weight gradients after it, dx's terms once both directions are done. */
+enum { FG_FOR_ROWS, FG_FOR_DW, FG_FOR_DX };
+
+static int when(const fg_op *op)
+{
+    if (op->kind == FG_LINT)
+        return op->d_off >= 0 ? FG_FOR_ROWS : FG_FOR_DX;
+    return op->kind == FG_ROWDX ? FG_FOR_DX : FG_FOR_DW;
+}
+
 /* The row cell of pseudo-layer p over all T*B rows: D's products first,
  * then its kernel, which writes R. */
 static rnnc_status row_cell(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, int p,
@@ -110,7 +121,7 @@ static rnnc_status row_cell(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, 
     long long rows = g->T * g->B;
     rnnc_status st = rt_dev_zero(sd->d.p, (size_t)rows * (size_t)kd->d_cols * 4, s);
     for (int i = 0; st == RNNC_OK && i < kd->n_ops; i++)
-        if (kd->op[i].kind == FG_LINT && kd->op[i].d_off >= 0)
+        if (when(&kd->op[i]) == FG_FOR_ROWS)
             st = post_op(m, g, sd, k, p, i, x, s);
     CUdeviceptr d = sd->d.p, w = g->plain + (CUdeviceptr)g->hw_off[p * g->npar] * 4, r = sd->r.p;
     void *args[] = {&x, &d, &w, &r, &rows};
@@ -127,12 +138,9 @@ static rnnc_status post_ops(rt_fused *m, rt_fgrad *g, const fg_side *sd, int k, 
 {
     const fg_kind *kd = &g->kind[k];
     rnnc_status st = !dx && kd->row ? row_cell(m, g, sd, k, p, x, s) : RNNC_OK;
-    for (int i = 0; st == RNNC_OK && i < kd->n_ops; i++) {
-        const fg_op *op = &kd->op[i];
-        bool to_dx = op->kind == FG_ROWDX || (op->kind == FG_LINT && op->d_off < 0);
-        if (to_dx == dx && !(op->kind == FG_LINT && op->d_off >= 0))
+    for (int i = 0; st == RNNC_OK && i < kd->n_ops; i++)
+        if (when(&kd->op[i]) == (dx ? FG_FOR_DX : FG_FOR_DW))
             st = post_op(m, g, sd, k, p, i, x, s);
-    }
     return st;
 }
 

@@ -326,8 +326,7 @@ static rnnc_status mark_row_leaves(split *p)
     return RNNC_OK;
 }
 
-/* D's columns, R's (the outputs, need 1) and the products' GEMMs, which
- * post_ops runs before the row cell. */
+/* D's columns (the products, in node order) and R's (the outputs, need 1). */
 static rnnc_status place_rows(split *p)
 {
     fg_kind *k = p->k;
@@ -348,6 +347,7 @@ static rnnc_status place_rows(split *p)
     return RNNC_OK;
 }
 
+/* The products' GEMMs, which post_ops runs before the row cell. */
 static rnnc_status add_products(split *p)
 {
     rnnc_status st = RNNC_OK;
