@@ -12,10 +12,14 @@
  *    and dx are made of.  It is compiled by the same forward generator and
  *    run in reverse time with W_hh^T resident on chip;
  *  - the POST ops: after the walk, dW += A^T B (outer), db += colsum(A)
- *    (rowsum) and dx += D W (linear_t) as GEMMs over all T*B rows.
+ *    (rowsum) and dx += D W (linear_t) as GEMMs over all T*B rows;
+ *  - where dx or a weight gradient's operand is row work on the layer
+ *    input (a pre-LN layernorm's backward), the ROW cell: a stateless cell
+ *    over [x | D] (D: the linear_t products it reads, made by post GEMMs)
+ *    run once over all T*B rows before the other post ops.
  *
- * fused_grad_ir.c builds these (no GPU needed; CPU tests compile them with
- * NVRTC); fused_grad_setup.c makes the split, kernel sets and weight
+ * fused_grad_ir.c builds these, fused_grad_rows.c the row cell (no GPU
+ * needed; CPU tests compile them with NVRTC); fused_grad_setup.c makes the split, kernel sets and weight
  * arenas; fused_grad.c and fused_grad_bwd.c run the forward that records,
  * the backward, the weight gradients and the timing; fused_backend.c is
  * rt_backend_fused, the forward of runtime/fused with this training.
