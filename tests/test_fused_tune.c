@@ -93,9 +93,15 @@ static void test_candidates(void **state)
         s32 |= r88 && t.batch_tile == 32;
     }
     assert_true(s16 && s32);
+    /* B = 64: outer products only at 512 threads, after the plain register tiles */
     n = rt_fused_candidates(64, 512, 132, false, c, 20);
-    for (int i = 0; i < n; i++)
-        assert_false((c[i].threads == 256 && c[i].reg_batch == 8) || c[i].outer);
+    int outer = 0;
+    for (int i = 0; i < n; i++) {
+        assert_false(c[i].threads == 256 && c[i].reg_batch == 8);
+        assert_true(!c[i].outer || (c[i].threads == 512 && i > 3));
+        outer += c[i].outer;
+    }
+    assert_int_equal(outer, 2);
     /* B >= 128: outer products right after the heuristic */
     n = rt_fused_candidates(256, 1024, 132, false, c, 20);
     assert_true(n >= 4 && same(c[1], (rt_fused_tuning){0, 0, 512, 8, 8, 0, 1}));

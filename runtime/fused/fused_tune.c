@@ -223,6 +223,17 @@ int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged
         add(out, &n, max, (rt_fused_tuning){.threads = 512, .reg_rows = 8, .reg_batch = 4});
         add(out, &n, max, (rt_fused_tuning){.reg_rows = 8, .reg_batch = 8});
     }
+    /* 64 <= B < 128: outer products too, at 512 threads in batch tiles of
+     * 32 (8 x 4 a thread) and 64 rows (4 x 8).  The H200, I = H = 512, B =
+     * 64, the kernels of a stack's wavefront on half the SMs: 4 layers
+     * 3.63-3.68 -> 3.52 ms with either (bench/results/h200/issue9/
+     * 2026-11-29-s23/) */
+    if (batch >= 64 && batch < 128) {
+        add(out, &n, max, (rt_fused_tuning){.batch_tile = 32, .threads = 512, .reg_rows = 8,
+                                            .reg_batch = 4, .outer = 1});
+        add(out, &n, max, (rt_fused_tuning){.batch_tile = 64, .threads = 512, .reg_rows = 4,
+                                            .reg_batch = 8, .outer = 1});
+    }
     /* H = 1024, B = 64: W_hh streamed at two batch groups with 8 x 4 tiles
      * took 3.696 ms against 3.889 on chip (bench/results/h100/rejected/
      * interleave/, where it came up) */
