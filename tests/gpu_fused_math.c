@@ -271,10 +271,10 @@ static void test_outer_products(void **state)
         /* four batch groups of 32 rows, each its own k-major copies */
         {"16,32,256,8,8,0,1", {"lstm", 8, 128, 512, 512, 1, RNNC_MATH_FFMA, false, true}, false},
         /* B = 64 (the autotuner's candidates there): 512 threads, 4 x 8 in one
-         * group of 64 rows and 8 x 4 in two of 32; a stack's wavefront and a
+         * group of 64 rows or two of 32; a stack's wavefront and a
          * bidirectional stack on half the SMs, and H = 1024 alone */
         {"0,64,512,4,8,0,1", {"lstm", 8, 64, 512, 512, 4, RNNC_MATH_FFMA, false, false}, false},
-        {"0,32,512,8,4,0,1", {"lstm", 8, 64, 512, 512, 2, RNNC_MATH_FFMA, true, true}, false},
+        {"0,32,512,4,8,0,1", {"lstm", 8, 64, 512, 512, 2, RNNC_MATH_FFMA, true, true}, false},
         {"0,64,512,4,8,0,1", {"lstm", 6, 64, 1024, 1024, 1, RNNC_MATH_FFMA, false, true}, false},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {

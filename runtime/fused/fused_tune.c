@@ -223,14 +223,16 @@ int rt_fused_candidates(int64_t batch, int64_t hidden, int sm_count, bool tagged
         add(out, &n, max, (rt_fused_tuning){.threads = 512, .reg_rows = 8, .reg_batch = 4});
         add(out, &n, max, (rt_fused_tuning){.reg_rows = 8, .reg_batch = 8});
     }
-    /* 64 <= B < 128: outer products too, at 512 threads in batch tiles of
-     * 32 (8 x 4 a thread) and 64 rows (4 x 8).  The H200, I = H = 512, B =
-     * 64, the kernels of a stack's wavefront on half the SMs: 4 layers
-     * 3.63-3.68 -> 3.52 ms with either (bench/results/h200/issue9/
+    /* 64 <= B < 128: outer products too, 4 x 8 a thread at 512 threads in
+     * batch tiles of 32 and 64 rows.  The H200, I = H = 512, B = 64, the
+     * kernels of a stack's wavefront on half the SMs, fixed by hand: 4 layers
+     * 3.63-3.68 ms -> 3.43 (32 rows) and 3.53 (64), two bidirectional layers
+     * 3.95 -> 3.71 and 3.75 (8 x 4 in 32 rows: 3.50 and 3.80); I = H = 1024
+     * alone 3.20-3.25 -> 2.86 at 64 rows (bench/results/h200/issue9/
      * 2026-11-29-s23/) */
     if (batch >= 64 && batch < 128) {
-        add(out, &n, max, (rt_fused_tuning){.batch_tile = 32, .threads = 512, .reg_rows = 8,
-                                            .reg_batch = 4, .outer = 1});
+        add(out, &n, max, (rt_fused_tuning){.batch_tile = 32, .threads = 512, .reg_rows = 4,
+                                            .reg_batch = 8, .outer = 1});
         add(out, &n, max, (rt_fused_tuning){.batch_tile = 64, .threads = 512, .reg_rows = 4,
                                             .reg_batch = 8, .outer = 1});
     }
