@@ -120,10 +120,14 @@ bool cu_is_view_op(int op)
     return op == IR_CHUNK || op == IR_SLICE;
 }
 
+int64_t cu_view_at(const ir_node *nd, int64_t cols, ir_sizes s)
+{
+    return nd->op == IR_CHUNK ? nd->i1 * cols : ir_dim_eval(nd->rows, s);
+}
+
 int64_t cu_view_col(const cu_ctx *c, int32_t v)
 {
-    const ir_node *nd = &c->f->nodes[v];
-    return nd->op == IR_CHUNK ? nd->i1 * c->cols[v] : ir_dim_eval(nd->rows, c->cfg.sizes);
+    return cu_view_at(&c->f->nodes[v], c->cols[v], c->cfg.sizes);
 }
 
 void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl)

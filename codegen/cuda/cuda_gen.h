@@ -275,6 +275,12 @@ rnnc_status cu_place_rows(cu_ctx *c, int r);
 /* rnnc_block_sum(v, red): the sum of v over a block of 256 threads, as
  * every row kernel (cuda_rows.c, cuda_rowcell.c) takes it. */
 extern const char cu_block_sum_src[];
+/* A row kernel's reduction node nd over a row of K values `a` (an
+ * expression of cx) into the shared slot named `dst`: a mean or sum into
+ * its first float, a layernorm (gain g, bias b: expressions of cx) into
+ * its cols floats (cuda_rows.c; the row cell's too). */
+void cu_emit_row_reduce(cu_text *t, const ir_node *nd, long long K, long long cols,
+                        const char *a, const char *g, const char *b, const char *dst);
 bool cu_emit_rows(const cu_ctx *c, int i, cu_text *t);
 /* Records why hoisted node v cannot be generated; false. */
 bool cu_hoist_fail(const cu_ctx *c, int32_t v, const char *why);
@@ -318,6 +324,8 @@ void cu_view_slice(const cu_ctx *c, int32_t v, int sl, int32_t *o, int *osl);
  * cu_view_col(c, v) on: both are read through wherever chunks are. */
 bool cu_is_view_op(int op);
 int64_t cu_view_col(const cu_ctx *c, int32_t v);
+/* The same for chunk or slice nd of cols columns at sizes s. */
+int64_t cu_view_at(const ir_node *nd, int64_t cols, ir_sizes s);
 /* Expression of node v, slice sl, at the current element of the step kernel
  * (locals u, b, gu, gb, row, t in scope).  Writes into buf; false with an
  * error recorded when v has no per-element value there. */

@@ -56,9 +56,8 @@ static bool view_expr(const rc_ctx *c, int32_t v, const char *col, char *buf, si
     if (nd->op == IR_EXPAND)
         return expr(c, nd->a[0], "0", buf, n);
     if (cu_is_view_op(nd->op)) {
-        long long at = nd->op == IR_CHUNK ? (long long)(nd->i1 * c->cols[v])
-                                          : (long long)ir_dim_eval(nd->rows, c->rc->sizes);
-        snprintf(inner, sizeof inner, "(%s) + %lld", col, at);
+        snprintf(inner, sizeof inner, "(%s) + %lld", col,
+                 (long long)cu_view_at(nd, c->cols[v], c->rc->sizes));
         return expr(c, nd->a[0], inner, buf, n);
     }
     long long ca = (long long)c->cols[nd->a[0]];
@@ -154,35 +153,18 @@ static int64_t place_slots(rc_ctx *c)
     return top;
 }
 
-/* A reduction over the row: mean, sum or layernorm. */
+/* A reduction over the row: mean, sum or layernorm (as the hoisted row
+ * kernels make them). */
 static bool emit_reduce(const rc_ctx *c, int32_t v, cu_text *t)
 {
     const ir_node *nd = &c->f->nodes[v];
-    long long K = (long long)c->cols[nd->a[0]], cols = (long long)c->cols[v];
-    char a[4096], g[4096], b[4096], e[64];
-    if (!expr(c, nd->a[0], "cx", a, sizeof a))
-        return false;
-    snprintf(e, sizeof e, " / %lld.f", K);
-    cu_printf(t, "    {\n        float s_ = 0.f;\n"
-                 "        for (int cx = tid; cx < %lld; cx += 256) s_ += %s;\n"
-                 "        s_ = rnnc_block_sum(s_, red_);\n", K, a);
-    if (nd->op != IR_LAYERNORM) {
-        /* a mean divides by its operand's width */
-        cu_printf(t, "        if (tid == 0) sm_[%lld] = s_%s;\n    }\n", (long long)c->slot[v],
-                  nd->op == IR_MEAN ? e : "");
-        return true;
-    }
-    snprintf(g, sizeof g, "1.f");
-    snprintf(b, sizeof b, "0.f");
-    if ((nd->a[1] >= 0 && !expr(c, nd->a[1], "cx", g, sizeof g)) ||
+    char a[2048], g[2048] = "1.f", b[2048] = "0.f", dst[32];
+    if (!expr(c, nd->a[0], "cx", a, sizeof a) ||
+        (nd->a[1] >= 0 && !expr(c, nd->a[1], "cx", g, sizeof g)) ||
         (nd->a[2] >= 0 && !expr(c, nd->a[2], "cx", b, sizeof b)))
         return false;
-    cu_printf(t, "        const float m_ = s_ / %lld.f;\n        float q_ = 0.f;\n"
-                 "        for (int cx = tid; cx < %lld; cx += 256) { const float d_ = %s - m_; q_ += d_ * d_; }\n"
-                 "        q_ = rnnc_block_sum(q_, red_);\n"
-                 "        const float r_ = rsqrtf(q_ / %lld.f + %s);\n"
-                 "        for (int cx = tid; cx < %lld; cx += 256) sm_[%lld + cx] = (%s - m_) * r_ * (%s) + (%s);\n    }\n",
-              K, K, a, K, cu_float_lit(nd->f, e, sizeof e), cols, (long long)c->slot[v], a, g, b);
+    snprintf(dst, sizeof dst, "%lld", (long long)c->slot[v]);
+    cu_emit_row_reduce(t, nd, (long long)c->cols[nd->a[0]], (long long)c->cols[v], a, g, b, dst);
     return true;
 }
 

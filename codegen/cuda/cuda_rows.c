@@ -91,31 +91,15 @@ static bool row_node(const cu_ctx *c, int r, int32_t v, cu_text *t)
     const char *uf = cu_unary_fmt(c, nd->op), *bo = cu_binary_op(nd->op);
     cu_printf(t, "    /* %s */\n", cu_describe(c, v, e, sizeof e));
     if (ir_ops[nd->op].flags & IR_F_REDUCE) {
-        long long K = (long long)c->cols[nd->a[0]];
-        if (!row_expr(c, r, nd->a[0], "cx", a, sizeof a))
+        char dst[32];
+        snprintf(g, sizeof g, "1.f");
+        snprintf(be, sizeof be, "0.f");
+        snprintf(dst, sizeof dst, "SM_R%d", (int)v);
+        if (!row_expr(c, r, nd->a[0], "cx", a, sizeof a) ||
+            (nd->a[1] >= 0 && !row_expr(c, r, nd->a[1], "cx", g, sizeof g)) ||
+            (nd->a[2] >= 0 && !row_expr(c, r, nd->a[2], "cx", be, sizeof be)))
             return false;
-        cu_printf(t,
-                  "    {\n        float s_ = 0.f, q_ = 0.f;\n"
-                  "        for (int cx = tid; cx < %lld; cx += 256) s_ += %s;\n"
-                  "        s_ = rnnc_block_sum(s_, red_);\n"
-                  "        const float m_ = s_ / %lld.f;\n"
-                  "        for (int cx = tid; cx < %lld; cx += 256) { const float d_ = %s - m_; q_ += d_ * d_; }\n"
-                  "        q_ = rnnc_block_sum(q_, red_);\n",
-                  K, a, K, K, a);
-        if (nd->op == IR_LAYERNORM) {
-            snprintf(g, sizeof g, "1.f");
-            snprintf(be, sizeof be, "0.f");
-            if ((nd->a[1] >= 0 && !row_expr(c, r, nd->a[1], "cx", g, sizeof g)) ||
-                (nd->a[2] >= 0 && !row_expr(c, r, nd->a[2], "cx", be, sizeof be)))
-                return false;
-            cu_printf(t,
-                      "        const float r_ = rsqrtf(q_ / %lld.f + %s);\n"
-                      "        for (int cx = tid; cx < %lld; cx += 256) sm_[SM_R%d + cx] = (%s - m_) * r_ * (%s) + (%s);\n    }\n",
-                      K, cu_float_lit(nd->f, e, sizeof e), cols, (int)v, a, g, be);
-        } else {
-            cu_printf(t, "        if (tid == 0) sm_[SM_R%d] = %s;\n    }\n", (int)v,
-                      nd->op == IR_SUM ? "s_" : "m_");
-        }
+        cu_emit_row_reduce(t, nd, (long long)c->cols[nd->a[0]], cols, a, g, be, dst);
     } else {
         if (nd->op == IR_DROPOUT) {
             if (!row_expr(c, r, nd->a[0], "cx", a, sizeof a) ||
@@ -138,6 +122,30 @@ static bool row_node(const cu_ctx *c, int r, int32_t v, cu_text *t)
         cu_printf(t, "    for (int cx = tid; cx < %lld; cx += 256) hz[(size_t)%lld * TB + row * %lld + cx] = sm_[SM_R%d + cx];\n",
                   cols, (long long)c->off[v], cols, (int)v);
     return true;
+}
+
+void cu_emit_row_reduce(cu_text *t, const ir_node *nd, long long K, long long cols,
+                        const char *a, const char *g, const char *b, const char *dst)
+{
+    char e[64];
+    bool ln = nd->op == IR_LAYERNORM;
+    cu_printf(t, "    {\n        float s_ = 0.f%s;\n"
+                 "        for (int cx = tid; cx < %lld; cx += 256) s_ += %s;\n"
+                 "        s_ = rnnc_block_sum(s_, red_);\n",
+              ln ? ", q_ = 0.f" : "", K, a);
+    if (!ln) {
+        if (nd->op == IR_MEAN)
+            snprintf(e, sizeof e, " / %lld.f", K);
+        cu_printf(t, "        if (tid == 0) sm_[%s] = s_%s;\n    }\n", dst, nd->op == IR_MEAN ? e : "");
+        return;
+    }
+    cu_printf(t,
+              "        const float m_ = s_ / %lld.f;\n"
+              "        for (int cx = tid; cx < %lld; cx += 256) { const float d_ = %s - m_; q_ += d_ * d_; }\n"
+              "        q_ = rnnc_block_sum(q_, red_);\n"
+              "        const float r_ = rsqrtf(q_ / %lld.f + %s);\n"
+              "        for (int cx = tid; cx < %lld; cx += 256) sm_[%s + cx] = (%s - m_) * r_ * (%s) + (%s);\n    }\n",
+              K, K, a, K, cu_float_lit(nd->f, e, sizeof e), cols, dst, a, g, b);
 }
 
 /* Whether the row kernel of round r makes v in shared memory. */

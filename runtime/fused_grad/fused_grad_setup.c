@@ -393,10 +393,12 @@ static rnnc_status make_sets(rt_fused *m, rt_fgrad *g, int64_t batch)
         outs[n++] = &g->rec[k].kern;
         request(m, &g->bwd[k], "bwd", k, batch, &r[n]);
         outs[n++] = &g->bwd[k].kern;
-        if (g->kind[k].row && (st = row_request(m, g, k, &r[n])))
+        /* the row cell's kernel knows no batch: made once */
+        if (!g->kind[k].row || g->row[k].module)
+            continue;
+        if ((st = row_request(m, g, k, &r[n])))
             return st;
-        if (g->kind[k].row)
-            outs[n++] = &g->row[k];
+        outs[n++] = &g->row[k];
     }
     if (!g->util_loaded) {
         r[n].req = (rt_kernel_req){.source = fg_util_src, .name = "fused_grad_util",
