@@ -17,8 +17,10 @@ A graph names a module twice: by its id, for the module itself while it
 lives in the process that traced the graph, and by its description (the
 cell's text, sizes, options: `spec`).  Where the id finds no module of that
 description (a program saved by torch.export and loaded elsewhere), a module
-made from the description runs the call, one per description, on the
-weights the graph passes."""
+made from the description runs the call on the weights the graph passes, one
+per module of the traced program (its id there): two layers of one
+description keep a model each, so neither reuploads the other's weights at
+every call and a training graph's backwards each find their own forward."""
 import json
 import weakref
 
@@ -28,7 +30,7 @@ from . import _arrays as A
 from .errors import StateError
 
 _modules = weakref.WeakValueDictionary()
-_made = {}  # description -> the module made from it
+_made = {}  # (id in the traced program, description) -> the module made from it
 
 
 def register(module):
@@ -49,13 +51,13 @@ def _module(handle, spec):
     m = _modules.get(handle)
     if m is not None and m._op_spec == spec:
         return m
-    m = _made.get(spec)
+    m = _made.get((handle, spec))
     if m is None:
         from .cell import Cell
         from .modules import CellRNN
         d = json.loads(spec)
         d["cell"] = Cell.parse(d["cell"], cell_name=d.pop("cell_name"))
-        m = _made[spec] = CellRNN(**d)
+        m = _made[handle, spec] = CellRNN(**d)
     return m
 
 

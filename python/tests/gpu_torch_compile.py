@@ -139,6 +139,65 @@ with tempfile.TemporaryDirectory() as tmp:
     if run.returncode == 0:
         checks.close("export, new process: y", torch.load(os.path.join(tmp, "y.pt")), y64, 1e-5)
 
+# Two layers of one description (same cell, sizes and options, their own weights), trained
+# through a loaded program in a new process: each keeps a module of its own there, so both
+# backwards find their forwards (one module a description had raised StateError at the
+# first layer's backward) and y, dx and every weight's gradient match float64.
+TRAIN_LOADED = """
+import os, sys, torch
+import rnnc
+tmp = sys.argv[1]
+net = torch.export.load(os.path.join(tmp, "two.pt2")).module()
+x = torch.load(os.path.join(tmp, "x.pt")).cuda().requires_grad_()
+gy = torch.load(os.path.join(tmp, "gy.pt")).cuda()
+for k in range(2):  # the second call finds both made modules
+    x.grad = None
+    for p in net.parameters():
+        p.grad = None
+    y = net(x)
+    (y * gy).sum().backward()
+out = {"y": y.detach().cpu(), "dx": x.grad.cpu()}
+out.update({n: p.grad.cpu() for n, p in net.named_parameters()})
+torch.save(out, os.path.join(tmp, "out.pt"))
+"""
+
+
+class Two(torch.nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.a, self.b = a, b
+
+    def forward(self, x):
+        return self.b(self.a(x)[0])[0]
+
+
+ref = Two(torch.nn.LSTM(16, 16), torch.nn.LSTM(16, 16)).double()
+mine = Two(rnnc.LSTM(16, 16, backend="fused"), rnnc.LSTM(16, 16, backend="fused"))
+mine.load_state_dict(ref.state_dict())
+mine = mine.to(dev)
+x, gy = torch.randn(9, 3, 16), torch.randn(9, 3, 16)
+ep = torch.export.export(mine, (x.to(dev),))
+x64 = x.double().requires_grad_()
+y64 = ref(x64)
+(y64 * gy.double()).sum().backward()
+with tempfile.TemporaryDirectory() as tmp:
+    torch.export.save(ep, os.path.join(tmp, "two.pt2"))
+    torch.save(x, os.path.join(tmp, "x.pt"))
+    torch.save(gy, os.path.join(tmp, "gy.pt"))
+    run = subprocess.run([sys.executable, "-c", TRAIN_LOADED, tmp], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=PACKAGE_PATH))
+    print(run.stdout + run.stderr)
+    checks.true("export, two layers of one description: trained in a new process",
+                run.returncode == 0)
+    if run.returncode == 0:
+        got = torch.load(os.path.join(tmp, "out.pt"))
+        checks.close("export, two layers, new process: y", got["y"], y64, 1e-5)
+        checks.close("export, two layers, new process: dx", got["dx"], x64.grad, 1e-4)
+        for n, p in ref.named_parameters():
+            checks.true(f"export, two layers, new process: grad {n} came back", n in got)
+            if n in got:
+                checks.close(f"export, two layers, new process: grad {n}", got[n], p.grad, 1e-4)
+
 
 def per_call_us(fn, x, n=200):
     for _ in range(10):
