@@ -506,7 +506,7 @@ rnnc_status rnnc_cache_info(rnnc_cache_summary *out);
  * kernel ""): the next use recompiles and replaces it. */
 typedef struct rnnc_cache_entry {
     char key[64];       /* its file name: 32 hex digits of the key, then ".cubin" */
-    int sm;             /* the arch it was compiled for (80: sm_80) */
+    int sm;             /* the arch it was compiled for (80: sm_80; 0: the cpu backend's host object) */
     uint64_t bytes;     /* on disk, header included */
     int64_t last_used;  /* seconds since 1970 (reads touch an entry) */
     char kernel[56];    /* the name of its kernel set */

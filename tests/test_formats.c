@@ -267,8 +267,10 @@ static void entry_payload_hash(void **state)
 static void entry_sm(void **state)
 {
     (void)state;
-    const uint64_t bad[] = {0, 9, 1001, (uint64_t)INT32_MAX + 1, UINT32_MAX};
+    /* 0 is RT_CACHE_HOST: the cpu backend's object files */
+    const uint64_t bad[] = {1, 9, 1001, (uint64_t)INT32_MAX + 1, UINT32_MAX};
     entry_field(H_SM, 4, bad, sizeof bad / sizeof *bad, 90);
+    entry_field(H_SM, 4, bad, sizeof bad / sizeof *bad, RT_CACHE_HOST);
 }
 
 static void entry_reserved(void **state)

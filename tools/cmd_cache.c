@@ -59,13 +59,25 @@ static const char *when(const rnnc_cache_entry *e, const char *fmt, char *buf, s
     return buf;
 }
 
+/* An entry's arch: sm_XX, or cpu for the cpu backend's object files (sm 0). */
+static const char *arch(const rnnc_cache_entry *e, char *buf, size_t n)
+{
+    if (!e->valid)
+        return "?";
+    if (e->sm == 0)
+        return "cpu";
+    snprintf(buf, n, "sm_%d", e->sm);
+    return buf;
+}
+
 static void print_list(const rnnc_cache_entries *l)
 {
-    char buf[32];
+    char buf[32], a[16];
     printf("%-32s  %-6s %13s  %-19s  %s\n", "key", "arch", "size", "last used", "kernel");
     for (size_t i = 0; i < rnnc_cache_entries_count(l); i++) {
         const rnnc_cache_entry *e = rnnc_cache_entries_get(l, i);
-        printf("%.32s  sm_%-3d %9.1f KiB  %s  %s\n", e->key, e->sm, (double)e->bytes / 1024.0,
+        printf("%.32s  %-6s %9.1f KiB  %s  %s\n", e->key, arch(e, a, sizeof a),
+               (double)e->bytes / 1024.0,
                when(e, "%Y-%m-%d %H:%M:%S", buf, sizeof buf),
                e->valid ? e->kernel : "(corrupt: will be replaced)");
     }

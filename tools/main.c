@@ -43,7 +43,7 @@ static const struct command {
     {"grad", cmd_grad, "gradients of a training forward: weights, x and initial states"},
     {"random", cmd_random, "write random weights and inputs for `rnnc run`"},
     {"compare", cmd_compare, "run backends on the same data: time and agreement"},
-    {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda, llvm, backward"},
+    {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda, llvm, backward, train"},
     {"demo", cmd_demo, "run an LSTM on the best backend here and say what ran"},
     {"show", cmd_show, "list the tensors of a safetensors file"},
     {"diff", cmd_diff, "compare the tensors of two safetensors files"},

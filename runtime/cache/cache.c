@@ -115,6 +115,19 @@ rnnc_status rt_cache_mem_key(const rt_kernel_req *req, int sm, rt_cache_key *out
     return RNNC_OK;
 }
 
+void rt_cache_key_host(const char *const *texts, int n, rt_cache_key *out)
+{
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    put_str(&st, "rnnc host object");
+    put_int(&st, n);
+    for (int i = 0; i < n; i++)
+        put_str(&st, texts[i]);
+    XXH128_hash_t h = XXH3_128bits_digest(&st);
+    out->lo = h.low64;
+    out->hi = h.high64;
+}
+
 static _Atomic unsigned long origin_count[RT_FROM_COMPILE + 1];
 
 unsigned long rt_cache_origin_count(rt_origin o)

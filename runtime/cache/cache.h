@@ -63,6 +63,12 @@ typedef struct rt_cache_key {
 
 /* The key of req for sm (NVRTC must be loadable: its version is part of it). */
 rnnc_status rt_cache_key_of(const rt_kernel_req *req, int sm, rt_cache_key *out);
+/* The key of the cpu backend's object file made from a module: its n texts
+ * (the module's IR and everything else that changes the machine code: LLVM's
+ * version, the target, the CPU and its features), hashed apart from every
+ * kernel's key.  Its entry's sm is RT_CACHE_HOST. */
+void rt_cache_key_host(const char *const *texts, int n, rt_cache_key *out);
+#define RT_CACHE_HOST 0
 void rt_cache_key_hex(rt_cache_key k, char hex[33]);
 
 /* The cubin for req (req->sm must be set); *cubin is malloc'ed (free()). */
@@ -154,6 +160,12 @@ bool rt_cache_entry_path(rt_cache_key k, char *buf, size_t n);
  * RNNC_ERR_FORMAT with the reason in why[] (corrupt, truncated, foreign);
  * never calls err_fail. */
 rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why, size_t n_why);
+/* Whether the entry of k may be run as host code (the cpu backend's
+ * objects): the kernels directory, and the entry where it exists, belong to
+ * this user and no other user can write them (write by the user's own group
+ * allowed), so nobody else can have put it there (true with no disk cache,
+ * where nothing is read).  Else why[] says why. */
+bool rt_cache_host_trusted(rt_cache_key k, char *why, size_t n_why);
 /* Stores an entry (temp file + rename) and evicts down to the limit; a
  * directory that cannot be written is warned about once, then ignored. */
 void rt_cache_write(rt_cache_key k, const char *name, int sm, const void *cubin, size_t size);

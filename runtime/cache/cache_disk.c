@@ -2,7 +2,8 @@
  * cache_disk.c: the on-disk level of the kernel cache: where it lives, and
  * reading and writing one entry.  An entry is a 128-byte header (magic,
  * format version, key, payload size and hash, header hash) followed by the
- * cubin; nothing read back is trusted until every check passes, so a
+ * cubin (or, where sm is RT_CACHE_HOST, the cpu backend's object file);
+ * nothing read back is trusted until every check passes, so a
  * corrupt, truncated or foreign entry is simply a miss.  docs/cache.md.
  */
 #define _GNU_SOURCE
@@ -89,7 +90,8 @@ static uint64_t header_hash(const entry_header *h)
     return XXH3_64bits(h, offsetof(entry_header, header_hash));
 }
 
-/* The range of sm in a header: sm_XX as NVRTC names archs. */
+/* The range of sm in a header: sm_XX as NVRTC names archs, or RT_CACHE_HOST
+ * for the cpu backend's object files. */
 #define ENTRY_MIN_SM 10
 #define ENTRY_MAX_SM 1000
 
@@ -110,7 +112,8 @@ static bool header_fields_ok(const entry_header *h, uint64_t file_size, char *wh
                  (unsigned long long)(sizeof *h + h->payload_size));
         return false;
     }
-    if (h->sm < ENTRY_MIN_SM || h->sm > ENTRY_MAX_SM || h->reserved != 0 || h->created < 0 ||
+    bool sm_ok = h->sm == RT_CACHE_HOST || (h->sm >= ENTRY_MIN_SM && h->sm <= ENTRY_MAX_SM);
+    if (!sm_ok || h->reserved != 0 || h->created < 0 ||
         memchr(h->name, '\0', sizeof h->name) == NULL) {
         snprintf(why, n_why, "a header field out of range (sm %u, created %lld)", h->sm,
                  (long long)h->created);
@@ -195,6 +198,35 @@ rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why,
 close_in:
     cm_in_close(&in);
     return s;
+}
+
+/* Owned by this user, and writable by nobody else (the user's own group
+ * aside: Debian gives each user a group of their own, and umask 002).
+ * A path that does not exist is no risk: nothing is read from it. */
+static bool users_own(const char *path, char *why, size_t n_why)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT;
+    bool others = (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != getegid());
+    if (st.st_uid != geteuid() || others) {
+        snprintf(why, n_why, "%s is %s", path,
+                 st.st_uid != geteuid() ? "another user's" : "writable by other users");
+        return false;
+    }
+    return true;
+}
+
+bool rt_cache_host_trusted(rt_cache_key k, char *why, size_t n_why)
+{
+    char path[PATH_MAX];
+    if (!rt_cache_entry_path(k, path, sizeof path))
+        return true; /* no disk cache: nothing is read */
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    bool dir_ok = users_own(path, why, n_why);
+    *slash = '/';
+    return dir_ok && users_own(path, why, n_why);
 }
 
 bool rt_cache_mkdirs(const char *dir)

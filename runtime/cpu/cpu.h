@@ -4,7 +4,7 @@
  * binding (cpu.c) and the forward (cpu_run.c).  Built with RNNC_HAVE_LLVM.
  *
  * Uses: common, ir, codegen/llvm, runtime/spec, runtime/eval (the fold),
- * runtime/tensor.
+ * runtime/tensor, runtime/cache (object files on disk).
  */
 #ifndef RNNC_RUNTIME_CPU_H
 #define RNNC_RUNTIME_CPU_H

@@ -1,10 +1,16 @@
 /*
- * cpu_jit.c: the CPU backend's compiler driver and in-process code cache.
+ * cpu_jit.c: the CPU backend's compiler driver and its code caches.
  * A plan becomes an LLVM module (codegen/llvm), which is verified, printed
  * when RNNC_DUMP=llvm, optimised at O3 for the host CPU and its features,
- * and added to one process-wide ORC LLJIT.  The cache key hashes what the
- * code depends on (the cell's nodes, sizes, hoist setting, vector width),
- * so a second model of the same shape reuses the machine code.
+ * made into an object file and added to one process-wide ORC LLJIT.
+ * In the process, a plan key hashes what the code depends on (the cell's
+ * nodes, sizes, hoist setting, vector width), so a second model of the
+ * same shape reuses the machine code.  On disk (runtime/cache, the kernel
+ * cache's directory), the object file is kept under a key of the module's
+ * text, LLVM's version and the host's target, CPU and features, so a new
+ * process skips O3 and code generation (about 0.7 s for an LSTM) and links
+ * the object it made before.  The module names its functions by the plan
+ * key, not by a counter, so its text is the same in every process.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, sysconf */
 #ifdef RNNC_HAVE_LLVM
@@ -21,9 +27,11 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h> /* LLVM_VERSION_STRING, part of an object's key */
 #include <xxhash.h>
 
 #include "codegen/codegen.h"
+#include "runtime/cache/cache.h"
 #include "runtime/cpu/cpu.h"
 
 _Static_assert(CG_MAX_STAGES == 16, "rt_cpu_code.ew is sized for 16 stages");
@@ -43,7 +51,7 @@ static struct {
     LLVMTargetMachineRef tm;
     char *cpu, *features, *triple;
     int vw, threads;
-    unsigned serial;
+    bool warned_untrusted; /* once a process */
     code_entry *entries;
 } g_jit = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -168,35 +176,105 @@ static void dump_module(LLVMModuleRef m, const char *stage)
     LLVMDisposeMessage(text);
 }
 
-/* Verifies, optimises and hands the module to the JIT (which then owns it). */
-static rnnc_status add_module(LLVMOrcThreadSafeContextRef tsc, LLVMModuleRef m)
+/* Verifies the generated module and gives it the JIT's target and layout. */
+static rnnc_status check_module(LLVMModuleRef m)
 {
     char *msg = NULL;
     dump_module(m, "llvm");
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         rnnc_status st = err_fail(RNNC_ERR_LLVM, "cpu: the generated module is invalid: %s", msg);
         LLVMDisposeMessage(msg);
-        LLVMDisposeModule(m);
         return st;
     }
     LLVMDisposeMessage(msg);
     LLVMSetTarget(m, g_jit.triple);
     LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(g_jit.jit));
+    return RNNC_OK;
+}
+
+/* Optimises m at O3 and makes its object file with the host's target
+ * machine (the JIT's code model), which the JIT links as it would its own. */
+static rnnc_status make_object(LLVMModuleRef m, LLVMMemoryBufferRef *obj)
+{
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     LLVMErrorRef err = LLVMRunPasses(m, "default<O3>", g_jit.tm, opts);
     LLVMDisposePassBuilderOptions(opts);
-    if (err) {
-        LLVMDisposeModule(m);
+    if (err)
         return llvm_error("optimising", err);
-    }
     dump_module(m, "llvm-opt");
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-    err = LLVMOrcLLJITAddLLVMIRModule(g_jit.jit, LLVMOrcLLJITGetMainJITDylib(g_jit.jit), tsm);
-    if (err) {
-        LLVMOrcDisposeThreadSafeModule(tsm);
-        return llvm_error("adding the module to the JIT", err);
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(g_jit.tm, m, LLVMObjectFile, &msg, obj)) {
+        rnnc_status st = err_fail(RNNC_ERR_LLVM, "cpu: making the object file: %s",
+                                  msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return st;
     }
     return RNNC_OK;
+}
+
+/* The disk key of m's object: the module as text and what else changes the
+ * machine code made of it. */
+static rnnc_status object_key(LLVMModuleRef m, rt_cache_key *k)
+{
+    char *text = LLVMPrintModuleToString(m);
+    if (!text)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    const char *parts[] = {LLVM_VERSION_STRING, "O3", g_jit.triple, g_jit.cpu, g_jit.features,
+                           text};
+    rt_cache_key_host(parts, (int)(sizeof parts / sizeof *parts), k);
+    LLVMDisposeMessage(text);
+    return RNNC_OK;
+}
+
+/* The object of key k from the disk cache, where this user's cache holds it. */
+static bool cached_object(rt_cache_key k, const char *label, LLVMMemoryBufferRef *obj)
+{
+    char why[160];
+    if (!rt_cache_host_trusted(k, why, sizeof why)) {
+        if (!g_jit.warned_untrusted)
+            fprintf(stderr, "rnnc: warning: the cpu backend compiles its code rather than "
+                            "load it from the kernel cache: %s\n", why);
+        g_jit.warned_untrusted = true;
+        return false;
+    }
+    void *bytes = NULL;
+    size_t size = 0;
+    rnnc_status got = rt_cache_read(k, &bytes, &size, why, sizeof why);
+    if (got == RNNC_ERR_FORMAT && cm_log_enabled("info"))
+        fprintf(stderr, "rnnc: cache entry for %s is bad (%s): recompiling\n", label, why);
+    if (got != RNNC_OK)
+        return false;
+    *obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, size, label);
+    free(bytes);
+    return true;
+}
+
+/* m's object file: from the disk cache, else made (and stored there). */
+static rnnc_status object_of(LLVMModuleRef m, const char *label, LLVMMemoryBufferRef *obj,
+                             rt_origin *origin)
+{
+    rt_cache_key k;
+    rnnc_status st = object_key(m, &k);
+    if (st != RNNC_OK)
+        return st;
+    if (cached_object(k, label, obj)) {
+        *origin = RT_FROM_DISK;
+        return RNNC_OK;
+    }
+    *origin = RT_FROM_COMPILE;
+    st = make_object(m, obj);
+    if (st == RNNC_OK)
+        rt_cache_write(k, label, RT_CACHE_HOST, LLVMGetBufferStart(*obj),
+                       LLVMGetBufferSize(*obj));
+    return st;
+}
+
+/* Hands the object file to the JIT, which owns it then. */
+static rnnc_status add_object(LLVMMemoryBufferRef obj)
+{
+    LLVMErrorRef err =
+        LLVMOrcLLJITAddObjectFile(g_jit.jit, LLVMOrcLLJITGetMainJITDylib(g_jit.jit), obj);
+    return err ? llvm_error("adding the object file to the JIT", err) : RNNC_OK;
 }
 
 static rnnc_status lookup(const char *name, void **fn)
@@ -232,18 +310,36 @@ static rnnc_status lookup_all(const cg_cpu_plan *p, const char *pfx, rt_cpu_code
     return st;
 }
 
-/* Generates and JIT-compiles a new entry (the lock is held). */
-static rnnc_status compile_entry(const cg_cpu_plan *p, code_entry *e)
+/* The object of plan p (disk or compiled), linked into the JIT. */
+static rnnc_status link_plan(const cg_cpu_plan *p, const char *pfx, const char *label,
+                             rt_origin *origin)
 {
-    char pfx[32];
-    snprintf(pfx, sizeof pfx, "rnnc_cpu%u", g_jit.serial++);
-    LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-    LLVMModuleRef m;
-    rnnc_status st = cg_llvm_cpu_module(p, pfx, LLVMOrcThreadSafeContextGetContext(tsc), g_jit.cpu,
-                                        g_jit.features, &m);
+    LLVMContextRef cx = LLVMContextCreate();
+    LLVMModuleRef m = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    rnnc_status st = cg_llvm_cpu_module(p, pfx, cx, g_jit.cpu, g_jit.features, &m);
     if (st == RNNC_OK)
-        st = add_module(tsc, m);
-    LLVMOrcDisposeThreadSafeContext(tsc);
+        st = check_module(m);
+    if (st == RNNC_OK)
+        st = object_of(m, label, &obj, origin);
+    if (m)
+        LLVMDisposeModule(m);
+    LLVMContextDispose(cx);
+    if (st == RNNC_OK)
+        st = add_object(obj);
+    return st;
+}
+
+/* Makes a new entry for plan key `key` (the lock is held). */
+static rnnc_status compile_entry(const cg_cpu_plan *p, XXH128_hash_t key, code_entry *e)
+{
+    double t0 = cm_now_ms();
+    char pfx[48], label[56];
+    snprintf(pfx, sizeof pfx, "rnnc_cpu_%016llx%016llx", (unsigned long long)key.high64,
+             (unsigned long long)key.low64);
+    snprintf(label, sizeof label, "cpu %s", p->fn->name ? p->fn->name : "cell");
+    rt_origin origin = RT_FROM_COMPILE;
+    rnnc_status st = link_plan(p, pfx, label, &origin);
     e->code.n_gemms = p->n_gemms;
     e->code.mr = p->mr;
     e->code.mk = calloc((size_t)(p->n_gemms * p->mr + 1), sizeof(rt_cpu_mk));
@@ -251,6 +347,9 @@ static rnnc_status compile_entry(const cg_cpu_plan *p, code_entry *e)
         st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     if (st == RNNC_OK)
         st = lookup_all(p, pfx, &e->code);
+    if (st == RNNC_OK && cm_log_enabled("info"))
+        fprintf(stderr, "rnnc: %s (%s): %s, %.3f ms\n", label, g_jit.cpu, rt_origin_name(origin),
+                cm_now_ms() - t0);
     return st;
 }
 
@@ -266,7 +365,7 @@ rnnc_status rt_cpu_compile(const cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_
         e = e->next;
     if (!e) {
         e = calloc(1, sizeof *e);
-        st = e ? compile_entry(p, e) : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        st = e ? compile_entry(p, key, e) : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
         if (st == RNNC_OK) {
             e->key = key;
             e->next = g_jit.entries;
