@@ -162,9 +162,9 @@ bool rt_cache_entry_path(rt_cache_key k, char *buf, size_t n);
 rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why, size_t n_why);
 /* Whether the entry of k may be run as host code (the cpu backend's
  * objects): the kernels directory, and the entry where it exists, belong to
- * this user and no other user can write them (write by the user's own group
- * allowed), so nobody else can have put it there (true with no disk cache,
- * where nothing is read).  Else why[] says why. */
+ * this user or root and no other user can write them (write by the user's
+ * own group allowed), so nobody else can have put it there (true with no
+ * disk cache, where nothing is read).  Else why[] says why. */
 bool rt_cache_host_trusted(rt_cache_key k, char *why, size_t n_why);
 /* Stores an entry (temp file + rename) and evicts down to the limit; a
  * directory that cannot be written is warned about once, then ignored. */

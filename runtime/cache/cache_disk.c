@@ -200,18 +200,21 @@ close_in:
     return s;
 }
 
-/* Owned by this user, and writable by nobody else (the user's own group
- * aside: Debian gives each user a group of their own, and umask 002).
- * A path that does not exist is no risk: nothing is read from it. */
+/* Owned by this user or root (a cache made when an image was built, read
+ * by the user it runs as), and writable by nobody else (the owner's group
+ * aside where that is this user's group: Debian gives each user a group of
+ * their own, and umask 002).  A path that does not exist is no risk:
+ * nothing is read from it. */
 static bool users_own(const char *path, char *why, size_t n_why)
 {
     struct stat st;
     if (lstat(path, &st) != 0)
         return errno == ENOENT;
+    bool owner = st.st_uid == geteuid() || st.st_uid == 0;
     bool others = (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != getegid());
-    if (st.st_uid != geteuid() || others) {
+    if (!owner || others) {
         snprintf(why, n_why, "%s is %s", path,
-                 st.st_uid != geteuid() ? "another user's" : "writable by other users");
+                 !owner ? "another user's" : "writable by other users");
         return false;
     }
     return true;
