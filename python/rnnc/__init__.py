@@ -7,6 +7,7 @@ cell, run by the rnnc library (librnnc) through ctypes.
 
 See docs/python.md."""
 from ._lib import LIBRARY_PATH
+from .cache import cache_clear, cache_info, cache_list, compile_bundle, load_bundle, unload_bundles
 from .cell import Cell, CellBuilder, Value, builtin_names
 from .errors import (Error, InvalidArgumentError, OutOfMemoryError, ParseError, ShapeError,
                      FileError, FormatError, UnsupportedError, NotBuiltError, NoDeviceError,
@@ -21,6 +22,7 @@ __version__ = version()
 __all__ = [
     "LSTM", "GRU", "RNN", "CellRNN", "Model", "Cell", "CellBuilder", "Value", "builtin_names",
     "load_file", "save_file", "backend_available", "version", "BACKENDS", "LIBRARY_PATH",
+    "compile_bundle", "load_bundle", "unload_bundles", "cache_info", "cache_list", "cache_clear",
     "Error", "InvalidArgumentError", "OutOfMemoryError", "ParseError", "ShapeError",
     "FileError", "FormatError", "UnsupportedError", "NotBuiltError", "NoDeviceError",
     "CudaError", "NvrtcError", "CudnnError", "LlvmError", "NotFoundError", "StateError",

@@ -54,6 +54,27 @@ class BackwardArgs(ctypes.Structure):
                 ("dinit", P(c_void_p))]
 
 
+CACHE_PATH_MAX = 4096
+
+
+class CacheSummary(ctypes.Structure):
+    _fields_ = [("enabled", c_bool), ("directory", ctypes.c_char * CACHE_PATH_MAX),
+                ("kernels", ctypes.c_uint64), ("kernel_bytes", ctypes.c_uint64),
+                ("limit_bytes", ctypes.c_uint64), ("tuning_records", ctypes.c_uint64),
+                ("entry_format", c_int), ("codegen_version", c_int), ("nvrtc", c_bool),
+                ("nvrtc_major", c_int), ("nvrtc_minor", c_int)]
+
+
+class CacheEntry(ctypes.Structure):
+    _fields_ = [("key", ctypes.c_char * 64), ("sm", c_int), ("bytes", ctypes.c_uint64),
+                ("last_used", c_i64), ("kernel", ctypes.c_char * 56), ("valid", c_bool)]
+
+
+class CacheCleared(ctypes.Structure):
+    _fields_ = [("enabled", c_bool), ("directory", ctypes.c_char * CACHE_PATH_MAX),
+                ("files", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+
+
 # name: (restype, argtypes).  Actions return rnnc_status (an int).
 _PROTOTYPES = {
     "rnnc_status_string": (c_char_p, [c_int]),
@@ -128,6 +149,17 @@ _PROTOTYPES = {
     "rnnc_model_time_forward": (c_int, [c_void_p, P(ForwardArgs), c_int, c_int, P(c_double)]),
     "rnnc_model_output_size": (c_int, [c_void_p, P(c_i64)]),
     "rnnc_model_state_size": (c_int, [c_void_p, c_int, P(c_i64)]),
+    # bundles and the kernel cache
+    "rnnc_bundle_compile": (c_int, [P(ModelDesc), P(c_i64), c_int, P(c_int), c_int, c_int,
+                                    c_char_p]),
+    "rnnc_bundle_load": (c_int, [c_char_p]),
+    "rnnc_bundle_unload_all": (None, []),
+    "rnnc_cache_info": (c_int, [P(CacheSummary)]),
+    "rnnc_cache_list": (c_int, [P(c_void_p)]),
+    "rnnc_cache_entries_destroy": (None, [c_void_p]),
+    "rnnc_cache_entries_count": (c_size_t, [c_void_p]),
+    "rnnc_cache_entries_get": (P(CacheEntry), [c_void_p, c_size_t]),
+    "rnnc_cache_clear": (c_int, [P(CacheCleared)]),
 }
 for _op in ("neg", "sigmoid", "tanh", "relu", "exp", "log", "sqrt", "rsqrt", "sum", "mean"):
     _PROTOTYPES["rnnc_" + _op] = (c_int, [c_void_p, c_int, P(c_int)])

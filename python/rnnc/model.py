@@ -33,6 +33,21 @@ def version():
     return text(lib.rnnc_version_string())
 
 
+def model_desc(cell, input_size, hidden_size, proj_size=0, num_layers=1, bidirectional=False,
+               batch_first=False, dropout=0.0, seed=0, dtype=None, math="ffma", backend="auto",
+               hoist="all", device=0):
+    """The rnnc_model_desc of a model of `cell` (an rnnc.Cell, which must outlive it)."""
+    d = ModelDesc()
+    lib.rnnc_model_desc_init(ctypes.byref(d))
+    d.cell = cell._h
+    d.input_size, d.hidden_size, d.proj_size = input_size, hidden_size, proj_size
+    d.num_layers, d.bidirectional, d.batch_first = num_layers, bidirectional, batch_first
+    d.dropout, d.seed = dropout, seed
+    d.dtype = A.rnnc_dtype(dtype)
+    d.math, d.backend, d.hoist, d.device = _MATH[math], _backend_id(backend), _HOIST[hoist], device
+    return d
+
+
 def _current_stream(torch, device):
     """torch's current CUDA stream of `device` as a CUstream (an int)."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
@@ -103,14 +118,8 @@ class Model:
                  bidirectional=False, batch_first=False, dropout=0.0, seed=0, dtype=None,
                  math="ffma", backend="auto", hoist="all", device=0, attrs=None, cell_name=None):
         self.cell = Cell.get(cell, attrs=attrs, cell_name=cell_name)
-        d = ModelDesc()
-        lib.rnnc_model_desc_init(ctypes.byref(d))
-        d.cell = self.cell._h
-        d.input_size, d.hidden_size, d.proj_size = input_size, hidden_size, proj_size
-        d.num_layers, d.bidirectional, d.batch_first = num_layers, bidirectional, batch_first
-        d.dropout, d.seed = dropout, seed
-        d.dtype = A.rnnc_dtype(dtype)
-        d.math, d.backend, d.hoist, d.device = _MATH[math], _backend_id(backend), _HOIST[hoist], device
+        d = model_desc(self.cell, input_size, hidden_size, proj_size, num_layers, bidirectional,
+                       batch_first, dropout, seed, dtype, math, backend, hoist, device)
         h = c_void_p()
         check(lib.rnnc_model_create(ctypes.byref(h), ctypes.byref(d)))
         self._h = h

@@ -184,6 +184,19 @@ class CellRNN(_Base):
     def flatten_parameters(self):
         """nn.LSTM's; rnnc keeps its own copy of the weights, so nothing to do."""
 
+    def compile_bundle(self, path, batch_sizes, archs=("sm_90",), sm_count=0):
+        """rnnc.compile_bundle for this module's model (its cell, sizes, layers, dtype and
+        options): the fused kernels it runs at each batch size and arch, in one file made
+        without a GPU.  rnnc.load_bundle(path) in another process, before its modules run,
+        spares them NVRTC.  Returns path."""
+        from .cache import compile_bundle
+        return compile_bundle(path, self.cell, self.input_size, self.hidden_size, batch_sizes,
+                              archs, sm_count, proj_size=self.proj_size,
+                              num_layers=self.num_layers, bidirectional=self.bidirectional,
+                              batch_first=self.batch_first, dropout=self.dropout,
+                              dtype=self.dtype, math=self._opts["math"],
+                              hoist=self._opts["hoist"])
+
     # ------------------------------------------------------------ models
     def _model(self, key):
         """The model for key (backend, device[, dtype]: the module's unless given)."""
