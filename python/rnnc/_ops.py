@@ -85,8 +85,9 @@ def _rnn(handle, spec, half, training, x, init, weights, lengths):
     mod = _module(handle, spec)
     if mod._op_id != handle:  # made from the description: the graph's mode is its
         mod.training = training
-    # The module's training mode was read while tracing; its plan reads it now.
-    out = mod._planned(x, init or None, half, weights) if lengths is None and \
+    # The module's training mode was read while tracing, and is the library's flag as it
+    # is: autograd is off inside the operator, which cannot tell whether a backward follows.
+    out = mod._planned(x, init or None, half, weights, training) if lengths is None and \
         training == mod.training else None
     m = mod._model_for(x, half)
     if out is not None:

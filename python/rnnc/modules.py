@@ -289,10 +289,19 @@ class CellRNN(_Base):
                 return out
         return self._forward(input, hx, lengths)
 
-    def _planned(self, x, hx, half=None, ws=None):
+    def _no_backward_training(self):
+        """The library's training flag for a call no backward can follow: set only where
+        something drops (dropout applies in train mode, as in nn.LSTM); otherwise an
+        inference forward, which records nothing for a backward and, on fused, needs no
+        training kernels (a module left in train mode under torch.no_grad compiled and ran
+        them)."""
+        return self.training and getattr(self, "_drops", True)
+
+    def _planned(self, x, hx, half=None, ws=None, training=None):
         """The call through a plan (_plan.py) made for inputs like x, or None where
         it does not apply (_forward then takes every case, as the reference).
-        half as for _model_for, ws as for _sync."""
+        half as for _model_for, ws as for _sync; training the library's flag (None: an
+        eager call, which takes the autograd path where a backward may follow)."""
         tp = type(x)
         if tp is _Tensor:
             if half is None:
@@ -311,7 +320,7 @@ class CellRNN(_Base):
         if tp is _Tensor and _grad_enabled() and self._needs_grad(x, init, self._live_weights()):
             return None  # the autograd path
         self._ready(plan.model, ws)
-        return plan.run(x, init, self.training)
+        return plan.run(x, init, self._no_backward_training() if training is None else training)
 
     def _draw_seed(self, m):
         """Before a training call that may drop: a new seed for the masks, so each
@@ -379,7 +388,7 @@ class CellRNN(_Base):
                                       len(self._states), x,
                                       *(init or [None] * len(self._states)), *ws)
             return outs[0], list(outs[1:])
-        return m.forward(x, init, lengths, training=self.training)
+        return m.forward(x, init, lengths, training=self._no_backward_training())
 
     def extra_repr(self):
         s = f"{self.cell.name}, {self.input_size}, {self.hidden_size}"

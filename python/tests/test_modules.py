@@ -170,6 +170,25 @@ def test_model_level_api(rng):
     assert m.time_forward(rng.standard_normal((2, 1, 3)).astype(np.float32), 0, 2) >= 0
 
 
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_calls_no_backward_follows_record_nothing(rng, backend):
+    """A module in train mode (the default) runs a call that needs no gradient as an
+    inference forward, which records nothing for a backward, unless something drops:
+    dropout applies in train mode, as in nn.LSTM."""
+    x = rng.standard_normal((5, 2, 6)).astype(np.float32)
+    plain = rnnc.LSTM(6, 8, num_layers=2, backend=backend)
+    drop = rnnc.LSTM(6, 8, num_layers=2, dropout=0.5, backend=backend)
+    drop.load_state_dict(plain.state_dict())
+    for _ in range(2):  # the second call takes the prepared plan
+        y, _ = plain(x)
+        yd, _ = drop(x)
+    assert plain.training and plain._model_for(x).generation == 0
+    assert drop._model_for(x).generation == 2 and not np.array_equal(y, yd)
+    drop.eval()
+    ye, _ = drop(x)
+    assert drop._model_for(x).generation == 2 and np.array_equal(ye, y)
+
+
 def test_copies_and_pickles(rng):
     import copy
     import pickle
