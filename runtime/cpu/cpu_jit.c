@@ -8,7 +8,7 @@
  * same shape reuses the machine code.  On disk (runtime/cache, the kernel
  * cache's directory), the object file is kept under a key of the module's
  * text, LLVM's version and the host's target, CPU and features, so a new
- * process skips O3 and code generation (about 0.7 s for an LSTM) and links
+ * process skips O3 and code generation (about 0.4 s for an LSTM) and links
  * the object it made before.  The module names its functions by the plan
  * key, not by a counter, so its text is the same in every process.
  */
