@@ -14,11 +14,10 @@ import sys
 import tempfile
 
 import rnnc
-from torch_checks import fused_gpu
+from torch_checks import fused_gpu, package_path
 
 torch, checks, dev = fused_gpu()
-PACKAGE_PATH = os.pathsep.join([os.path.dirname(os.path.dirname(rnnc.__file__)),
-                                os.environ.get("PYTHONPATH", "")])
+PACKAGE_PATH = package_path()
 KW = dict(input_size=24, hidden_size=40, num_layers=2, bidirectional=True)
 RUN_FROM_BUNDLE = """
 import os, sys, torch

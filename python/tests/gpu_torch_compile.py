@@ -16,11 +16,10 @@ import time
 import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
 
 import rnnc
-from torch_checks import fused_gpu
+from torch_checks import fused_gpu, package_path
 
 torch, checks, dev = fused_gpu()
-PACKAGE_PATH = os.pathsep.join([os.path.dirname(os.path.dirname(rnnc.__file__)),
-                                os.environ.get("PYTHONPATH", "")])
+PACKAGE_PATH = package_path()
 LOAD_AND_RUN = """
 import os, sys, torch
 import rnnc  # registers rnnc::rnn before the program is loaded

@@ -29,6 +29,15 @@ def fused_gpu():
     return torch, Checks(), torch.device("cuda", torch.cuda.current_device())
 
 
+def package_path():
+    """A PYTHONPATH under which a child process imports this rnnc (the tests that run a
+    saved program or a bundle in a new process)."""
+    import os
+    import rnnc
+    return os.pathsep.join([os.path.dirname(os.path.dirname(rnnc.__file__)),
+                            os.environ.get("PYTHONPATH", "")])
+
+
 def rel_err(out, ref):
     """max|out - ref| / max|ref| in float64."""
     out, ref = out.detach().double().cpu(), ref.detach().double().cpu()

@@ -160,12 +160,12 @@ bool rt_cache_entry_path(rt_cache_key k, char *buf, size_t n);
  * RNNC_ERR_FORMAT with the reason in why[] (corrupt, truncated, foreign);
  * never calls err_fail. */
 rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why, size_t n_why);
-/* Whether the entry of k may be run as host code (the cpu backend's
- * objects): the kernels directory, and the entry where it exists, belong to
- * this user or root and no other user can write them (write by the user's
- * own group allowed), so nobody else can have put it there (true with no
- * disk cache, where nothing is read).  Else why[] says why. */
-bool rt_cache_host_trusted(rt_cache_key k, char *why, size_t n_why);
+/* rt_cache_read for the cpu backend's objects, machine code the process
+ * runs: only from a kernels directory and an entry that belong to this user
+ * or root and that no other user can write (write by the user's own group
+ * allowed), so nobody else can have put it there; else RNNC_ERR_IO with
+ * why[] saying which. */
+rnnc_status rt_cache_read_host(rt_cache_key k, void **obj, size_t *size, char *why, size_t n_why);
 /* Stores an entry (temp file + rename) and evicts down to the limit; a
  * directory that cannot be written is warned about once, then ignored. */
 void rt_cache_write(rt_cache_key k, const char *name, int sm, const void *cubin, size_t size);

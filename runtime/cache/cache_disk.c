@@ -168,12 +168,25 @@ static rnnc_status read_payload(cm_in *in, const entry_header *h, void **cubin, 
     return RNNC_OK;
 }
 
-rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why, size_t n_why)
+/* Owned by this user or root (a cache made when an image was built, read
+ * by the user it runs as), and writable by nobody else (the owner's group
+ * aside where that is this user's group: Debian gives each user a group of
+ * their own, and umask 002). */
+static bool users_own(const struct stat *st, const char *path, char *why, size_t n_why)
 {
-    char path[PATH_MAX];
-    snprintf(why, n_why, "no entry");
-    if (!rt_cache_entry_path(k, path, sizeof path))
-        return RNNC_ERR_NOT_FOUND;
+    bool owner = st->st_uid == geteuid() || st->st_uid == 0;
+    bool others = (st->st_mode & S_IWOTH) || ((st->st_mode & S_IWGRP) && st->st_gid != getegid());
+    if (owner && !others)
+        return true;
+    snprintf(why, n_why, "%s is %s", path, !owner ? "another user's" : "writable by other users");
+    return false;
+}
+
+/* The entry at path; `host`: it is machine code the process will run, so the
+ * file opened must be this user's own too (checked on the open file). */
+static rnnc_status read_at(const char *path, rt_cache_key k, bool host, void **cubin,
+                           size_t *size, char *why, size_t n_why)
+{
     /* rnnc names entries itself: a symbolic link or a FIFO there is foreign. */
     cm_in in;
     cm_why w;
@@ -184,6 +197,10 @@ rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why,
         snprintf(why, n_why, "%s", w.text);
         return RNNC_ERR_FORMAT;
     }
+    struct stat st;
+    s = RNNC_ERR_IO;
+    if (host && (fstat(in.fd, &st) != 0 || !users_own(&st, path, why, n_why)))
+        goto close_in;
     entry_header h;
     s = RNNC_ERR_FORMAT;
     if (in.size < sizeof h || cm_in_read(&in, &h, sizeof h, path, &w) != RNNC_OK) {
@@ -200,36 +217,30 @@ close_in:
     return s;
 }
 
-/* Owned by this user or root (a cache made when an image was built, read
- * by the user it runs as), and writable by nobody else (the owner's group
- * aside where that is this user's group: Debian gives each user a group of
- * their own, and umask 002).  A path that does not exist is no risk:
- * nothing is read from it. */
-static bool users_own(const char *path, char *why, size_t n_why)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return errno == ENOENT;
-    bool owner = st.st_uid == geteuid() || st.st_uid == 0;
-    bool others = (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != getegid());
-    if (!owner || others) {
-        snprintf(why, n_why, "%s is %s", path,
-                 !owner ? "another user's" : "writable by other users");
-        return false;
-    }
-    return true;
-}
-
-bool rt_cache_host_trusted(rt_cache_key k, char *why, size_t n_why)
+rnnc_status rt_cache_read(rt_cache_key k, void **cubin, size_t *size, char *why, size_t n_why)
 {
     char path[PATH_MAX];
+    snprintf(why, n_why, "no entry");
     if (!rt_cache_entry_path(k, path, sizeof path))
-        return true; /* no disk cache: nothing is read */
+        return RNNC_ERR_NOT_FOUND;
+    return read_at(path, k, false, cubin, size, why, n_why);
+}
+
+rnnc_status rt_cache_read_host(rt_cache_key k, void **obj, size_t *size, char *why, size_t n_why)
+{
+    char path[PATH_MAX];
+    snprintf(why, n_why, "no entry");
+    if (!rt_cache_entry_path(k, path, sizeof path))
+        return RNNC_ERR_NOT_FOUND;
+    /* the directory first: if no other user can write it, none can swap the entry */
     char *slash = strrchr(path, '/');
     *slash = '\0';
-    bool dir_ok = users_own(path, why, n_why);
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return RNNC_ERR_NOT_FOUND;
+    bool dir_ok = users_own(&st, path, why, n_why);
     *slash = '/';
-    return dir_ok && users_own(path, why, n_why);
+    return dir_ok ? read_at(path, k, true, obj, size, why, n_why) : RNNC_ERR_IO;
 }
 
 bool rt_cache_mkdirs(const char *dir)
