@@ -2,15 +2,66 @@
  * bundle.c: the public face of ahead-of-time bundles.  rnnc_bundle_compile
  * specialises the cell exactly as rnnc_model_create does (through a model
  * on the interpreter, which needs no device) and hands the spec to the
- * fused backend's AOT path; rnnc_bundle_load registers a bundle with the
- * kernel cache for the rest of the process.
+ * fused backend's AOT path for each sm_XX target and to the cpu backend's
+ * for each cpu target; rnnc_bundle_load registers a bundle with the kernel
+ * cache for the rest of the process.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/api.h"
+#include "runtime/cpu/cpu.h"
 #include "runtime/fused/fused.h"
+
+#define MAX_TARGETS 32
+
+/* The targets by kind: sm numbers, and cpu target names ("native", ...). */
+typedef struct targets {
+    int sm[MAX_TARGETS], n_sm;
+    const char *cpu[MAX_TARGETS];
+    int n_cpu;
+} targets;
+
+/* "sm_90" or "90" as 90; "cpu" as native, "cpu:NAME" as NAME. */
+static rnnc_status sort_target(const char *t, targets *out)
+{
+    if (!t || !*t)
+        return err_fail(RNNC_ERR_INVALID_ARG, "bundle: an empty target");
+    if (strcmp(t, "cpu") == 0 || strncmp(t, "cpu:", 4) == 0) {
+        out->cpu[out->n_cpu++] = t[3] ? t + 4 : "native";
+        return RNNC_OK;
+    }
+    const char *num = strncmp(t, "sm_", 3) == 0 ? t + 3 : t;
+    char *end = NULL;
+    long v = strtol(num, &end, 10);
+    if (end == num || *end || v < 50 || v > 199)
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "bundle: target '%s' is neither a CUDA arch (sm_80, sm_90, ...) nor a "
+                        "cpu target (cpu, cpu:x86-64-v2, cpu:x86-64-v3, cpu:x86-64-v4)", t);
+    out->sm[out->n_sm++] = (int)v;
+    return RNNC_OK;
+}
+
+static rnnc_status sort_targets(const char *const *names, int n, const int64_t *batches,
+                                int n_batches, targets *out)
+{
+    if (!names || n < 1 || n > MAX_TARGETS)
+        return err_fail(RNNC_ERR_INVALID_ARG, "bundle: 1 to %d targets, please", MAX_TARGETS);
+    for (int i = 0; i < n; i++) {
+        rnnc_status st = sort_target(names[i], out);
+        if (st != RNNC_OK)
+            return st;
+    }
+    if (out->n_sm && (!batches || n_batches < 1))
+        return err_fail(RNNC_ERR_INVALID_ARG,
+                        "bundle: the fused kernels (sm_XX targets) want batch sizes");
+    for (int i = 0; out->n_sm && i < n_batches; i++)
+        if (batches[i] < 1)
+            return err_fail(RNNC_ERR_INVALID_ARG, "bundle: batch sizes must be >= 1");
+    return RNNC_OK;
+}
 
 #ifdef RT_HAVE_CUDA_H
 
@@ -25,37 +76,23 @@ static int default_sm_count(int sm)
     }
 }
 
-static rnnc_status check_args(const int64_t *batches, int n_batches, const int *archs,
-                              int n_archs, int sm_count, const char *path)
+static rnnc_status fill_fused(rt_bundle *b, const rt_spec *s, const int64_t *batches,
+                              int n_batches, const targets *tg, int sm_count)
 {
-    if (!batches || n_batches < 1 || !archs || n_archs < 1 || !path || sm_count < 0)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: no batch, arch or path");
-    for (int i = 0; i < n_batches; i++)
-        if (batches[i] < 1)
-            return err_fail(RNNC_ERR_INVALID_ARG, "bundle: batch sizes must be >= 1");
-    for (int i = 0; i < n_archs; i++) {
-        if (archs[i] < 50 || archs[i] > 199)
-            return err_fail(RNNC_ERR_INVALID_ARG, "bundle: sm_%d is not a CUDA arch", archs[i]);
-        if (!sm_count && !default_sm_count(archs[i]))
+    for (int a = 0; a < tg->n_sm; a++)
+        if (!sm_count && !default_sm_count(tg->sm[a]))
             return err_fail(RNNC_ERR_INVALID_ARG,
                             "bundle: no default SM count for sm_%d: give the target devices' "
-                            "SM count (--sm-count)", archs[i]);
-    }
-    return RNNC_OK;
-}
-
-static rnnc_status fill(rt_bundle *b, const rt_spec *s, const int64_t *batches, int n_batches,
-                        const int *archs, int n_archs, int sm_count)
-{
-    int n = n_archs * n_batches;
+                            "SM count (--sm-count)", tg->sm[a]);
+    int n = tg->n_sm * n_batches;
     rt_fused_aot_target *t = calloc((size_t)n, sizeof *t);
     if (!t)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "bundle: out of memory");
-    for (int a = 0; a < n_archs; a++)
+    for (int a = 0; a < tg->n_sm; a++)
         for (int i = 0; i < n_batches; i++)
             t[a * n_batches + i] = (rt_fused_aot_target){
-                .batch = batches[i], .sm = archs[a],
-                .sm_count = sm_count ? sm_count : default_sm_count(archs[a])};
+                .batch = batches[i], .sm = tg->sm[a],
+                .sm_count = sm_count ? sm_count : default_sm_count(tg->sm[a])};
     rnnc_status st = rt_fused_aot_add_all(s, t, n, b);
     for (int i = 0; st == RNNC_OK && i < n && cm_log_enabled("info"); i++)
         fprintf(stderr, "rnnc: bundle: B=%lld sm_%d (%d SMs), tuning from %s\n",
@@ -64,12 +101,41 @@ static rnnc_status fill(rt_bundle *b, const rt_spec *s, const int64_t *batches, 
     return st;
 }
 
-rnnc_status rnnc_bundle_compile(const rnnc_model_desc *d, const int64_t *batches, int n_batches,
-                                const int *archs, int n_archs, int sm_count, const char *path)
+#else
+
+static rnnc_status fill_fused(rt_bundle *b, const rt_spec *s, const int64_t *batches,
+                              int n_batches, const targets *tg, int sm_count)
 {
-    if (!d)
-        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: NULL description");
-    rnnc_status st = check_args(batches, n_batches, archs, n_archs, sm_count, path);
+    (void)b, (void)s, (void)batches, (void)n_batches, (void)sm_count;
+    return err_fail(RNNC_ERR_NOT_BUILT, "bundle: rnnc was built without CUDA (sm_%d)",
+                    tg->sm[0]);
+}
+
+#endif
+
+static rnnc_status fill_cpu(rt_bundle *b, const rt_spec *s, const targets *tg)
+{
+#ifdef RNNC_HAVE_LLVM
+    rnnc_status st = RNNC_OK;
+    for (int i = 0; i < tg->n_cpu && st == RNNC_OK; i++)
+        st = rt_cpu_aot_add(s, tg->cpu[i], b);
+    return st;
+#else
+    (void)b, (void)s;
+    return err_fail(RNNC_ERR_NOT_BUILT,
+                    "bundle: rnnc was built without LLVM, so it has no cpu code (cpu:%s)",
+                    tg->cpu[0]);
+#endif
+}
+
+rnnc_status rnnc_bundle_compile_targets(const rnnc_model_desc *d, const int64_t *batches,
+                                        int n_batches, const char *const *names, int n_names,
+                                        int sm_count, const char *path)
+{
+    targets tg = {0};
+    if (!d || !path || sm_count < 0)
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: no description or path");
+    rnnc_status st = sort_targets(names, n_names, batches, n_batches, &tg);
     if (st)
         return st;
     rnnc_model_desc dd = *d;
@@ -80,7 +146,10 @@ rnnc_status rnnc_bundle_compile(const rnnc_model_desc *d, const int64_t *batches
         return st;
     if ((st = rt_bundle_create(&b)))
         goto destroy_model;
-    st = fill(b, &m->spec, batches, n_batches, archs, n_archs, sm_count);
+    if (tg.n_sm)
+        st = fill_fused(b, &m->spec, batches, n_batches, &tg, sm_count);
+    if (st == RNNC_OK && tg.n_cpu)
+        st = fill_cpu(b, &m->spec, &tg);
     if (st == RNNC_OK)
         st = rt_bundle_save(b, path);
     rt_bundle_destroy(b);
@@ -89,17 +158,20 @@ destroy_model:
     return st;
 }
 
-#else
-
 rnnc_status rnnc_bundle_compile(const rnnc_model_desc *d, const int64_t *batches, int n_batches,
                                 const int *archs, int n_archs, int sm_count, const char *path)
 {
-    (void)d, (void)batches, (void)n_batches, (void)archs, (void)n_archs, (void)sm_count,
-        (void)path;
-    return err_fail(RNNC_ERR_NOT_BUILT, "bundles: rnnc was built without CUDA");
+    char text[MAX_TARGETS][16];
+    const char *names[MAX_TARGETS];
+    if (!archs || n_archs < 1 || n_archs > MAX_TARGETS)
+        return err_fail(RNNC_ERR_INVALID_ARG, "rnnc_bundle_compile: 1 to %d archs, please",
+                        MAX_TARGETS);
+    for (int i = 0; i < n_archs; i++) {
+        snprintf(text[i], sizeof text[i], "sm_%d", archs[i]);
+        names[i] = text[i];
+    }
+    return rnnc_bundle_compile_targets(d, batches, n_batches, names, n_archs, sm_count, path);
 }
-
-#endif
 
 /* Loaded bundles live until rnnc_bundle_unload_all: the kernel cache reads
  * them whenever a model needs a kernel. */
@@ -137,7 +209,7 @@ rnnc_status rnnc_bundle_load(const char *path)
     if (cm_log_enabled("info")) {
         char archs[128];
         rt_bundle_archs(b, archs, sizeof archs);
-        fprintf(stderr, "rnnc: bundle %s: %d kernel sets for %s\n", path, rt_bundle_count(b),
+        fprintf(stderr, "rnnc: bundle %s: %d kernel sets and objects for %s\n", path, rt_bundle_count(b),
                 archs);
     }
     return RNNC_OK;

@@ -457,20 +457,29 @@ rnnc_status rnnc_model_output_size(const rnnc_model *m, int64_t *hout);
 rnnc_status rnnc_model_state_size(const rnnc_model *m, int state, int64_t *size);
 
 /*
- * Ahead-of-time bundles (docs/cache.md): the fused backend's kernels for a
- * model, several batch sizes and several archs in one file, made without a
- * GPU (NVRTC only).  archs are sm numbers (80 for sm_80).  The kernels are
- * specialised to the devices' SM count: sm_count 0 means 108 for sm_80,
- * 132 for sm_90 and 148 for sm_100; other archs must give it.  The tuning
- * is this machine's tuning record for the shape, else the heuristic.
- * d->backend and d->device are not used.
+ * Ahead-of-time bundles (docs/cache.md): a model's code in one file, made
+ * ahead of time, so that a deployment compiles nothing.  Targets by name:
+ * "sm_80", "sm_90", ... for the fused backend's kernels at each batch size
+ * (made with NVRTC, no GPU; specialised to the devices' SM count: sm_count
+ * 0 means 108 for sm_80, 132 for sm_90 and 148 for sm_100, other archs
+ * must give it; the tuning is this machine's tuning record for the shape,
+ * else the heuristic), and "cpu" (this machine's CPU and its features) or
+ * "cpu:x86-64-v2", "cpu:x86-64-v3", "cpu:x86-64-v4" (any x86-64 CPU of
+ * that level) for the cpu backend's code, which serves every batch size.
+ * batches may be NULL with no sm target.  d->backend and d->device are not
+ * used.
  */
+rnnc_status rnnc_bundle_compile_targets(const rnnc_model_desc *d, const int64_t *batches,
+                                        int n_batches, const char *const *targets,
+                                        int n_targets, int sm_count, const char *path);
+/* rnnc_bundle_compile_targets for archs given as sm numbers (80 for sm_80). */
 rnnc_status rnnc_bundle_compile(const rnnc_model_desc *d, const int64_t *batches, int n_batches,
                                 const int *archs, int n_archs, int sm_count, const char *path);
 /* Registers a bundle for this process: fused models created afterwards take
- * their kernels and tuning from it and need no NVRTC.  A bundle of another
- * format or code generator version is refused (RNNC_ERR_FORMAT); one for
- * another arch is refused when a model is created without NVRTC. */
+ * their kernels and tuning from it and need no NVRTC; cpu models take the
+ * code of a cpu target this machine runs and compile none.  A bundle of
+ * another format or code generator version is refused (RNNC_ERR_FORMAT);
+ * one for another arch is refused when a model is created without NVRTC. */
 rnnc_status rnnc_bundle_load(const char *path);
 /* Forgets every loaded bundle (kernels already loaded by models stay usable). */
 void rnnc_bundle_unload_all(void);

@@ -165,7 +165,7 @@ static void test_damage_refused(void **state)
     memcpy(d, good, n);
     uint32_t v = RT_BUNDLE_FORMAT + 1;
     memcpy(d + 8, &v, sizeof v);
-    expect_refused(f, d, n, "reads format");
+    expect_refused(f, d, n, "reads formats");
     free(d);
     free(good);
 }

@@ -37,6 +37,7 @@ static int group_teardown(void **state)
 /* ---------------------------------------------------------------- bundles */
 
 static const char k_payload[] = "0123456789abcdef";
+static uint32_t g_format = RT_BUNDLE_FORMAT; /* the header's, for write_bundle */
 
 /* A bundle whose manifest is `fmt` with %s for the kernel's hash (valid). */
 static const char *write_bundle(const char *manifest_fmt, const char *kernel_fields)
@@ -49,7 +50,7 @@ static const char *write_bundle(const char *manifest_fmt, const char *kernel_fie
         char magic[8];
         uint32_t format, reserved;
         uint64_t size, hash;
-    } h = {"RNNCPKG", RT_BUNDLE_FORMAT, 0, strlen(manifest),
+    } h = {"RNNCPKG", g_format, 0, strlen(manifest),
            XXH3_64bits(manifest, strlen(manifest))};
     char buf[4096];
     memcpy(buf, &h, sizeof h);
@@ -138,6 +139,47 @@ static void bundle_codegen_version(void **state)
     }
 }
 
+/* The cpu backend's object files (format 2): sm 0 with a target, which is
+ * a non-empty string; a cubin's sm with a target, a target in a format-1
+ * file and sm 0 without one are refused.  A format-1 file of cubins loads. */
+static void bundle_cpu_target(void **state)
+{
+    (void)state;
+    const char *t = "x86-64-v3 8 x86_64-pc-linux-gnu x86-64-v3 +avx,+avx2";
+    char fields[256];
+    snprintf(fields, sizeof fields, "\"sm\":0,\"target\":\"%s\",\"offset\":0,\"size\":16", t);
+    rt_bundle *b = NULL;
+    assert_ok(rt_bundle_load(&b, write_bundle(k_manifest, fields)));
+    char archs[64];
+    rt_bundle_archs(b, archs, sizeof archs);
+    assert_string_equal(archs, "cpu:x86-64-v3");
+    const rt_cache_key key = {0x0123456789abcdefull, 0x0123456789abcdefull}; /* the manifest's */
+    void *obj = NULL;
+    size_t size = 0;
+    assert_false(rt_bundle_lookup_host(key, t, &obj, &size)); /* not registered yet */
+    assert_ok(rt_bundle_register(b));
+    assert_false(rt_bundle_lookup_host(key, "native 8 x86_64-pc-linux-gnu znver3 +avx", &obj,
+                                       &size));
+    assert_true(rt_bundle_lookup_host(key, t, &obj, &size));
+    assert_int_equal(size, 16);
+    assert_memory_equal(obj, k_payload, 16);
+    free(obj);
+    rt_bundle_destroy(b); /* unregisters */
+    assert_false(rt_bundle_lookup_host(key, t, &obj, &size));
+
+    assert_status(load_with("\"sm\":0,\"offset\":0,\"size\":16"), RNNC_ERR_FORMAT);
+    assert_status(load_with("\"sm\":90,\"target\":\"x\",\"offset\":0,\"size\":16"),
+                  RNNC_ERR_FORMAT);
+    assert_status(load_with("\"sm\":0,\"target\":\"\",\"offset\":0,\"size\":16"),
+                  RNNC_ERR_FORMAT);
+    assert_status(load_with("\"sm\":0,\"target\":7,\"offset\":0,\"size\":16"),
+                  RNNC_ERR_FORMAT);
+    g_format = 1;
+    assert_status(load_with(fields), RNNC_ERR_FORMAT);
+    assert_ok(load_with("\"sm\":90,\"offset\":0,\"size\":16"));
+    g_format = RT_BUNDLE_FORMAT;
+}
+
 /* The 32-byte header: format and manifest length. */
 static void bundle_header_fields(void **state)
 {
@@ -148,10 +190,13 @@ static void bundle_header_fields(void **state)
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     rt_bundle *b = NULL;
-    uint32_t format = RT_BUNDLE_FORMAT + 1;
-    memcpy(buf + 8, &format, 4);
-    assert_int_equal(tu_write_file(path, buf, n), 0);
-    assert_status(rt_bundle_load(&b, path), RNNC_ERR_FORMAT);
+    const uint32_t formats[] = {RT_BUNDLE_FORMAT + 1, RT_BUNDLE_FORMAT_OLDEST - 1};
+    for (int i = 0; i < 2; i++) {
+        memcpy(buf + 8, &formats[i], 4);
+        assert_int_equal(tu_write_file(path, buf, n), 0);
+        assert_status(rt_bundle_load(&b, path), RNNC_ERR_FORMAT);
+    }
+    uint32_t format;
     format = RT_BUNDLE_FORMAT;
     memcpy(buf + 8, &format, 4);
     const uint64_t sizes[] = {UINT64_MAX, UINT64_MAX - 31, n - 31, (uint64_t)1 << 63};
@@ -446,6 +491,7 @@ int main(void)
         cmocka_unit_test(bundle_size),
         cmocka_unit_test(bundle_codegen_version),
         cmocka_unit_test(bundle_header_fields),
+        cmocka_unit_test(bundle_cpu_target),
         cmocka_unit_test(entry_format),
         cmocka_unit_test(entry_header_size),
         cmocka_unit_test(entry_key),

@@ -1,9 +1,10 @@
 /*
  * cmd_compile.c: `rnnc compile`, an ahead-of-time bundle (.rnncpkg): the
  * fused backend's kernels for a model at several batch sizes and archs,
- * made without a GPU, so that a deployment loads them with the driver
- * alone (`rnnc run --bundle`, rnnc_bundle_load).
+ * made without a GPU, and the cpu backend's code for named CPU targets, so
+ * that a deployment compiles nothing (`rnnc run --bundle`, rnnc_bundle_load).
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,14 +13,19 @@
 
 static const char compile_help[] =
     "Usage: rnnc compile --cell NAME|FILE.cell --input-size I --hidden-size H\n"
-    "                    --batch B[,B2...] --arch sm_80[,sm_90...] -o FILE.rnncpkg [options]\n"
+    "                    --arch sm_80[,sm_90,cpu...] [--batch B[,B2...]] -o FILE.rnncpkg\n"
+    "                    [options]\n"
     "\n"
-    "Writes the fused backend's kernels for each batch size and arch into one bundle.\n"
-    "Needs NVRTC, not a GPU.  The tuning is this machine's tuning record for each shape\n"
-    "(left by autotuning), else the heuristic.  Format: docs/cache.md.\n"
+    "Writes the fused backend's kernels for each batch size and CUDA arch, and the cpu\n"
+    "backend's code for each cpu target, into one bundle.  The kernels need NVRTC, not a\n"
+    "GPU; their tuning is this machine's tuning record for each shape (left by\n"
+    "autotuning), else the heuristic.  Format: docs/cache.md.\n"
     "\n"
-    "  --batch B[,B2...]       batch sizes (a forward at another one needs NVRTC)\n"
-    "  --arch sm_XX[,sm_YY]    target archs (sm_80, sm_90, ...)\n"
+    "  --arch T[,T2...]        targets: CUDA archs (sm_80, sm_90, ...); cpu (this machine's\n"
+    "                          CPU and its features); cpu:x86-64-v2, cpu:x86-64-v3,\n"
+    "                          cpu:x86-64-v4 (any x86-64 CPU of that level)\n"
+    "  --batch B[,B2...]       batch sizes of the CUDA kernels (a forward at another one\n"
+    "                          needs NVRTC); the cpu code serves every batch size\n"
     "  --sm-count N            SMs of the target devices (default: 108 for sm_80,\n"
     "                          132 for sm_90, 148 for sm_100; the kernels depend on it)\n"
     "  -o, --out FILE          the bundle to write\n"
@@ -35,8 +41,9 @@ typedef struct compile_args {
     cli_model_opts m;
     int64_t batches[MAX_LIST];
     int n_batches;
-    int archs[MAX_LIST];
+    char archs[MAX_LIST][24]; /* as given: sm_90, cpu, cpu:x86-64-v3 */
     int n_archs;
+    bool any_sm; /* some arch is a CUDA arch: batch sizes wanted */
     int64_t sm_count;
     const char *out;
     bool cache; /* --cache: fill the kernel cache too */
@@ -68,16 +75,22 @@ static bool one_batch(const char *item, void *out, int i)
     return cli_int("compile", "batch", item, 1, INT32_MAX, (int64_t *)out + i);
 }
 
+/* The library checks a cpu target's name; a CUDA arch is checked here. */
 static bool one_arch(const char *item, void *out, int i)
 {
+    compile_args *r = out;
+    bool cpu = strcmp(item, "cpu") == 0 || strncmp(item, "cpu:", 4) == 0;
     const char *num = strncmp(item, "sm_", 3) == 0 ? item + 3 : item;
     char *end = NULL;
-    long v = strtol(num, &end, 10);
-    if (end == num || *end || v < 50 || v > 199) {
-        cli_usage("compile", "--arch wants archs like sm_80,sm_90, not '%s'", item);
+    long v = cpu ? 0 : strtol(num, &end, 10);
+    if (strlen(item) >= sizeof r->archs[i] ||
+        (!cpu && (end == num || *end || v < 50 || v > 199))) {
+        cli_usage("compile", "--arch wants archs like sm_80,sm_90 or cpu targets like cpu, "
+                             "cpu:x86-64-v3, not '%s'", item);
         return false;
     }
-    ((int *)out)[i] = (int)v;
+    snprintf(r->archs[i], sizeof r->archs[i], "%s", item);
+    r->any_sm |= !cpu;
     return true;
 }
 
@@ -86,7 +99,7 @@ static bool own_option(void *args, int c, const char *arg)
     compile_args *r = args;
     switch (c) {
     case OPT_BATCH: return parse_list("batch", arg, &r->n_batches, one_batch, r->batches);
-    case OPT_ARCH: return parse_list("arch", arg, &r->n_archs, one_arch, r->archs);
+    case OPT_ARCH: r->any_sm = false; return parse_list("arch", arg, &r->n_archs, one_arch, r);
     case OPT_SM_COUNT: return cli_int("compile", "sm-count", arg, 1, 4096, &r->sm_count);
     case 'o': r->out = arg; return true;
     case OPT_CACHE: r->cache = true; return true;
@@ -115,10 +128,11 @@ static int parse(int argc, char **argv, compile_args *r)
     int rc = cli_parse_refusing(&cmd, refuses, argc, argv, r);
     if (rc >= 0)
         return rc;
-    if (!r->m.cell || !r->m.input_size || !r->m.hidden_size || !r->n_batches || !r->n_archs ||
-        !r->out)
-        return cli_usage("compile", "--cell, --input-size, --hidden-size, --batch, --arch and "
-                                    "-o are all needed");
+    if (!r->m.cell || !r->m.input_size || !r->m.hidden_size || !r->n_archs || !r->out)
+        return cli_usage("compile", "--cell, --input-size, --hidden-size, --arch and -o are all "
+                                    "needed");
+    if (r->any_sm && !r->n_batches)
+        return cli_usage("compile", "--batch is needed for the CUDA archs' kernels");
     return -1;
 }
 
@@ -137,14 +151,28 @@ static void describe(const compile_args *r, const rnnc_cell *cell, rnnc_model_de
 
 static void report(const compile_args *r, const rnnc_cell *cell)
 {
-    printf("rnnc: wrote %s: %s (I=%lld H=%lld), %d kernel set%s: batch", r->out,
-           rnnc_cell_name(cell), (long long)r->m.input_size, (long long)r->m.hidden_size,
-           r->n_batches * r->n_archs, r->n_batches * r->n_archs == 1 ? "" : "s");
-    for (int i = 0; i < r->n_batches; i++)
-        printf("%s%lld", i ? "," : " ", (long long)r->batches[i]);
-    printf(" x");
+    int n_sm = 0;
     for (int i = 0; i < r->n_archs; i++)
-        printf("%ssm_%d", i ? "," : " ", r->archs[i]);
+        n_sm += strncmp(r->archs[i], "cpu", 3) != 0;
+    int sets = n_sm * r->n_batches, cpus = r->n_archs - n_sm;
+    printf("rnnc: wrote %s: %s (I=%lld H=%lld)", r->out, rnnc_cell_name(cell),
+           (long long)r->m.input_size, (long long)r->m.hidden_size);
+    if (sets) {
+        printf(", %d kernel set%s: batch", sets, sets == 1 ? "" : "s");
+        for (int i = 0; i < r->n_batches; i++)
+            printf("%s%lld", i ? "," : " ", (long long)r->batches[i]);
+        printf(" x");
+        for (int i = 0, k = 0; i < r->n_archs; i++)
+            if (strncmp(r->archs[i], "cpu", 3) != 0)
+                printf("%s%s%s", k++ ? "," : " ", isdigit((unsigned char)r->archs[i][0]) ? "sm_" : "",
+                       r->archs[i]);
+    }
+    if (cpus) {
+        printf(", cpu code for");
+        for (int i = 0, k = 0; i < r->n_archs; i++)
+            if (strncmp(r->archs[i], "cpu", 3) == 0)
+                printf("%s%s", k++ ? "," : " ", r->archs[i][3] ? r->archs[i] + 4 : "native");
+    }
     printf("\n");
 }
 
@@ -165,8 +193,11 @@ int cmd_compile(int argc, char **argv)
         rnnc_model_desc d;
         describe(&r, cell, &d);
         d.hoist = hoist;
-        s = rnnc_bundle_compile(&d, r.batches, r.n_batches, r.archs, r.n_archs,
-                                (int)r.sm_count, r.out);
+        const char *archs[MAX_LIST];
+        for (int i = 0; i < r.n_archs; i++)
+            archs[i] = r.archs[i];
+        s = rnnc_bundle_compile_targets(&d, r.batches, r.n_batches, archs, r.n_archs,
+                                        (int)r.sm_count, r.out);
     }
     if (s == RNNC_OK)
         report(&r, cell);

@@ -158,18 +158,23 @@ static rnnc_status forward(run_args *r, const rnnc_tensors *in, rnnc_model *m,
     return s;
 }
 
-/* --bundle: say so when the bundle gave this run no kernel. */
+/* --bundle: say so when the bundle gave this run no code. */
 static void check_bundle(const run_args *r, const rnnc_model *m)
 {
     rnnc_backend ran = rnnc_model_backend(m);
-    if (ran != RNNC_BACKEND_FUSED)
+    if (ran != RNNC_BACKEND_FUSED && ran != RNNC_BACKEND_CPU)
         fprintf(stderr, "rnnc run: --bundle %s was not used: the model ran on backend %s, and "
-                        "bundles hold fused kernels only\n",
+                        "bundles hold the fused and cpu backends' code only\n",
                 r->bundle, rnnc_backend_name(ran));
-    else if (rt_cache_origin_count(RT_FROM_BUNDLE) == 0)
+    else if (rt_cache_origin_count(RT_FROM_BUNDLE) == 0 && ran == RNNC_BACKEND_FUSED)
         fprintf(stderr, "rnnc run: --bundle %s does not hold this model's kernels (shape, batch "
                         "or arch): they came from the disk cache or NVRTC; `rnnc compile` one "
                         "for this model\n",
+                r->bundle);
+    else if (rt_cache_origin_count(RT_FROM_BUNDLE) == 0)
+        fprintf(stderr, "rnnc run: --bundle %s does not hold this model's cpu code for a target "
+                        "this CPU runs (shape, or cpu target): it came from the disk cache or "
+                        "LLVM; `rnnc compile --arch cpu` one for this model\n",
                 r->bundle);
 }
 

@@ -48,7 +48,7 @@ static const struct command {
     {"show", cmd_show, "list the tensors of a safetensors file"},
     {"diff", cmd_diff, "compare the tensors of two safetensors files"},
     {"cache", cmd_cache, "the on-disk kernel cache: info, list, clear"},
-    {"compile", cmd_compile, "write a bundle of GPU kernels ahead of time (no GPU needed)"},
+    {"compile", cmd_compile, "write a bundle of GPU kernels and cpu code ahead of time"},
     {"conv", cmd_conv, "one cuDNN convolution from safetensors files; --bench times each algorithm"},
 };
 

@@ -135,10 +135,15 @@ unsigned long rt_cache_origin_count(rt_origin o)
     return (unsigned)o <= RT_FROM_COMPILE ? origin_count[o] : 0;
 }
 
-void rt_cache_log(const rt_kernel_req *req, int sm, rt_origin o, double ms)
+void rt_cache_note_origin(rt_origin o)
 {
     if ((unsigned)o <= RT_FROM_COMPILE)
         origin_count[o]++;
+}
+
+void rt_cache_log(const rt_kernel_req *req, int sm, rt_origin o, double ms)
+{
+    rt_cache_note_origin(o);
     if (cm_log_enabled("info"))
         fprintf(stderr, "rnnc: kernel %s (sm_%d): %s, %.3f ms\n", req->name ? req->name : "?",
                 sm, rt_origin_name(o), ms);

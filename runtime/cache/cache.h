@@ -109,21 +109,44 @@ rnnc_status rt_tuning_get(const char *shape_key, char *tuning, size_t n);
 rnnc_status rt_tuning_put(const char *shape_key, const char *tuning);
 
 /*
- * AOT bundles (bundle.c; format in docs/cache.md): cubins for several sm_XX
- * plus tuning records in one versioned file.  Entries are found by the
- * in-process key (rt_cache_mem_key), which leaves NVRTC out, so loading and
- * using a bundle needs the driver only.  rt_kernel_get looks in every
- * registered bundle before the disk cache and NVRTC.
+ * AOT bundles (bundle.c in memory, bundle_file.c on disk; format in
+ * docs/cache.md): cubins for several sm_XX, the cpu backend's object files
+ * for named CPU targets, and tuning records in one versioned file.  Cubins
+ * are found by the in-process key (rt_cache_mem_key), which leaves NVRTC
+ * out, so loading and using a bundle needs the driver only; object files by
+ * their rt_cache_key_host key and target.  rt_kernel_get and the cpu
+ * backend look in every registered bundle before the disk cache and before
+ * they compile.  Format 2 added the object files; format 1 is still read.
  */
-#define RT_BUNDLE_FORMAT 1
+#define RT_BUNDLE_FORMAT 2
+#define RT_BUNDLE_FORMAT_OLDEST 1
 typedef struct rt_bundle rt_bundle;
+
+/* One entry as bundle_file.c saves and loads it: a cubin (target NULL,
+ * sm > 0) or an object file (sm RT_CACHE_HOST, target set). */
+typedef struct rt_bundle_entry {
+    rt_cache_key key;
+    int sm;
+    const char *name, *target;
+    const void *data;
+    size_t size;
+} rt_bundle_entry;
 
 rnnc_status rt_bundle_create(rt_bundle **out);
 void rt_bundle_destroy(rt_bundle *b);
 /* Adds the cubin built for req (req->sm set); copies it. */
 rnnc_status rt_bundle_add(rt_bundle *b, const rt_kernel_req *req, const void *cubin,
                           size_t size);
+/* Adds the object file of key `key` (rt_cache_key_host) made for the cpu
+ * target `target` (the cpu backend's text for it); copies it. */
+rnnc_status rt_bundle_add_host(rt_bundle *b, rt_cache_key key, const char *name,
+                               const char *target, const void *obj, size_t size);
+rnnc_status rt_bundle_add_entry(rt_bundle *b, const rt_bundle_entry *e); /* copies */
+/* Entry i < rt_bundle_count(b), owned by b. */
+void rt_bundle_entry_at(const rt_bundle *b, int i, rt_bundle_entry *e);
 rnnc_status rt_bundle_add_tuning(rt_bundle *b, const char *shape_key, const char *tuning);
+int rt_bundle_tuning_count(const rt_bundle *b);
+void rt_bundle_tuning_at(const rt_bundle *b, int i, const char **shape, const char **tuning);
 rnnc_status rt_bundle_save(const rt_bundle *b, const char *path);
 /* Reads and checks the whole file: RNNC_ERR_FORMAT for another format or
  * codegen version, a bad checksum or truncation, with a message saying which. */
@@ -132,7 +155,7 @@ rnnc_status rt_bundle_load(rt_bundle **out, const char *path);
 bool rt_bundle_find(const rt_bundle *b, const rt_kernel_req *req, int sm, const void **cubin,
                     size_t *size);
 rnnc_status rt_bundle_tuning(const rt_bundle *b, const char *shape_key, const char **tuning);
-/* The archs b holds, as "sm_80,sm_90" (for messages and listings). */
+/* The archs b holds, as "sm_80,sm_90,cpu:x86-64-v3" (for messages and listings). */
 void rt_bundle_archs(const rt_bundle *b, char *buf, size_t n);
 int rt_bundle_count(const rt_bundle *b);
 /* rt_kernel_get consults registered bundles first (b must outlive that). */
@@ -142,6 +165,12 @@ void rt_bundle_unregister(const rt_bundle *b);
 bool rt_bundle_lookup(const rt_kernel_req *req, int sm, void **cubin, size_t *size);
 /* Some registered bundle holds req, but not for sm: names what it holds. */
 bool rt_bundle_other_arch(const rt_kernel_req *req, int sm, char *archs, size_t n);
+/* The object file of key `key` for cpu target `target` from any registered
+ * bundle (copied, free()). */
+bool rt_bundle_lookup_host(rt_cache_key key, const char *target, void **obj, size_t *size);
+/* Calls each() with every cpu target some registered bundle holds code for
+ * (a target in two bundles twice); counts the calls that returned true. */
+int rt_bundle_host_targets(bool (*each)(const char *target, void *ctx), void *ctx);
 /* How many bundles are registered. */
 int rt_bundle_registered(void);
 /* The archs of every registered bundle, as rt_bundle_archs. */
@@ -183,9 +212,11 @@ void rt_cache_evict(const char *dir, uint64_t limit);
  * version, which cannot change within a process (and may be absent). */
 rnnc_status rt_cache_mem_key(const rt_kernel_req *req, int sm, rt_cache_key *out);
 void rt_cache_log(const rt_kernel_req *req, int sm, rt_origin o, double ms);
-/* How many kernel sets this process took from origin o (memory hits that
- * are not logged excepted): `rnnc run --bundle` says when the bundle served none. */
+/* How many kernel sets and cpu objects this process took from origin o
+ * (memory hits that are not logged excepted): `rnnc run --bundle` says when
+ * the bundle served none.  rt_cache_log and the cpu backend count them. */
 unsigned long rt_cache_origin_count(rt_origin o);
+void rt_cache_note_origin(rt_origin o);
 /* Reads an entry file's header only (for listings); false if unreadable. */
 bool rt_cache_peek(const char *path, int *sm, char name[56], int64_t *created, bool *valid);
 

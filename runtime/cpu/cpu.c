@@ -32,10 +32,8 @@ static rnnc_status prepare_fn(const rt_spec *s, int k, rt_cpu_fn *out)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     rnnc_status st = pass_fuse(s->fn[k], s->hoist, out->arena, out->sched);
     if (st == RNNC_OK)
-        st = cg_cpu_plan_build(out->sched, s->sizes[k], rt_cpu_vector_width(), out->arena,
-                               out->plan);
-    if (st == RNNC_OK)
-        st = rt_cpu_compile(out->plan, s->hoist, &out->code);
+        st = rt_cpu_prepare(out->sched, s->sizes[k], s->hoist, out->arena, out->plan,
+                            &out->code);
     return st;
 }
 

@@ -1,16 +1,13 @@
 /*
- * cpu_jit.c: the CPU backend's compiler driver and its code caches.
- * A plan becomes an LLVM module (codegen/llvm), which is verified, printed
- * when RNNC_DUMP=llvm, optimised at O3 for the host CPU and its features,
- * made into an object file and added to one process-wide ORC LLJIT.
- * In the process, a plan key hashes what the code depends on (the cell's
- * nodes, sizes, hoist setting, vector width), so a second model of the
- * same shape reuses the machine code.  On disk (runtime/cache, the kernel
- * cache's directory), the object file is kept under a key of the module's
- * text, LLVM's version and the host's target, CPU and features, so a new
- * process skips O3 and code generation (about 0.4 s for an LSTM) and links
- * the object it made before.  The module names its functions by the plan
- * key, not by a counter, so its text is the same in every process.
+ * cpu_jit.c: the cpu backend's JIT and its code caches.  A plan's code is
+ * found, in this order: made before in this process (a plan key hashes
+ * what the code depends on: the cell's nodes, sizes, hoist setting, vector
+ * width); the object file of a loaded bundle made for a CPU target this
+ * machine runs (cpu_target.c); the kernel cache's directory (runtime/cache,
+ * under a key of the module's text, LLVM's version and the host's CPU and
+ * features: a new process skips O3 and code generation, about 0.4 s for an
+ * LSTM); else compiled for this machine (cpu_object.c) and stored there.
+ * Every object file is added to one process-wide ORC LLJIT.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, sysconf */
 #ifdef RNNC_HAVE_LLVM
@@ -20,15 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
-#include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
-#include <llvm/Config/llvm-config.h> /* LLVM_VERSION_STRING, part of an object's key */
-#include <xxhash.h>
 
 #include "codegen/codegen.h"
 #include "runtime/cache/cache.h"
@@ -37,7 +29,7 @@
 _Static_assert(CG_MAX_STAGES == 16, "rt_cpu_code.ew is sized for 16 stages");
 
 typedef struct code_entry {
-    XXH128_hash_t key;
+    rt_cache_key key;
     rt_cpu_code code;
     struct code_entry *next;
 } code_entry;
@@ -48,26 +40,19 @@ static struct {
     rnnc_status init_status;
     char init_error[256];
     LLVMOrcLLJITRef jit;
-    LLVMTargetMachineRef tm;
-    char *cpu, *features, *triple;
-    int vw, threads;
+    rt_cpu_target host;
+    int threads;
     bool warned_untrusted; /* once a process */
     code_entry *entries;
 } g_jit = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void detect_host(void)
+static rnnc_status detect_host(void)
 {
-    g_jit.cpu = LLVMGetHostCPUName();
-    g_jit.features = LLVMGetHostCPUFeatures();
-    g_jit.triple = LLVMGetDefaultTargetTriple();
-    const char *f = g_jit.features;
-    int vw = strstr(f, "+avx512f") ? 16 : strstr(f, "+avx") ? 8 : 4;
-    int want = (int)cm_env_long("RNNC_CPU_VW", vw);
-    g_jit.vw = (want == 4 || want == 8 || want == 16) && want <= vw ? want : vw;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     g_jit.threads = (int)cm_env_long("RNNC_THREADS", n > 0 ? (int)n : 1);
     if (g_jit.threads < 1)
         g_jit.threads = 1;
+    return rt_cpu_target_get("native", &g_jit.host);
 }
 
 static void init_fail(const char *what, char *msg)
@@ -82,16 +67,10 @@ static void init_jit(void)
 {
     LLVMInitializeNativeTarget();
     LLVMInitializeNativeAsmPrinter();
-    detect_host();
-    LLVMTargetRef target;
-    char *msg = NULL;
-    if (LLVMGetTargetFromTriple(g_jit.triple, &target, &msg)) {
-        init_fail("no LLVM target for the host", msg);
+    if (detect_host() != RNNC_OK) {
+        init_fail("describing the host", NULL);
         return;
     }
-    g_jit.tm = LLVMCreateTargetMachine(target, g_jit.triple, g_jit.cpu, g_jit.features,
-                                       LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                       LLVMCodeModelJITDefault);
     LLVMOrcJITTargetMachineBuilderRef jtmb;
     LLVMErrorRef err = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
     LLVMOrcLLJITBuilderRef lb = NULL;
@@ -111,7 +90,7 @@ static void init_jit(void)
     LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(g_jit.jit), gen);
 }
 
-static rnnc_status jit_ready(void)
+rnnc_status rt_cpu_ready(void)
 {
     pthread_once(&g_jit.once, init_jit);
     if (g_jit.init_status != RNNC_OK)
@@ -119,44 +98,18 @@ static rnnc_status jit_ready(void)
     return RNNC_OK;
 }
 
-int rt_cpu_vector_width(void)
-{
-    return jit_ready() == RNNC_OK ? g_jit.vw : 4;
-}
-
 int rt_cpu_thread_count(void)
 {
-    return jit_ready() == RNNC_OK ? g_jit.threads : 1;
+    return rt_cpu_ready() == RNNC_OK ? g_jit.threads : 1;
 }
 
 rnnc_status rt_cpu_describe(char *buf, size_t n)
 {
-    rnnc_status st = jit_ready();
+    rnnc_status st = rt_cpu_ready();
     if (st == RNNC_OK)
-        snprintf(buf, n, "%s, %d floats per vector, %d threads", g_jit.cpu, g_jit.vw,
-                 g_jit.threads);
+        snprintf(buf, n, "%s, %d floats per vector, %d threads", g_jit.host.cpu,
+                 g_jit.host.vw, g_jit.threads);
     return st;
-}
-
-static XXH128_hash_t plan_key(const cg_cpu_plan *p, rnnc_hoist hoist)
-{
-    XXH3_state_t *h = XXH3_createState();
-    XXH3_128bits_reset(h);
-    int64_t head[6] = {p->vw, p->sizes.I, p->sizes.H, p->sizes.P, hoist, p->fn->n};
-    XXH3_128bits_update(h, head, sizeof head);
-    for (int32_t i = 0; i < p->fn->n; i++) {
-        const ir_node *n = &p->fn->nodes[i];
-        int64_t v[9] = {n->op, n->kind, n->a[0], n->a[1], n->a[2], ir_dim_eval(n->cols, p->sizes),
-                        n->i0, n->i1, p->sched->hoist.part[i]};
-        XXH3_128bits_update(h, v, sizeof v);
-        XXH3_128bits_update(h, &n->f, sizeof n->f);
-    }
-    for (int32_t k = 0; k < p->fn->n_states; k++)
-        XXH3_128bits_update(h, &p->fn->states[k], 2 * sizeof(int32_t));
-    XXH3_128bits_update(h, &p->fn->output, sizeof p->fn->output);
-    XXH128_hash_t key = XXH3_128bits_digest(h);
-    XXH3_freeState(h);
-    return key;
 }
 
 static rnnc_status llvm_error(const char *what, LLVMErrorRef err)
@@ -167,72 +120,11 @@ static rnnc_status llvm_error(const char *what, LLVMErrorRef err)
     return st;
 }
 
-static void dump_module(LLVMModuleRef m, const char *stage)
-{
-    if (!ir_dump_enabled(stage))
-        return;
-    char *text = LLVMPrintModuleToString(m);
-    fprintf(stderr, "; ---- RNNC_DUMP=%s\n%s", stage, text);
-    LLVMDisposeMessage(text);
-}
-
-/* Verifies the generated module and gives it the JIT's target and layout. */
-static rnnc_status check_module(LLVMModuleRef m)
-{
-    char *msg = NULL;
-    dump_module(m, "llvm");
-    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-        rnnc_status st = err_fail(RNNC_ERR_LLVM, "cpu: the generated module is invalid: %s", msg);
-        LLVMDisposeMessage(msg);
-        return st;
-    }
-    LLVMDisposeMessage(msg);
-    LLVMSetTarget(m, g_jit.triple);
-    LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(g_jit.jit));
-    return RNNC_OK;
-}
-
-/* Optimises m at O3 and makes its object file with the host's target
- * machine (the JIT's code model), which the JIT links as it would its own. */
-static rnnc_status make_object(LLVMModuleRef m, LLVMMemoryBufferRef *obj)
-{
-    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(m, "default<O3>", g_jit.tm, opts);
-    LLVMDisposePassBuilderOptions(opts);
-    if (err)
-        return llvm_error("optimising", err);
-    dump_module(m, "llvm-opt");
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(g_jit.tm, m, LLVMObjectFile, &msg, obj)) {
-        rnnc_status st = err_fail(RNNC_ERR_LLVM, "cpu: making the object file: %s",
-                                  msg ? msg : "?");
-        LLVMDisposeMessage(msg);
-        return st;
-    }
-    return RNNC_OK;
-}
-
-/* The disk key of m's object: the module as text and what else changes the
- * machine code made of it. */
-static rnnc_status object_key(LLVMModuleRef m, rt_cache_key *k)
-{
-    char *text = LLVMPrintModuleToString(m);
-    if (!text)
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-    const char *parts[] = {LLVM_VERSION_STRING, "O3", g_jit.triple, g_jit.cpu, g_jit.features,
-                           text};
-    rt_cache_key_host(parts, (int)(sizeof parts / sizeof *parts), k);
-    LLVMDisposeMessage(text);
-    return RNNC_OK;
-}
-
 /* The object of key k from the disk cache, where this user's cache holds it. */
-static bool cached_object(rt_cache_key k, const char *label, LLVMMemoryBufferRef *obj)
+static bool cached_object(rt_cache_key k, const char *label, void **obj, size_t *size)
 {
     char why[160];
-    void *bytes = NULL;
-    size_t size = 0;
-    rnnc_status got = rt_cache_read_host(k, &bytes, &size, why, sizeof why);
+    rnnc_status got = rt_cache_read_host(k, obj, size, why, sizeof why);
     if (got == RNNC_ERR_IO && !g_jit.warned_untrusted) {
         fprintf(stderr, "rnnc: warning: the cpu backend compiles its code rather than load it "
                         "from the kernel cache: %s\n", why);
@@ -240,38 +132,42 @@ static bool cached_object(rt_cache_key k, const char *label, LLVMMemoryBufferRef
     }
     if (got == RNNC_ERR_FORMAT && cm_log_enabled("info"))
         fprintf(stderr, "rnnc: cache entry for %s is bad (%s): recompiling\n", label, why);
-    if (got != RNNC_OK)
-        return false;
-    *obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, size, label);
-    free(bytes);
-    return true;
+    return got == RNNC_OK;
 }
 
-/* m's object file: from the disk cache, else made (and stored there). */
-static rnnc_status object_of(LLVMModuleRef m, const char *label, LLVMMemoryBufferRef *obj,
-                             rt_origin *origin)
+/* Module c's object file: from the loaded bundles where `bundle` names the
+ * target text they keep it under (RNNC_ERR_NOT_FOUND, quietly, where none
+ * does); else from the disk cache, else made and stored there. */
+static rnnc_status object_of(rt_cpu_module *c, const char *bundle, const char *label,
+                             void **obj, size_t *size, rt_origin *origin)
 {
     rt_cache_key k;
-    rnnc_status st = object_key(m, &k);
+    rnnc_status st = rt_cpu_module_key(c, &k);
     if (st != RNNC_OK)
         return st;
-    if (cached_object(k, label, obj)) {
+    if (bundle) {
+        *origin = RT_FROM_BUNDLE;
+        return rt_bundle_lookup_host(k, bundle, obj, size) ? RNNC_OK : RNNC_ERR_NOT_FOUND;
+    }
+    if (cached_object(k, label, obj, size)) {
         *origin = RT_FROM_DISK;
         return RNNC_OK;
     }
     *origin = RT_FROM_COMPILE;
-    st = make_object(m, obj);
+    st = rt_cpu_module_emit(c, obj, size);
     if (st == RNNC_OK)
-        rt_cache_write(k, label, RT_CACHE_HOST, LLVMGetBufferStart(*obj),
-                       LLVMGetBufferSize(*obj));
+        rt_cache_write(k, label, RT_CACHE_HOST, *obj, *size);
     return st;
 }
 
-/* Hands the object file to the JIT, which owns it then. */
-static rnnc_status add_object(LLVMMemoryBufferRef obj)
+/* Hands a copy of the object file to the JIT, which owns that. */
+static rnnc_status add_object(const void *obj, size_t size, const char *label)
 {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, size, label);
+    if (!buf)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     LLVMErrorRef err =
-        LLVMOrcLLJITAddObjectFile(g_jit.jit, LLVMOrcLLJITGetMainJITDylib(g_jit.jit), obj);
+        LLVMOrcLLJITAddObjectFile(g_jit.jit, LLVMOrcLLJITGetMainJITDylib(g_jit.jit), buf);
     return err ? llvm_error("adding the object file to the JIT", err) : RNNC_OK;
 }
 
@@ -308,62 +204,64 @@ static rnnc_status lookup_all(const cg_cpu_plan *p, const char *pfx, rt_cpu_code
     return st;
 }
 
-/* The object of plan p (disk or compiled), linked into the JIT. */
+/* The object of plan p for target t (from a bundle only where `bundle`
+ * gives its target text), linked into the JIT. */
 static rnnc_status link_plan(const cg_cpu_plan *p, const char *pfx, const char *label,
-                             rt_origin *origin)
+                             const rt_cpu_target *t, const char *bundle, rt_origin *origin)
 {
-    LLVMContextRef cx = LLVMContextCreate();
-    LLVMModuleRef m = NULL;
-    LLVMMemoryBufferRef obj = NULL;
-    rnnc_status st = cg_llvm_cpu_module(p, pfx, cx, g_jit.cpu, g_jit.features, &m);
+    rt_cpu_module *c = NULL;
+    void *obj = NULL;
+    size_t size = 0;
+    rnnc_status st = rt_cpu_module_create(p, pfx, t, &c);
     if (st == RNNC_OK)
-        st = check_module(m);
+        st = object_of(c, bundle, label, &obj, &size, origin);
+    rt_cpu_module_free(c);
     if (st == RNNC_OK)
-        st = object_of(m, label, &obj, origin);
-    if (m)
-        LLVMDisposeModule(m);
-    LLVMContextDispose(cx);
-    if (st == RNNC_OK)
-        st = add_object(obj);
+        st = add_object(obj, size, label);
+    free(obj);
     return st;
 }
 
 /* Makes a new entry for plan key `key` (the lock is held). */
-static rnnc_status compile_entry(const cg_cpu_plan *p, XXH128_hash_t key, code_entry *e)
+static rnnc_status make_entry(const cg_cpu_plan *p, rt_cache_key key, const rt_cpu_target *t,
+                              const char *bundle, code_entry *e)
 {
     double t0 = cm_now_ms();
     char pfx[48], label[56];
-    snprintf(pfx, sizeof pfx, "rnnc_cpu_%016llx%016llx", (unsigned long long)key.high64,
-             (unsigned long long)key.low64);
+    rt_cpu_plan_prefix(key, pfx, sizeof pfx);
     snprintf(label, sizeof label, "cpu %s", p->fn->name ? p->fn->name : "cell");
     rt_origin origin = RT_FROM_COMPILE;
-    rnnc_status st = link_plan(p, pfx, label, &origin);
+    rnnc_status st = link_plan(p, pfx, label, t, bundle, &origin);
+    if (st != RNNC_OK)
+        return st;
     e->code.n_gemms = p->n_gemms;
     e->code.mr = p->mr;
     e->code.mk = calloc((size_t)(p->n_gemms * p->mr + 1), sizeof(rt_cpu_mk));
-    if (st == RNNC_OK && !e->code.mk)
-        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-    if (st == RNNC_OK)
-        st = lookup_all(p, pfx, &e->code);
+    if (!e->code.mk)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    st = lookup_all(p, pfx, &e->code);
+    rt_cache_note_origin(origin);
     if (st == RNNC_OK && cm_log_enabled("info"))
-        fprintf(stderr, "rnnc: %s (%s): %s, %.3f ms\n", label, g_jit.cpu, rt_origin_name(origin),
+        fprintf(stderr, "rnnc: %s (%s): %s, %.3f ms\n", label, t->cpu, rt_origin_name(origin),
                 cm_now_ms() - t0);
     return st;
 }
 
-rnnc_status rt_cpu_compile(const cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_code **out)
+/* The code of plan p: made before in this process, else from target t's
+ * object (only from the loaded bundles where `bundle` names t's text). */
+static rnnc_status code_of(const cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_target *t,
+                           const char *bundle, const rt_cpu_code **out)
 {
-    rnnc_status st = jit_ready();
-    if (st != RNNC_OK)
-        return st;
-    XXH128_hash_t key = plan_key(p, hoist);
+    rt_cache_key key = rt_cpu_plan_key(p, hoist);
+    rnnc_status st = RNNC_OK;
     pthread_mutex_lock(&g_jit.lock);
     code_entry *e = g_jit.entries;
-    while (e && !XXH128_isEqual(e->key, key))
+    while (e && !(e->key.lo == key.lo && e->key.hi == key.hi))
         e = e->next;
     if (!e) {
         e = calloc(1, sizeof *e);
-        st = e ? compile_entry(p, key, e) : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+        st = e ? make_entry(p, key, t, bundle, e)
+               : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
         if (st == RNNC_OK) {
             e->key = key;
             e->next = g_jit.entries;
@@ -380,9 +278,73 @@ rnnc_status rt_cpu_compile(const cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_
     return st;
 }
 
+/* The cpu targets of the loaded bundles that this machine runs, widest
+ * vectors first. */
+#define MAX_TARGETS 4
+typedef struct bundle_targets {
+    rt_cpu_target t[MAX_TARGETS];
+    char text[MAX_TARGETS][RT_CPU_TARGET_TEXT_MAX];
+    int n;
+} bundle_targets;
+
+static bool take_target(const char *text, void *ctx)
+{
+    bundle_targets *c = ctx;
+    rt_cpu_target t;
+    if (c->n == MAX_TARGETS || strlen(text) >= RT_CPU_TARGET_TEXT_MAX ||
+        !rt_cpu_target_parse(text, &t) || !rt_cpu_target_runs_here(&t, &g_jit.host))
+        return false;
+    int at = c->n;
+    for (int i = 0; i < c->n; i++) {
+        if (strcmp(c->text[i], text) == 0)
+            return false;
+        if (at == c->n && t.vw > c->t[i].vw)
+            at = i;
+    }
+    memmove(&c->t[at + 1], &c->t[at], (size_t)(c->n - at) * sizeof *c->t);
+    memmove(&c->text[at + 1], &c->text[at], (size_t)(c->n - at) * sizeof *c->text);
+    c->t[at] = t;
+    snprintf(c->text[at], sizeof c->text[at], "%s", text);
+    c->n++;
+    return true;
+}
+
+/* Plans s for each bundle target in turn until a bundle holds its code:
+ * RNNC_ERR_NOT_FOUND where none does. */
+static rnnc_status from_bundles(const ir_schedule *s, ir_sizes sz, rnnc_hoist hoist,
+                                ir_arena *a, cg_cpu_plan *plan, const rt_cpu_code **out)
+{
+    bundle_targets *c = calloc(1, sizeof *c);
+    if (!c)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    rt_bundle_host_targets(take_target, c);
+    rnnc_status st = RNNC_ERR_NOT_FOUND;
+    for (int i = 0; i < c->n && st == RNNC_ERR_NOT_FOUND; i++) {
+        st = cg_cpu_plan_build(s, sz, c->t[i].vw, a, plan);
+        if (st == RNNC_OK)
+            st = code_of(plan, hoist, &c->t[i], c->text[i], out);
+    }
+    free(c);
+    return st;
+}
+
+rnnc_status rt_cpu_prepare(const ir_schedule *s, ir_sizes sz, rnnc_hoist hoist, ir_arena *a,
+                           cg_cpu_plan *plan, const rt_cpu_code **out)
+{
+    rnnc_status st = rt_cpu_ready();
+    if (st == RNNC_OK && rt_bundle_registered() > 0)
+        st = from_bundles(s, sz, hoist, a, plan, out);
+    else if (st == RNNC_OK)
+        st = RNNC_ERR_NOT_FOUND;
+    if (st != RNNC_ERR_NOT_FOUND)
+        return st;
+    st = cg_cpu_plan_build(s, sz, g_jit.host.vw, a, plan);
+    return st == RNNC_OK ? code_of(plan, hoist, &g_jit.host, NULL, out) : st;
+}
+
 rnnc_status rt_cpu_dump_llvm(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, char **text)
 {
-    rnnc_status st = jit_ready();
+    rnnc_status st = rt_cpu_ready();
     if (st != RNNC_OK)
         return st;
     ir_arena *a = ir_arena_create();
@@ -390,22 +352,15 @@ rnnc_status rt_cpu_dump_llvm(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, char
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     ir_schedule s;
     cg_cpu_plan p;
+    rt_cpu_module *c = NULL;
     st = pass_fuse(f, hoist, a, &s);
     if (st == RNNC_OK)
-        st = cg_cpu_plan_build(&s, sz, g_jit.vw, a, &p);
-    LLVMContextRef cx = LLVMContextCreate();
-    LLVMModuleRef m = NULL;
+        st = cg_cpu_plan_build(&s, sz, g_jit.host.vw, a, &p);
     if (st == RNNC_OK)
-        st = cg_llvm_cpu_module(&p, "rnnc_cpu", cx, g_jit.cpu, g_jit.features, &m);
-    if (st == RNNC_OK) {
-        char *s1 = LLVMPrintModuleToString(m);
-        *text = strdup(s1);
-        LLVMDisposeMessage(s1);
-        if (!*text)
-            st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-        LLVMDisposeModule(m);
-    }
-    LLVMContextDispose(cx);
+        st = rt_cpu_module_create(&p, "rnnc_cpu", &g_jit.host, &c);
+    if (st == RNNC_OK && !(*text = rt_cpu_module_text(c)))
+        st = err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    rt_cpu_module_free(c);
     ir_arena_destroy(a);
     return st;
 }
