@@ -150,8 +150,8 @@ _PROTOTYPES = {
     "rnnc_model_output_size": (c_int, [c_void_p, P(c_i64)]),
     "rnnc_model_state_size": (c_int, [c_void_p, c_int, P(c_i64)]),
     # bundles and the kernel cache
-    "rnnc_bundle_compile": (c_int, [P(ModelDesc), P(c_i64), c_int, P(c_int), c_int, c_int,
-                                    c_char_p]),
+    "rnnc_bundle_compile_targets": (c_int, [P(ModelDesc), P(c_i64), c_int, P(c_char_p), c_int,
+                                            c_int, c_char_p]),
     "rnnc_bundle_load": (c_int, [c_char_p]),
     "rnnc_bundle_unload_all": (None, []),
     "rnnc_cache_info": (c_int, [P(CacheSummary)]),

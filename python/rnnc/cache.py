@@ -1,50 +1,58 @@
 """AOT bundles and the kernel cache from Python (docs/cache.md).
 
 A bundle holds the fused backend's kernels for a model at several batch
-sizes and archs, made without a GPU (NVRTC only); a process that loads it
-makes those models with no NVRTC and no compile.  The disk cache holds what
+sizes and archs, made without a GPU (NVRTC only), and the cpu backend's
+code for named CPU targets; a process that loads it makes those models
+with no NVRTC and no compile.  The disk cache holds what
 the library compiled (GPU kernels, the cpu backend's object files); these
 calls look at it and empty it, as `rnnc cache` does."""
 import ctypes
 import os
 
-from ._lib import CacheCleared, CacheSummary, c_i64, c_int, c_void_p, lib, text
+from ._lib import CacheCleared, CacheSummary, c_char_p, c_i64, c_void_p, lib, text
 from .cell import Cell
 from .errors import check, InvalidArgumentError
 from .model import model_desc
 
 
-def _arch(a):
-    """90, "90" or "sm_90" as the sm number 90."""
+def _target(a):
+    """90, "90" or "sm_90" as "sm_90"; "cpu" and "cpu:NAME" as they are."""
     s = str(a)
+    if s == "cpu" or s.startswith("cpu:"):
+        return s
     s = s[3:] if s.startswith("sm_") else s
     if not s.isdigit():
-        raise InvalidArgumentError(f"arch {a!r}: want an sm number such as 90 or 'sm_90'")
-    return int(s)
+        raise InvalidArgumentError(f"arch {a!r}: want an sm number such as 90 or 'sm_90', or "
+                                   "a cpu target ('cpu', 'cpu:x86-64-v3')")
+    return f"sm_{s}"
 
 
-def compile_bundle(path, cell, input_size, hidden_size, batch_sizes, archs=("sm_90",),
+def compile_bundle(path, cell, input_size, hidden_size, batch_sizes=(), archs=("sm_90",),
                    sm_count=0, proj_size=0, num_layers=1, bidirectional=False,
                    batch_first=False, dropout=0.0, dtype=None, math="ffma", hoist="all",
                    attrs=None, cell_name=None):
-    """Writes to `path` a bundle of the fused kernels of a model of `cell` (as rnnc.Model
-    takes it) for each batch size and arch (90 or "sm_90"), specialised to `sm_count` SMs
-    (0: 108 for sm_80, 132 for sm_90, 148 for sm_100).  Needs NVRTC, no GPU.  Returns path.
-    A module's own compile_bundle fills in its description."""
+    """Writes to `path` a bundle of a model of `cell` (as rnnc.Model takes it): for each
+    CUDA arch in `archs` (90 or "sm_90") the fused kernels at each batch size, specialised to
+    `sm_count` SMs (0: 108 for sm_80, 132 for sm_90, 148 for sm_100; needs NVRTC, no GPU);
+    for "cpu" (this machine's CPU and its features) or "cpu:x86-64-v2", "cpu:x86-64-v3",
+    "cpu:x86-64-v4" (any x86-64 CPU of that level) the cpu backend's code, which serves
+    every batch size (needs the cpu backend).  Returns path.  A module's own compile_bundle
+    fills in its description."""
     c = Cell.get(cell, attrs=attrs, cell_name=cell_name)
     d = model_desc(c, input_size, hidden_size, proj_size, num_layers, bidirectional, batch_first,
                    dropout, 0, dtype, math, "auto", hoist, 0)
     b = [int(n) for n in batch_sizes]
-    a = [_arch(x) for x in archs]
-    check(lib.rnnc_bundle_compile(ctypes.byref(d), (c_i64 * len(b))(*b), len(b),
-                                  (c_int * len(a))(*a), len(a), int(sm_count),
-                                  os.fsencode(path)))
+    t = [_target(x).encode() for x in archs]
+    check(lib.rnnc_bundle_compile_targets(ctypes.byref(d), (c_i64 * len(b))(*b), len(b),
+                                          (c_char_p * len(t))(*t), len(t), int(sm_count),
+                                          os.fsencode(path)))
     return path
 
 
 def load_bundle(path):
     """Registers the bundle at `path` for this process: fused models made afterwards take
-    their kernels and tuning from it (FormatError for another format or generator version)."""
+    their kernels and tuning from it, cpu models the code of a target this CPU runs
+    (FormatError for another format or generator version)."""
     check(lib.rnnc_bundle_load(os.fsencode(path)))
 
 

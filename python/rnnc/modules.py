@@ -184,11 +184,12 @@ class CellRNN(_Base):
     def flatten_parameters(self):
         """nn.LSTM's; rnnc keeps its own copy of the weights, so nothing to do."""
 
-    def compile_bundle(self, path, batch_sizes, archs=("sm_90",), sm_count=0):
+    def compile_bundle(self, path, batch_sizes=(), archs=("sm_90",), sm_count=0):
         """rnnc.compile_bundle for this module's model (its cell, sizes, layers, dtype and
-        options): the fused kernels it runs at each batch size and arch, in one file made
-        without a GPU.  rnnc.load_bundle(path) in another process, before its modules run,
-        spares them NVRTC.  Returns path."""
+        options): the fused kernels it runs at each batch size and CUDA arch, made without a
+        GPU, and the cpu backend's code for each cpu target in archs ("cpu",
+        "cpu:x86-64-v3"), in one file.  rnnc.load_bundle(path) in another process, before
+        its modules run, spares them NVRTC and LLVM's compile.  Returns path."""
         from .cache import compile_bundle
         return compile_bundle(path, self.cell, self.input_size, self.hidden_size, batch_sizes,
                               archs, sm_count, proj_size=self.proj_size,

@@ -3,6 +3,8 @@ kernels for each batch size and arch, as `rnnc compile` makes it, and loads; the
 is listed, counted and emptied as `rnnc cache` does, the cpu backend's object files with it."""
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -38,6 +40,51 @@ def test_bundle_of_a_module(tmp_path):
     assert open(same, "rb").read() == data
     rnnc.load_bundle(path)
     rnnc.unload_bundles()
+
+
+# A process that loads the bundle: the module's weights and x from model.npz, y to y.npy.
+RUN = """
+import sys
+import numpy as np
+import rnnc
+d = sys.argv[1]
+if sys.argv[2] != "-":
+    rnnc.load_bundle(sys.argv[2])
+z = np.load(d + "/model.npz")
+lstm = rnnc.LSTM(20, 24, num_layers=2, bidirectional=True, backend="cpu")
+lstm.load_state_dict({k: z[k] for k in z.files if k != "x"})
+y, _ = lstm(z["x"])
+np.save(d + "/" + sys.argv[3], y)
+"""
+
+
+def run_child(tmp_path, bundle, out):
+    """RUN in a new process with the disk cache off: where its cpu code came from, one
+    origin a cell (the info log's "rnnc: cpu lstm (<cpu>): <origin>, <ms>" lines)."""
+    env = dict(os.environ, RNNC_CACHE="0", RNNC_LOG="info")
+    r = subprocess.run([sys.executable, "-c", RUN, os.fspath(tmp_path), bundle, out],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return [line.split("): ")[1].split(",")[0] for line in r.stderr.splitlines()
+            if line.startswith("rnnc: cpu lstm (")]
+
+
+@pytest.mark.skipif(not rnnc.backend_available("cpu"), reason="no cpu backend here")
+def test_cpu_bundle_serves_a_new_process(tmp_path):
+    lstm = rnnc.LSTM(20, 24, num_layers=2, bidirectional=True, backend="cpu")
+    x = np.random.default_rng(3).standard_normal((7, 3, 20)).astype(np.float32)
+    np.savez(tmp_path / "model.npz", x=x,
+             **{k: np.asarray(v) for k, v in lstm.state_dict().items()})
+    path = os.fspath(tmp_path / "cpu.rnncpkg")
+    assert lstm.compile_bundle(path, archs=["cpu"]) == path  # no batch sizes: cpu code only
+    m = manifest(open(path, "rb").read())
+    assert [(k["sm"], k["name"], k["target"].split()[0]) for k in m["kernels"]] == \
+        [(0, "cpu lstm", "native")] * 2  # layer 0 and the layers above
+    assert run_child(tmp_path, path, "y_bundle.npy") == ["bundle", "bundle"]
+    assert run_child(tmp_path, "-", "y_compiled.npy") == ["compile", "compile"]
+    assert np.array_equal(np.load(tmp_path / "y_bundle.npy"), np.load(tmp_path / "y_compiled.npy"))
+    with pytest.raises(rnnc.InvalidArgumentError, match="unknown cpu target"):
+        lstm.compile_bundle(os.fspath(tmp_path / "x"), archs=["cpu:pentium"])
 
 
 def test_bundle_errors(tmp_path):
