@@ -62,7 +62,7 @@ bool rnnc_backend_available(rnnc_backend b)
     case RNNC_BACKEND_CPU: return api_backend_ops(b) != NULL;
 #ifdef RNNC_HAVE_CUDA
     case RNNC_BACKEND_FUSED: /* NVRTC, or kernels from a loaded bundle */
-        return rt_cuda_available() && (rt_nvrtc_available() || rt_bundle_registered() > 0);
+        return rt_cuda_available() && (rt_nvrtc_available() || rt_bundle_registered_kernels());
 #endif
 #ifdef RNNC_HAVE_CUDNN
     case RNNC_BACKEND_CUDNN: return fb_cudnn_available();

@@ -295,6 +295,17 @@ int rt_bundle_registered(void)
     return n;
 }
 
+bool rt_bundle_registered_kernels(void)
+{
+    bool found = false;
+    pthread_mutex_lock(&g_reg_lock);
+    for (int i = 0; i < MAX_REGISTERED && !found; i++)
+        for (int j = 0; g_reg[i] && j < g_reg[i]->n_k && !found; j++)
+            found = !g_reg[i]->k[j].target;
+    pthread_mutex_unlock(&g_reg_lock);
+    return found;
+}
+
 void rt_bundle_registered_archs(char *buf, size_t n)
 {
     size_t len = 0;

@@ -173,6 +173,8 @@ bool rt_bundle_lookup_host(rt_cache_key key, const char *target, void **obj, siz
 int rt_bundle_host_targets(bool (*each)(const char *target, void *ctx), void *ctx);
 /* How many bundles are registered. */
 int rt_bundle_registered(void);
+/* Some registered bundle holds a cubin (not only cpu code). */
+bool rt_bundle_registered_kernels(void);
 /* The archs of every registered bundle, as rt_bundle_archs. */
 void rt_bundle_registered_archs(char *buf, size_t n);
 /* A registered bundle's tuning record for shape_key, copied into buf. */

@@ -123,7 +123,7 @@ static rnnc_status find_cubin(const rt_kernel_req *req, void **cubin, size_t *si
                         "NVRTC is not available to compile for it",
                         req->name ? req->name : "?", archs, req->sm);
     rnnc_status s = rt_cubin_get(req, cubin, size, origin);
-    if (s != RNNC_OK && !rt_nvrtc_available() && rt_bundle_registered() > 0) {
+    if (s != RNNC_OK && !rt_nvrtc_available() && rt_bundle_registered_kernels()) {
         rt_bundle_registered_archs(archs, sizeof archs);
         err_fail_append("kernel %s (sm_%d) is not in the loaded bundle (%s): rebuild the "
                         "bundle with `rnnc compile` for this shape and arch",

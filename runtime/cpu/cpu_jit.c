@@ -68,7 +68,8 @@ static void init_jit(void)
     LLVMInitializeNativeTarget();
     LLVMInitializeNativeAsmPrinter();
     if (detect_host() != RNNC_OK) {
-        init_fail("describing the host", NULL);
+        g_jit.init_status = RNNC_ERR_LLVM;
+        snprintf(g_jit.init_error, sizeof g_jit.init_error, "%s", rnnc_last_error());
         return;
     }
     LLVMOrcJITTargetMachineBuilderRef jtmb;

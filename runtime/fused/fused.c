@@ -207,7 +207,7 @@ rnnc_status rt_fused_init(rt_fused *m, const rt_spec *s, int sm, int sm_count)
  * device. */
 static rnnc_status check_bundles(const rt_fused *m)
 {
-    if (rt_nvrtc_available() || rt_bundle_registered() == 0)
+    if (rt_nvrtc_available() || !rt_bundle_registered_kernels())
         return RNNC_OK;
     char model[384], prefix[448], archs[128];
     rt_fused_model_key(m, model, sizeof model);
