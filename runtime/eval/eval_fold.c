@@ -67,6 +67,52 @@ void rt_eval_to_f32(float *dst, const double *src, int64_t n)
         dst[i] = (float)src[i];
 }
 
+/* The nodes `node` reads, directly or not (index order is topological). */
+static bool *reads_of(const ir_fn *f, int32_t node)
+{
+    bool *need = calloc((size_t)f->n, sizeof *need);
+    if (!need)
+        return NULL;
+    need[node] = true;
+    for (int32_t i = node; i >= 0; i--)
+        for (int k = 0; need[i] && k < 3; k++)
+            if (f->nodes[i].a[k] >= 0 && f->nodes[i].a[k] < i)
+                need[f->nodes[i].a[k]] = true;
+    return need;
+}
+
+/* Double copies of the parameters a fold reads; the others are bound to a
+ * placeholder the fold never evaluates.  Converting every weight instead
+ * (an LSTM's two matrices, 16 MB at I = H = 512) was most of a cpu model's
+ * first forward. */
+static double k_unread[1];
+
+static rnnc_status fold_weights(const ir_fn *f, ir_sizes sz, const rt_weights *w, int pseudo,
+                                const bool *need, double **d)
+{
+    for (int i = 0; i < f->n_params; i++) {
+        const float *src = rt_weight(w, pseudo, i);
+        int32_t node = f->params[i].node;
+        if (!src)
+            continue;
+        if (node < 0 || node >= f->n || !need[node]) {
+            d[i] = k_unread;
+            continue;
+        }
+        if (!(d[i] = rt_eval_to_f64(src, param_numel(f, sz, i))))
+            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory for weights");
+    }
+    return RNNC_OK;
+}
+
+static void fold_weights_free(const ir_fn *f, double **d)
+{
+    for (int i = 0; d && i < f->n_params; i++)
+        if (d[i] != k_unread)
+            free(d[i]);
+    free(d);
+}
+
 rnnc_status rt_eval_fold(const ir_fn *f, ir_sizes sz, const rt_weights *w, int pseudo,
                          int32_t node, float *out)
 {
@@ -77,21 +123,23 @@ rnnc_status rt_eval_fold(const ir_fn *f, ir_sizes sz, const rt_weights *w, int p
     if (f->nodes[node].kind != IR_VEC && f->nodes[node].kind != IR_SCALAR)
         return err_fail(RNNC_ERR_INVALID_ARG, "interp: fold of node %d, which is not a vector",
                         node);
-    double **d;
-    rnnc_status st = rt_eval_weights(NULL, f, sz, w, pseudo, pseudo + 1, &d);
-    if (st != RNNC_OK)
-        return st;
+    bool *need = reads_of(f, node);
+    double **d = calloc((size_t)f->n_params + 1, sizeof *d);
+    rnnc_status st = need && d ? fold_weights(f, sz, w, pseudo, need, d)
+                               : err_fail(RNNC_ERR_OUT_OF_MEMORY, "interp: out of memory");
     rt_frame fr;
-    st = rt_frame_init(&fr, f, sz, 1, (const double *const *)d);
-    if (st != RNNC_OK)
-        goto free_d;
-    st = rt_frame_eval_fixed(&fr);
+    if (st != RNNC_OK || (st = rt_frame_init(&fr, f, sz, 1, (const double *const *)d)))
+        goto free_weights;
+    for (int32_t i = 0; i <= node && st == RNNC_OK; i++)
+        if (need[i] && f->nodes[i].kind != IR_ROW)
+            st = rt_frame_eval_node(&fr, i, 0);
     if (st == RNNC_OK && !fr.val[node])
         st = err_fail(RNNC_ERR_UNSUPPORTED, "interp: fold of node %d: an absent parameter", node);
     if (st == RNNC_OK)
         rt_eval_to_f32(out, fr.val[node], fr.cols[node]);
     rt_frame_free(&fr);
-free_d:
-    rt_eval_weights_free(d, f->n_params);
+free_weights:
+    fold_weights_free(f, d);
+    free(need);
     return st;
 }
