@@ -4,7 +4,6 @@
  * made without a GPU, and the cpu backend's code for named CPU targets, so
  * that a deployment compiles nothing (`rnnc run --bundle`, rnnc_bundle_load).
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +40,7 @@ typedef struct compile_args {
     cli_model_opts m;
     int64_t batches[MAX_LIST];
     int n_batches;
-    char archs[MAX_LIST][24]; /* as given: sm_90, cpu, cpu:x86-64-v3 */
+    char archs[MAX_LIST][24]; /* sm_90, cpu, cpu:x86-64-v3 */
     int n_archs;
     bool any_sm; /* some arch is a CUDA arch: batch sizes wanted */
     int64_t sm_count;
@@ -89,7 +88,10 @@ static bool one_arch(const char *item, void *out, int i)
                              "cpu:x86-64-v3, not '%s'", item);
         return false;
     }
-    snprintf(r->archs[i], sizeof r->archs[i], "%s", item);
+    if (cpu)
+        snprintf(r->archs[i], sizeof r->archs[i], "%s", item);
+    else
+        snprintf(r->archs[i], sizeof r->archs[i], "sm_%ld", v);
     r->any_sm |= !cpu;
     return true;
 }
@@ -164,8 +166,7 @@ static void report(const compile_args *r, const rnnc_cell *cell)
         printf(" x");
         for (int i = 0, k = 0; i < r->n_archs; i++)
             if (strncmp(r->archs[i], "cpu", 3) != 0)
-                printf("%s%s%s", k++ ? "," : " ", isdigit((unsigned char)r->archs[i][0]) ? "sm_" : "",
-                       r->archs[i]);
+                printf("%s%s", k++ ? "," : " ", r->archs[i]);
     }
     if (cpus) {
         printf(", cpu code for");
