@@ -5,7 +5,8 @@
 # for this CPU; an x86-64 level's code within 1e-5 of the interpreter; of
 # several targets, the one with the widest vectors this CPU runs; a target
 # this CPU lacks, or a model the bundle lacks, compiled as before; a damaged
-# object refused when the bundle loads; the options' errors.
+# object refused when the bundle loads; the options' errors; `rnnc show`
+# lists a bundle's entries and says whether this CPU runs each.
 # Usage: cli_cpu_bundle.sh path/to/rnnc
 . "$(dirname "$0")/lib_cli.sh"
 usable cpu || { echo "skipped: this rnnc has no usable cpu backend"; exit 77; }
@@ -38,6 +39,16 @@ run 2 native.rnncpkg "${model[@]}"
 [ "$(origins 2)" = "bundle:$host bundle:$host " ] || { fail "run 2: '$(origins 2)'"; cat log2.txt >&2; }
 cmp -s y1.st y2.st || fail "the bundle's code gives other bytes than compiled code"
 grep -q "was not used\|does not hold" log2.txt && { fail "run 2 says the bundle was not used"; cat log2.txt >&2; }
+
+# `rnnc show` lists both cells' objects, which this CPU runs
+ok "$RNNC" show native.rnncpkg
+grep -q "^bundle native.rnncpkg: 2 entries, 0 tuning records$" out.txt ||
+    { fail "show: no summary line"; cat out.txt >&2; }
+[ "$(grep -c '^  cpu     cpu lstm  *cpu:native  *[0-9]* bytes  [0-9]* floats a vector; this CPU runs it$' out.txt)" -eq 2 ] ||
+    { fail "show: want two cpu:native lines this CPU runs"; cat out.txt >&2; }
+ok "$RNNC" show --json native.rnncpkg
+[ "$(grep -c '"runs_here":.*true' out.txt)" -eq 2 ] && grep -q '"kind":.*"cpu"' out.txt ||
+    { fail "show --json"; cat out.txt >&2; }
 
 # 2. the model the bundle lacks is compiled, and run says so
 ok "$RNNC" random --cell gru --seq 5 --batch 2 --input-size 8 --hidden 16 \
@@ -105,5 +116,9 @@ if built fused; then
         { fail "run 6: '$(origins 6)'"; cat log6.txt >&2; }
     grep -q "kernel sets and objects for sm_90,cpu:native" log6.txt ||
         { fail "the load does not list sm_90 and cpu:native"; cat log6.txt >&2; }
+    ok "$RNNC" show mixed.rnncpkg
+    [ "$(grep -c '^  kernel  fused_lstm_b3  *sm_90 ' out.txt)" -ge 1 ] &&
+        [ "$(grep -c '^  cpu     ' out.txt)" -eq 2 ] && grep -q "^  tuning  fused lstm" out.txt ||
+        { fail "show of a mixed bundle"; cat out.txt >&2; }
 fi
 exit $((fails > 0))

@@ -1,7 +1,8 @@
 /*
- * cmd_show.c: `rnnc show` lists the tensors of a safetensors file, and
- * `rnnc diff` compares two (e.g. rnnc's output with PyTorch's), so that a
- * user or a shell test can check files without Python.
+ * cmd_show.c: `rnnc show` lists the tensors of a safetensors file (or what
+ * a bundle holds: cmd_show_bundle.c), and `rnnc diff` compares two (e.g.
+ * rnnc's output with PyTorch's), so that a user or a shell test can check
+ * files without Python.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -12,12 +13,15 @@
 #include "tools/cli.h"
 
 static const char show_help[] =
-    "Usage: rnnc show FILE.safetensors [--json]\n"
+    "Usage: rnnc show FILE.safetensors|FILE.rnncpkg [--json]\n"
     "\n"
-    "One line per tensor: name, dtype, shape, and for numbers min, max and mean.\n"
+    "One line per tensor: name, dtype, shape, and for numbers min, max and mean.  Of a\n"
+    "bundle (`rnnc compile`): one line per kernel set (its arch) and cpu object file (its\n"
+    "cpu target, and whether this machine's CPU runs it), then its tuning records.\n"
     "\n"
     "  --json                  one JSON object instead: {file, tensors: [{name, dtype,\n"
-    "                          shape, min, max, mean}]}\n";
+    "                          shape, min, max, mean}]}; of a bundle {file, entries:\n"
+    "                          [{kind, name, arch, bytes, ...}], tuning: [{shape, tuning}]}\n";
 
 static const char diff_help[] =
     "Usage: rnnc diff OUT.safetensors REF.safetensors [--tol T] [--json]\n"
@@ -156,6 +160,8 @@ int cmd_show(int argc, char **argv)
     int rc = help_or_files(argc, argv, "show", show_help, 1, NULL, &json);
     if (rc >= 0)
         return rc;
+    if (cli_is_bundle(argv[optind]))
+        return cli_show_bundle(argv[optind], json);
     rnnc_tensors *ts = NULL;
     rnnc_status s = rnnc_tensors_load(&ts, argv[optind]);
     if (s != RNNC_OK)

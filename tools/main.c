@@ -45,7 +45,7 @@ static const struct command {
     {"compare", cmd_compare, "run backends on the same data: time and agreement"},
     {"dump", cmd_dump, "print a cell at a stage: ir, opt, schedule, cuda, llvm, backward, train"},
     {"demo", cmd_demo, "run an LSTM on the best backend here and say what ran"},
-    {"show", cmd_show, "list the tensors of a safetensors file"},
+    {"show", cmd_show, "list the tensors of a safetensors file, or what a bundle holds"},
     {"diff", cmd_diff, "compare the tensors of two safetensors files"},
     {"cache", cmd_cache, "the on-disk kernel cache: info, list, clear"},
     {"compile", cmd_compile, "write a bundle of GPU kernels and cpu code ahead of time"},
