@@ -124,6 +124,13 @@ typedef struct api_timing {
 rnnc_status api_call_time(rnnc_model *m, const rnnc_forward_args *a, void *ctx);
 rnnc_status api_call_time_training(rnnc_model *m, const rnnc_forward_args *f, void *ctx);
 
+/* ---- bundles (bundle.c) */
+/* Loads the bundles RNNC_BUNDLE names (paths separated by ':'), once a
+ * process, before the first model is made or a backend's availability
+ * asked: one that cannot be loaded is warned about on stderr, and models
+ * compile their code as without it. */
+void api_bundles_from_env(void);
+
 /* ---- AUTO between fused and cudnn (auto_race.c) */
 /* For an AUTO call that the fused backend and cudnn may both run: whether
  * cudnn goes first, from a race timed once per shape (cudnn first: a cell

@@ -215,6 +215,25 @@ rnnc_status rnnc_bundle_load(const char *path)
     return RNNC_OK;
 }
 
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+
+static void load_env_bundles(void)
+{
+    const char *e = getenv("RNNC_BUNDLE");
+    char *list = e && *e ? strdup(e) : NULL;
+    for (char *save = NULL, *p = list ? strtok_r(list, ":", &save) : NULL; p;
+         p = strtok_r(NULL, ":", &save))
+        if (rnnc_bundle_load(p) != RNNC_OK)
+            fprintf(stderr, "rnnc: warning: RNNC_BUNDLE: %s (models compile their code "
+                            "without it)\n", rnnc_last_error());
+    free(list);
+}
+
+void api_bundles_from_env(void)
+{
+    pthread_once(&g_env_once, load_env_bundles);
+}
+
 void rnnc_bundle_unload_all(void)
 {
     pthread_mutex_lock(&g_lock);

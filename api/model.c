@@ -85,6 +85,7 @@ rnnc_status rnnc_model_create(rnnc_model **out, const rnnc_model_desc *d)
     rnnc_status s = check_desc(d);
     if (s != RNNC_OK)
         return s;
+    api_bundles_from_env();
     rnnc_model *m = calloc(1, sizeof *m);
     if (!m)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "model: out of memory");

@@ -6,7 +6,8 @@
 # several targets, the one with the widest vectors this CPU runs; a target
 # this CPU lacks, or a model the bundle lacks, compiled as before; a damaged
 # object refused when the bundle loads; the options' errors; `rnnc show`
-# lists a bundle's entries and says whether this CPU runs each.
+# lists a bundle's entries and says whether this CPU runs each; RNNC_BUNDLE
+# loads bundles into every process, warning of one it cannot load.
 # Usage: cli_cpu_bundle.sh path/to/rnnc
 . "$(dirname "$0")/lib_cli.sh"
 usable cpu || { echo "skipped: this rnnc has no usable cpu backend"; exit 77; }
@@ -104,6 +105,15 @@ expect 1 "unknown cpu target 'pentium'" "$RNNC" compile --cell lstm --input-size
 expect 2 "--batch is needed" "$RNNC" compile --cell lstm --input-size 4 --hidden 4 \
     --arch cpu,sm_90 -o x.rnncpkg
 [ -e x.rnncpkg ] && fail "a failed compile left a file"
+
+# 7b. RNNC_BUNDLE: the bundles a deployment names for every process
+RNNC_BUNDLE=native.rnncpkg run 7 "" "${model[@]}"
+[ "$(origins 7)" = "bundle:$host bundle:$host " ] || { fail "RNNC_BUNDLE: '$(origins 7)'"; cat log7.txt >&2; }
+RNNC_BUNDLE=missing.rnncpkg:native.rnncpkg run 8 "" "${model[@]}"
+[ "$(origins 8)" = "bundle:$host bundle:$host " ] || { fail "RNNC_BUNDLE with a missing one: '$(origins 8)'"; cat log8.txt >&2; }
+[ "$(grep -c "warning: RNNC_BUNDLE: .*missing.rnncpkg" log8.txt)" -eq 1 ] ||
+    { fail "want one warning of the missing bundle"; cat log8.txt >&2; }
+cmp -s y1.st y8.st || fail "run 8 gives other bytes than compiled code"
 
 # 8. kernels and cpu code in one file, where this rnnc has the fused backend
 if built fused; then
