@@ -58,10 +58,10 @@ np.save(d + "/" + sys.argv[3], y)
 """
 
 
-def run_child(tmp_path, bundle, out):
+def run_child(tmp_path, bundle, out, **env_more):
     """RUN in a new process with the disk cache off: where its cpu code came from, one
     origin a cell (the info log's "rnnc: cpu lstm (<cpu>): <origin>, <ms>" lines)."""
-    env = dict(os.environ, RNNC_CACHE="0", RNNC_LOG="info")
+    env = dict(os.environ, RNNC_CACHE="0", RNNC_LOG="info", **env_more)
     r = subprocess.run([sys.executable, "-c", RUN, os.fspath(tmp_path), bundle, out],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -83,6 +83,9 @@ def test_cpu_bundle_serves_a_new_process(tmp_path):
     assert run_child(tmp_path, path, "y_bundle.npy") == ["bundle", "bundle"]
     assert run_child(tmp_path, "-", "y_compiled.npy") == ["compile", "compile"]
     assert np.array_equal(np.load(tmp_path / "y_bundle.npy"), np.load(tmp_path / "y_compiled.npy"))
+    # RNNC_BUNDLE loads it with no call
+    assert run_child(tmp_path, "-", "y_env.npy", RNNC_BUNDLE=path) == ["bundle", "bundle"]
+    assert np.array_equal(np.load(tmp_path / "y_env.npy"), np.load(tmp_path / "y_compiled.npy"))
     with pytest.raises(rnnc.InvalidArgumentError, match="unknown cpu target"):
         lstm.compile_bundle(os.fspath(tmp_path / "x"), archs=["cpu:pentium"])
 
