@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -17,9 +18,14 @@
 #include "runtime/cpu/cpu.h"
 #endif
 
+/* Only a regular file is opened to look: a FIFO would block the open (its
+ * refusal is the safetensors reader's, which names it). */
 bool cli_is_bundle(const char *path)
 {
     char magic[8] = {0};
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
     FILE *f = fopen(path, "rb");
     bool yes = f && fread(magic, 1, sizeof magic, f) == sizeof magic &&
                memcmp(magic, "RNNCPKG", 8) == 0;
