@@ -2,7 +2,8 @@
 fused kernels of a 2-layer bidirectional LSTM for this GPU's arch and SM count; a new process
 with the disk cache off loads it (rnnc.load_bundle), makes the same module and runs it on
 CUDA tensors, every kernel set from the bundle and none compiled (RNNC_LOG=info), and its
-output equals this process's bit for bit.
+output equals this process's bit for bit; the same with the bundle named by RNNC_BUNDLE
+instead of loaded by a call.
 
 Exits 77 without PyTorch (run_gpu.sh) or without a GPU."""
 import torch  # noqa: F401  (before rnnc, so rnnc's modules are torch modules)
@@ -23,7 +24,8 @@ RUN_FROM_BUNDLE = """
 import os, sys, torch
 import rnnc
 tmp = sys.argv[1]
-rnnc.load_bundle(os.path.join(tmp, "lstm.rnncpkg"))
+if len(sys.argv) < 3:  # else RNNC_BUNDLE names it
+    rnnc.load_bundle(os.path.join(tmp, "lstm.rnncpkg"))
 lstm = rnnc.LSTM(**%r, backend="fused").cuda()
 lstm.load_state_dict(torch.load(os.path.join(tmp, "w.pt")))
 with torch.no_grad():
@@ -42,14 +44,17 @@ with tempfile.TemporaryDirectory() as tmp:
     torch.save(lstm.state_dict(), os.path.join(tmp, "w.pt"))
     torch.save(x.cpu(), os.path.join(tmp, "x.pt"))
     env = dict(os.environ, PYTHONPATH=PACKAGE_PATH, RNNC_CACHE="0", RNNC_LOG="info")
-    run = subprocess.run([sys.executable, "-c", RUN_FROM_BUNDLE, tmp], capture_output=True,
-                         text=True, env=env)
-    print(run.stdout + run.stderr)
-    checks.true("bundle: the new process ran", run.returncode == 0)
-    origins = re.findall(r"^rnnc: kernel \S+ \(sm_\d+\): (\w+),", run.stderr, re.M)
-    checks.true(f"bundle: every kernel set from the bundle ({origins})",
-                len(origins) >= 2 and set(origins) == {"bundle"})
-    if run.returncode == 0:
-        checks.true("bundle: y equals this process's, bit for bit",
-                    torch.equal(torch.load(os.path.join(tmp, "y.pt")), y.cpu()))
+    for how, extra, more in (("a call", [], {}),
+                             ("RNNC_BUNDLE", ["env"],
+                              {"RNNC_BUNDLE": os.path.join(tmp, "lstm.rnncpkg")})):
+        run = subprocess.run([sys.executable, "-c", RUN_FROM_BUNDLE, tmp] + extra,
+                             capture_output=True, text=True, env=dict(env, **more))
+        print(run.stdout + run.stderr)
+        checks.true(f"bundle by {how}: the new process ran", run.returncode == 0)
+        origins = re.findall(r"^rnnc: kernel \S+ \(sm_\d+\): (\w+),", run.stderr, re.M)
+        checks.true(f"bundle by {how}: every kernel set from the bundle ({origins})",
+                    len(origins) >= 2 and set(origins) == {"bundle"})
+        if run.returncode == 0:
+            checks.true(f"bundle by {how}: y equals this process's, bit for bit",
+                        torch.equal(torch.load(os.path.join(tmp, "y.pt")), y.cpu()))
 checks.exit()
