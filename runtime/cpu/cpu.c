@@ -1,11 +1,13 @@
 /*
  * cpu.c: the CPU backend object: create (schedule, plan and JIT-compile
- * each distinct cell of the model: layer 0, and layers > 0), bind (pack
+ * each distinct cell of the model: layer 0, and layers > 0, at once), bind (pack
  * every W into panels and compute the fold vectors once per weight
  * change) and destroy; the model API times it.  The forward itself is cpu_run.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #ifdef RNNC_HAVE_LLVM
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,45 @@ static rnnc_status prepare_fn(const rt_spec *s, int k, rt_cpu_fn *out)
     if (st == RNNC_OK)
         st = rt_cpu_prepare(out->sched, s->sizes[k], s->hoist, out->arena, out->plan,
                             &out->code);
+    return st;
+}
+
+/* The layers above layer 0 have a cell of their own where its input is
+ * wider or narrower than layer 0's (H or 2H against I): it is prepared on
+ * a second thread while this one prepares layer 0's, so a stack's two
+ * compiles take about the time of one where there are two cores.  Cells of
+ * the same sizes make the same code: the second finds the first's. */
+typedef struct upper_job {
+    const rt_spec *s;
+    rt_cpu_fn *fn;
+    rnnc_status st;
+    char why[512]; /* its rnnc_last_error, which is per thread */
+} upper_job;
+
+static void *prepare_upper(void *arg)
+{
+    upper_job *j = arg;
+    j->st = prepare_fn(j->s, 1, j->fn);
+    if (j->st != RNNC_OK)
+        snprintf(j->why, sizeof j->why, "%s", rnnc_last_error());
+    return NULL;
+}
+
+static rnnc_status prepare_both(const rt_spec *s, rt_cpu_fn fn[2])
+{
+    upper_job j = {.s = s, .fn = &fn[1]};
+    bool alike = s->sizes[0].I == s->sizes[1].I && s->sizes[0].H == s->sizes[1].H &&
+                 s->sizes[0].P == s->sizes[1].P;
+    pthread_t th;
+    bool threaded = !alike && rt_cpu_thread_count() > 1 &&
+                    pthread_create(&th, NULL, prepare_upper, &j) == 0;
+    if (!threaded)
+        prepare_upper(&j);
+    rnnc_status st = prepare_fn(s, 0, &fn[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    if (st == RNNC_OK && j.st != RNNC_OK)
+        st = err_fail(j.st, "%s", j.why);
     return st;
 }
 
@@ -78,9 +119,7 @@ static rnnc_status cpu_create(const rt_spec *s, void **state)
     if (!m)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
     m->spec = *s;
-    rnnc_status st = RNNC_OK;
-    for (int k = 0; k < (s->layers > 1 ? 2 : 1) && st == RNNC_OK; k++)
-        st = prepare_fn(s, k, &m->fn[k]);
+    rnnc_status st = s->layers > 1 ? prepare_both(s, m->fn) : prepare_fn(s, 0, &m->fn[0]);
     if (st == RNNC_OK)
         st = rt_cpu_pool_create(rt_cpu_thread_count(), &m->pool);
     if (st != RNNC_OK) {

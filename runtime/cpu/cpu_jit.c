@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* strdup, sysconf */
 #ifdef RNNC_HAVE_LLVM
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@ static struct {
     LLVMOrcLLJITRef jit;
     rt_cpu_target host;
     int threads;
-    bool warned_untrusted; /* once a process */
+    atomic_bool warned_untrusted; /* once a process */
     code_entry *entries;
 } g_jit = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -126,11 +127,9 @@ static bool cached_object(rt_cache_key k, const char *label, void **obj, size_t 
 {
     char why[160];
     rnnc_status got = rt_cache_read_host(k, obj, size, why, sizeof why);
-    if (got == RNNC_ERR_IO && !g_jit.warned_untrusted) {
+    if (got == RNNC_ERR_IO && !atomic_exchange(&g_jit.warned_untrusted, true))
         fprintf(stderr, "rnnc: warning: the cpu backend compiles its code rather than load it "
                         "from the kernel cache: %s\n", why);
-        g_jit.warned_untrusted = true;
-    }
     if (got == RNNC_ERR_FORMAT && cm_log_enabled("info"))
         fprintf(stderr, "rnnc: cache entry for %s is bad (%s): recompiling\n", label, why);
     return got == RNNC_OK;
@@ -206,77 +205,92 @@ static rnnc_status lookup_all(const cg_cpu_plan *p, const char *pfx, rt_cpu_code
 }
 
 /* The object of plan p for target t (from a bundle only where `bundle`
- * gives its target text), linked into the JIT. */
-static rnnc_status link_plan(const cg_cpu_plan *p, const char *pfx, const char *label,
-                             const rt_cpu_target *t, const char *bundle, rt_origin *origin)
+ * gives its target text).  Runs outside the JIT's lock: two cells of a
+ * model compile at once (cpu.c), each in an LLVM context of its own. */
+static rnnc_status object_for(const cg_cpu_plan *p, const char *pfx, const char *label,
+                              const rt_cpu_target *t, const char *bundle, void **obj,
+                              size_t *size, rt_origin *origin)
 {
     rt_cpu_module *c = NULL;
-    void *obj = NULL;
-    size_t size = 0;
     rnnc_status st = rt_cpu_module_create(p, pfx, t, &c);
     if (st == RNNC_OK)
-        st = object_of(c, bundle, label, &obj, &size, origin);
+        st = object_of(c, bundle, label, obj, size, origin);
     rt_cpu_module_free(c);
-    if (st == RNNC_OK)
-        st = add_object(obj, size, label);
-    free(obj);
     return st;
 }
 
-/* Makes a new entry for plan key `key` (the lock is held). */
-static rnnc_status make_entry(const cg_cpu_plan *p, rt_cache_key key, const rt_cpu_target *t,
-                              const char *bundle, code_entry *e)
+static code_entry *find_entry(rt_cache_key key)
 {
-    double t0 = cm_now_ms();
-    char pfx[48], label[56];
-    rt_cpu_plan_prefix(key, pfx, sizeof pfx);
-    snprintf(label, sizeof label, "cpu %s", p->fn->name ? p->fn->name : "cell");
-    rt_origin origin = RT_FROM_COMPILE;
-    rnnc_status st = link_plan(p, pfx, label, t, bundle, &origin);
-    if (st != RNNC_OK)
-        return st;
+    code_entry *e = g_jit.entries;
+    while (e && !(e->key.lo == key.lo && e->key.hi == key.hi))
+        e = e->next;
+    return e;
+}
+
+/* Links plan p's object into the JIT as a new entry for `key` (the lock is held). */
+static rnnc_status link_entry(const cg_cpu_plan *p, rt_cache_key key, const char *pfx,
+                              const char *label, const void *obj, size_t size, code_entry **out)
+{
+    code_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    e->key = key;
     e->code.n_gemms = p->n_gemms;
     e->code.mr = p->mr;
     e->code.mk = calloc((size_t)(p->n_gemms * p->mr + 1), sizeof(rt_cpu_mk));
-    if (!e->code.mk)
-        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-    st = lookup_all(p, pfx, &e->code);
-    rt_cache_note_origin(origin);
-    if (st == RNNC_OK && cm_log_enabled("info"))
-        fprintf(stderr, "rnnc: %s (%s): %s, %.3f ms\n", label, t->cpu, rt_origin_name(origin),
-                cm_now_ms() - t0);
-    return st;
+    rnnc_status st = e->code.mk ? add_object(obj, size, label)
+                                : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    if (st == RNNC_OK)
+        st = lookup_all(p, pfx, &e->code);
+    if (st != RNNC_OK) {
+        free(e->code.mk);
+        free(e);
+        return st;
+    }
+    e->next = g_jit.entries;
+    g_jit.entries = e;
+    *out = e;
+    return RNNC_OK;
 }
 
 /* The code of plan p: made before in this process, else from target t's
- * object (only from the loaded bundles where `bundle` names t's text). */
+ * object (only from the loaded bundles where `bundle` names t's text).
+ * Where two threads make the same code at once, the first to link it wins
+ * and the other's object is dropped. */
 static rnnc_status code_of(const cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_target *t,
                            const char *bundle, const rt_cpu_code **out)
 {
     rt_cache_key key = rt_cpu_plan_key(p, hoist);
-    rnnc_status st = RNNC_OK;
     pthread_mutex_lock(&g_jit.lock);
-    code_entry *e = g_jit.entries;
-    while (e && !(e->key.lo == key.lo && e->key.hi == key.hi))
-        e = e->next;
-    if (!e) {
-        e = calloc(1, sizeof *e);
-        st = e ? make_entry(p, key, t, bundle, e)
-               : err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-        if (st == RNNC_OK) {
-            e->key = key;
-            e->next = g_jit.entries;
-            g_jit.entries = e;
-        } else if (e) {
-            free(e->code.mk);
-            free(e);
-            e = NULL;
-        }
-    }
+    code_entry *e = find_entry(key);
     pthread_mutex_unlock(&g_jit.lock);
-    if (e)
+    if (e) {
         *out = &e->code;
-    return st;
+        return RNNC_OK;
+    }
+    double t0 = cm_now_ms();
+    char pfx[48], label[56];
+    rt_cpu_plan_prefix(key, pfx, sizeof pfx);
+    snprintf(label, sizeof label, "cpu %s", p->fn->name ? p->fn->name : "cell");
+    void *obj = NULL;
+    size_t size = 0;
+    rt_origin origin = RT_FROM_COMPILE;
+    rnnc_status st = object_for(p, pfx, label, t, bundle, &obj, &size, &origin);
+    if (st != RNNC_OK)
+        return st;
+    pthread_mutex_lock(&g_jit.lock);
+    if (!(e = find_entry(key)))
+        st = link_entry(p, key, pfx, label, obj, size, &e);
+    pthread_mutex_unlock(&g_jit.lock);
+    free(obj);
+    if (st != RNNC_OK)
+        return st;
+    rt_cache_note_origin(origin);
+    if (cm_log_enabled("info"))
+        fprintf(stderr, "rnnc: %s (%s): %s, %.3f ms\n", label, t->cpu, rt_origin_name(origin),
+                cm_now_ms() - t0);
+    *out = &e->code;
+    return RNNC_OK;
 }
 
 /* The cpu targets of the loaded bundles that this machine runs, widest
