@@ -94,20 +94,13 @@ static int show_json(const char *path, const rt_bundle *b)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "file", path);
-    cJSON *es = cJSON_AddArrayToObject(root, "entries"), *ts = cJSON_AddArrayToObject(root, "tuning");
+    cJSON *es = cJSON_AddArrayToObject(root, "entries");
     for (int i = 0; i < rt_bundle_count(b); i++) {
         rt_bundle_entry e;
         rt_bundle_entry_at(b, i, &e);
         cJSON_AddItemToArray(es, entry_json(&e));
     }
-    for (int i = 0; i < rt_bundle_tuning_count(b); i++) {
-        const char *shape, *tuning;
-        cJSON *t = cJSON_CreateObject();
-        rt_bundle_tuning_at(b, i, &shape, &tuning);
-        cJSON_AddStringToObject(t, "shape", shape);
-        cJSON_AddStringToObject(t, "tuning", tuning);
-        cJSON_AddItemToArray(ts, t);
-    }
+    cJSON_AddItemToObject(root, "tuning", rt_bundle_tuning_json(b));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text)

@@ -39,10 +39,24 @@ _Static_assert(sizeof(bundle_header) == 32, "the bundle header is 32 bytes on di
 
 /* ---------------------------------------------------------------- save */
 
+cJSON *rt_bundle_tuning_json(const rt_bundle *b)
+{
+    cJSON *ts = cJSON_CreateArray();
+    for (int i = 0; ts && i < rt_bundle_tuning_count(b); i++) {
+        const char *shape, *tuning;
+        cJSON *t = cJSON_CreateObject();
+        rt_bundle_tuning_at(b, i, &shape, &tuning);
+        cJSON_AddStringToObject(t, "shape", shape);
+        cJSON_AddStringToObject(t, "tuning", tuning);
+        cJSON_AddItemToArray(ts, t);
+    }
+    return ts;
+}
+
 static cJSON *manifest(const rt_bundle *b)
 {
     cJSON *m = cJSON_CreateObject(), *ks = cJSON_AddArrayToObject(m, "kernels");
-    cJSON *ts = cJSON_AddArrayToObject(m, "tuning");
+    cJSON_AddItemToObject(m, "tuning", rt_bundle_tuning_json(b));
     cJSON_AddStringToObject(m, "rnnc", rnnc_version_string());
     cJSON_AddNumberToObject(m, "codegen_version", RT_CODEGEN_VERSION);
     uint64_t off = 0;
@@ -63,14 +77,6 @@ static cJSON *manifest(const rt_bundle *b)
         cJSON_AddStringToObject(k, "hash", hash);
         cJSON_AddItemToArray(ks, k);
         off += e.size;
-    }
-    for (int i = 0; i < rt_bundle_tuning_count(b); i++) {
-        const char *shape, *tuning;
-        cJSON *t = cJSON_CreateObject();
-        rt_bundle_tuning_at(b, i, &shape, &tuning);
-        cJSON_AddStringToObject(t, "shape", shape);
-        cJSON_AddStringToObject(t, "tuning", tuning);
-        cJSON_AddItemToArray(ts, t);
     }
     return m;
 }

@@ -147,6 +147,8 @@ void rt_bundle_entry_at(const rt_bundle *b, int i, rt_bundle_entry *e);
 rnnc_status rt_bundle_add_tuning(rt_bundle *b, const char *shape_key, const char *tuning);
 int rt_bundle_tuning_count(const rt_bundle *b);
 void rt_bundle_tuning_at(const rt_bundle *b, int i, const char **shape, const char **tuning);
+/* The tuning records as the manifest lists them: [{"shape", "tuning"}] (cJSON, the caller's). */
+struct cJSON *rt_bundle_tuning_json(const rt_bundle *b);
 rnnc_status rt_bundle_save(const rt_bundle *b, const char *path);
 /* Reads and checks the whole file: RNNC_ERR_FORMAT for another format or
  * codegen version, a bad checksum or truncation, with a message saying which. */
