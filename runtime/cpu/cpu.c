@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #ifdef RNNC_HAVE_LLVM
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,24 +156,74 @@ static float *pack(const float *w, int64_t n, int64_t k, int nr)
     return out;
 }
 
-static rnnc_status bind_pseudo(rt_cpu_model *m, const rt_weights *w, int p)
+static const cg_cpu_plan *plan_of(const rt_cpu_model *m, int p)
 {
-    int layer = p / m->spec.dirs;
-    const cg_cpu_plan *pl = m->fn[layer > 0].plan;
+    return m->fn[p / m->spec.dirs > 0].plan;
+}
+
+/* Pseudo-layer p's arrays, and the check that its weights are all there. */
+static rnnc_status bound_arrays(rt_cpu_model *m, const rt_weights *w, int p)
+{
+    const cg_cpu_plan *pl = plan_of(m, p);
     rt_cpu_bound *b = &m->bound[p];
     b->packed = calloc((size_t)pl->n_gemms + 1, sizeof(float *));
     b->fold = calloc((size_t)pl->n_slots + 1, sizeof(float *));
     if (!b->packed || !b->fold)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
-    for (int32_t g = 0; g < pl->n_gemms; g++) {
-        const cg_gemm *gm = &pl->gemms[g];
-        const float *src = rt_weight(w, p, gm->param);
-        if (!src)
+    for (int32_t g = 0; g < pl->n_gemms; g++)
+        if (!rt_weight(w, p, pl->gemms[g].param))
             return err_fail(RNNC_ERR_INVALID_ARG, "cpu: weight '%s' of pseudo-layer %d is missing",
-                            pl->fn->params[gm->param].name, p);
-        if (!(b->packed[g] = pack(src, gm->n, gm->k, pl->nr)))
-            return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory packing weights");
+                            pl->fn->params[pl->gemms[g].param].name, p);
+    return RNNC_OK;
+}
+
+/* Every W of every pseudo-layer packed, the matrices shared out among the
+ * pool's threads: a stack holds tens of millions of floats (a 4-layer
+ * bidirectional LSTM at 1024: 80 M, 0.19 s on one thread). */
+typedef struct pack_job {
+    rt_cpu_model *m;
+    const rt_weights *w;
+    int n_items, per_p; /* items: p * per_p + g */
+    atomic_int next;
+    atomic_bool failed;
+} pack_job;
+
+static void pack_items(void *ctx, int tid, int nt)
+{
+    pack_job *j = ctx;
+    (void)tid, (void)nt;
+    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n_items;) {
+        int p = i / j->per_p, g = i % j->per_p;
+        const cg_cpu_plan *pl = plan_of(j->m, p);
+        if (g >= pl->n_gemms)
+            continue;
+        const cg_gemm *gm = &pl->gemms[g];
+        float *out = pack(rt_weight(j->w, p, gm->param), gm->n, gm->k, pl->nr);
+        j->m->bound[p].packed[g] = out;
+        if (!out)
+            atomic_store(&j->failed, true);
     }
+}
+
+static rnnc_status pack_all(rt_cpu_model *m, const rt_weights *w, int np)
+{
+    int per_p = m->fn[0].plan->n_gemms;
+    if (m->spec.layers > 1 && m->fn[1].plan->n_gemms > per_p)
+        per_p = m->fn[1].plan->n_gemms;
+    pack_job j = {.m = m, .w = w, .n_items = np * per_p, .per_p = per_p > 0 ? per_p : 1};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, false);
+    rt_cpu_pool_run(m->pool, pack_items, &j);
+    return atomic_load(&j.failed)
+               ? err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory packing weights")
+               : RNNC_OK;
+}
+
+/* Pseudo-layer p's fold vectors. */
+static rnnc_status fold_pseudo(rt_cpu_model *m, const rt_weights *w, int p)
+{
+    const cg_cpu_plan *pl = plan_of(m, p);
+    rt_cpu_bound *b = &m->bound[p];
     for (int32_t s = 0; s < pl->n_slots; s++) {
         if (pl->slots[s].kind != CG_SLOT_FOLD)
             continue;
@@ -198,7 +249,11 @@ static rnnc_status cpu_bind(void *state, const rt_weights *w)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory binding weights");
     rnnc_status st = RNNC_OK;
     for (int p = 0; p < np && st == RNNC_OK; p++)
-        st = bind_pseudo(m, w, p);
+        st = bound_arrays(m, w, p);
+    if (st == RNNC_OK)
+        st = pack_all(m, w, np);
+    for (int p = 0; p < np && st == RNNC_OK; p++)
+        st = fold_pseudo(m, w, p);
     if (st != RNNC_OK)
         cpu_free_bound(m);
     return st;
