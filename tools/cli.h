@@ -30,8 +30,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_show(int argc, char **argv);
-/* `rnnc show` of a bundle (cmd_show_bundle.c): the file starts with its magic. */
-bool cli_is_bundle(const char *path);
+/* `rnnc show` of a bundle (cmd_show_bundle.c). */
 int cli_show_bundle(const char *path, bool json);
 int cmd_diff(int argc, char **argv);
 int cmd_compile(int argc, char **argv);

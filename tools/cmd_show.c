@@ -10,6 +10,7 @@
 
 #include <cJSON.h>
 
+#include "runtime/cache/cache.h"
 #include "tools/cli.h"
 
 static const char show_help[] =
@@ -160,7 +161,7 @@ int cmd_show(int argc, char **argv)
     int rc = help_or_files(argc, argv, "show", show_help, 1, NULL, &json);
     if (rc >= 0)
         return rc;
-    if (cli_is_bundle(argv[optind]))
+    if (rt_bundle_file_is(argv[optind]))
         return cli_show_bundle(argv[optind], json);
     rnnc_tensors *ts = NULL;
     rnnc_status s = rnnc_tensors_load(&ts, argv[optind]);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -17,22 +16,6 @@
 #ifdef RNNC_HAVE_LLVM
 #include "runtime/cpu/cpu.h"
 #endif
-
-/* Only a regular file is opened to look: a FIFO would block the open (its
- * refusal is the safetensors reader's, which names it). */
-bool cli_is_bundle(const char *path)
-{
-    char magic[8] = {0};
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return false;
-    FILE *f = fopen(path, "rb");
-    bool yes = f && fread(magic, 1, sizeof magic, f) == sizeof magic &&
-               memcmp(magic, "RNNCPKG", 8) == 0;
-    if (f)
-        fclose(f);
-    return yes;
-}
 
 /* An object file's target: its name, vector width, and whether this CPU
  * runs its code (-1: unknown, an rnnc without the cpu backend). */
@@ -46,8 +29,12 @@ static cpu_target_view view_of(const char *text)
     cpu_target_view v = {.vw = 0, .runs_here = -1};
     sscanf(text, "%40s %d", v.name, &v.vw);
 #ifdef RNNC_HAVE_LLVM
-    rt_cpu_target t, host;
-    if (rt_cpu_target_parse(text, &t) && rt_cpu_target_get("native", &host) == RNNC_OK)
+    static rt_cpu_target host; /* described once: LLVM reads the CPU's features */
+    static int described = 0;  /* 1 done, -1 failed */
+    if (!described)
+        described = rt_cpu_target_get("native", &host) == RNNC_OK ? 1 : -1;
+    rt_cpu_target t;
+    if (described > 0 && rt_cpu_target_parse(text, &t))
         v.runs_here = rt_cpu_target_runs_here(&t, &host);
 #endif
     return v;

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <xxhash.h>
 
@@ -119,6 +120,20 @@ rnnc_status rt_bundle_save(const rt_bundle *b, const char *path)
 }
 
 /* ---------------------------------------------------------------- load */
+
+bool rt_bundle_file_is(const char *path)
+{
+    char magic[sizeof k_magic] = {0};
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) /* a FIFO would block the open */
+        return false;
+    FILE *f = fopen(path, "rb");
+    bool yes = f && fread(magic, 1, sizeof magic, f) == sizeof magic &&
+               memcmp(magic, k_magic, sizeof k_magic) == 0;
+    if (f)
+        fclose(f);
+    return yes;
+}
 
 /* Bundles hold cubins for a few archs; anything near this is not one. */
 #define MAX_BUNDLE (4ull << 30)

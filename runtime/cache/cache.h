@@ -153,6 +153,8 @@ rnnc_status rt_bundle_save(const rt_bundle *b, const char *path);
 /* Reads and checks the whole file: RNNC_ERR_FORMAT for another format or
  * codegen version, a bad checksum or truncation, with a message saying which. */
 rnnc_status rt_bundle_load(rt_bundle **out, const char *path);
+/* path is a regular file that starts as a bundle does (nothing else checked). */
+bool rt_bundle_file_is(const char *path);
 /* The cubin for req on sm (owned by b), or false. */
 bool rt_bundle_find(const rt_bundle *b, const rt_kernel_req *req, int sm, const void **cubin,
                     size_t *size);

@@ -79,12 +79,17 @@ static rnnc_status prepare_both(const rt_spec *s, rt_cpu_fn fn[2])
     return st;
 }
 
+static const cg_cpu_plan *plan_of(const rt_cpu_model *m, int p)
+{
+    return m->fn[p / m->spec.dirs > 0].plan;
+}
+
 static void cpu_free_bound(rt_cpu_model *m)
 {
     if (!m->bound)
         return;
     for (int p = 0; p < m->spec.layers * m->spec.dirs; p++) {
-        const cg_cpu_plan *pl = m->fn[p >= m->spec.dirs].plan;
+        const cg_cpu_plan *pl = plan_of(m, p);
         for (int32_t g = 0; m->bound[p].packed && g < pl->n_gemms; g++)
             free(m->bound[p].packed[g]);
         for (int32_t s = 0; m->bound[p].fold && s < pl->n_slots; s++)
@@ -154,11 +159,6 @@ static float *pack(const float *w, int64_t n, int64_t k, int nr)
         }
     }
     return out;
-}
-
-static const cg_cpu_plan *plan_of(const rt_cpu_model *m, int p)
-{
-    return m->fn[p / m->spec.dirs > 0].plan;
 }
 
 /* Pseudo-layer p's arrays, and the check that its weights are all there. */

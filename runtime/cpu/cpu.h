@@ -58,6 +58,12 @@ bool rt_cpu_target_runs_here(const rt_cpu_target *t, const rt_cpu_target *host);
 typedef struct rt_cpu_module rt_cpu_module;
 /* Hashes what the plan's code depends on (cell, sizes, hoist, vector width). */
 rt_cache_key rt_cpu_plan_key(const struct cg_cpu_plan *p, rnnc_hoist hoist);
+/* Fuses cell f and plans it at vector width vw, both in arena a (the plan
+ * keeps the schedule). */
+rnnc_status rt_cpu_plan_cell(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, int vw, ir_arena *a,
+                             struct cg_cpu_plan *p);
+/* How logs, the disk cache and bundles name the plan's code: "cpu <cell>". */
+void rt_cpu_plan_label(const struct cg_cpu_plan *p, char *buf, size_t n);
 /* The prefix of the module's symbols, "rnnc_cpu_<key hex>". */
 void rt_cpu_plan_prefix(rt_cache_key k, char *pfx, size_t n);
 rnnc_status rt_cpu_module_create(const struct cg_cpu_plan *p, const char *pfx,

@@ -20,20 +20,17 @@ static rnnc_status add_cell(const rt_spec *s, int k, const rt_cpu_target *t, con
     ir_arena *a = ir_arena_create();
     if (!a)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-    ir_schedule sched;
     cg_cpu_plan p;
     rt_cpu_module *c = NULL;
     rt_cache_key key;
     void *obj = NULL;
     size_t size = 0;
     char pfx[48], label[56];
-    rnnc_status st = pass_fuse(s->fn[k], s->hoist, a, &sched);
-    if (st == RNNC_OK)
-        st = cg_cpu_plan_build(&sched, s->sizes[k], t->vw, a, &p);
+    rnnc_status st = rt_cpu_plan_cell(s->fn[k], s->sizes[k], s->hoist, t->vw, a, &p);
     if (st != RNNC_OK)
         goto destroy_arena;
     rt_cpu_plan_prefix(rt_cpu_plan_key(&p, s->hoist), pfx, sizeof pfx);
-    snprintf(label, sizeof label, "cpu %s", p.fn->name ? p.fn->name : "cell");
+    rt_cpu_plan_label(&p, label, sizeof label);
     if ((st = rt_cpu_module_create(&p, pfx, t, &c)) != RNNC_OK)
         goto destroy_arena;
     st = rt_cpu_module_key(c, &key);

@@ -271,7 +271,7 @@ static rnnc_status code_of(const cg_cpu_plan *p, rnnc_hoist hoist, const rt_cpu_
     double t0 = cm_now_ms();
     char pfx[48], label[56];
     rt_cpu_plan_prefix(key, pfx, sizeof pfx);
-    snprintf(label, sizeof label, "cpu %s", p->fn->name ? p->fn->name : "cell");
+    rt_cpu_plan_label(p, label, sizeof label);
     void *obj = NULL;
     size_t size = 0;
     rt_origin origin = RT_FROM_COMPILE;
@@ -365,12 +365,9 @@ rnnc_status rt_cpu_dump_llvm(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, char
     ir_arena *a = ir_arena_create();
     if (!a)
         return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
-    ir_schedule s;
     cg_cpu_plan p;
     rt_cpu_module *c = NULL;
-    st = pass_fuse(f, hoist, a, &s);
-    if (st == RNNC_OK)
-        st = cg_cpu_plan_build(&s, sz, g_jit.host.vw, a, &p);
+    st = rt_cpu_plan_cell(f, sz, hoist, g_jit.host.vw, a, &p);
     if (st == RNNC_OK)
         st = rt_cpu_module_create(&p, "rnnc_cpu", &g_jit.host, &c);
     if (st == RNNC_OK && !(*text = rt_cpu_module_text(c)))

@@ -55,6 +55,21 @@ rt_cache_key rt_cpu_plan_key(const cg_cpu_plan *p, rnnc_hoist hoist)
     return (rt_cache_key){.lo = d.low64, .hi = d.high64};
 }
 
+rnnc_status rt_cpu_plan_cell(const ir_fn *f, ir_sizes sz, rnnc_hoist hoist, int vw, ir_arena *a,
+                             cg_cpu_plan *p)
+{
+    ir_schedule *s = ir_arena_alloc(a, sizeof *s);
+    if (!s)
+        return err_fail(RNNC_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    rnnc_status st = pass_fuse(f, hoist, a, s);
+    return st == RNNC_OK ? cg_cpu_plan_build(s, sz, vw, a, p) : st;
+}
+
+void rt_cpu_plan_label(const cg_cpu_plan *p, char *buf, size_t n)
+{
+    snprintf(buf, n, "cpu %s", p->fn->name ? p->fn->name : "cell");
+}
+
 void rt_cpu_plan_prefix(rt_cache_key k, char *pfx, size_t n)
 {
     snprintf(pfx, n, "rnnc_cpu_%016llx%016llx", (unsigned long long)k.hi,
